@@ -1,0 +1,5 @@
+import sys
+
+from browserskill.cli.main import main
+
+sys.exit(main())

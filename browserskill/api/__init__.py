@@ -1,0 +1,1 @@
+"""The HTTP API (DESIGN §8): routes, error rendering, OpenAPI document."""

@@ -1,0 +1,265 @@
+"""The `/v1` HTTP API as a Starlette app. Every answer goes through `respond`/`error_response`,
+which read the one error table for status codes and retry headers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from browserskill.dispatch.operations import Operation
+from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
+from browserskill.tools import catalog
+
+if TYPE_CHECKING:
+    from browserskill.daemon.core import Daemon
+
+log = logging.getLogger(__name__)
+
+# Per-call options that ride along with tool parameters in a request body.
+CALL_OPTIONS = ("wait", "timeout_ms", "detach")
+
+
+def _headers(code: str | None) -> dict[str, str]:
+    if code is None or CODES[code].http < 300:
+        return {}
+    if code in SHOULD_RETRY:
+        return {"X-Should-Retry": "true", "Retry-After": "1"}
+    return {"X-Should-Retry": "false"}
+
+
+def respond(body: dict[str, Any], code: str | None = None, status: int | None = None) -> Response:
+    http = status or (CODES[code].http if code else 200)
+    return JSONResponse(body, status_code=http, headers=_headers(code))
+
+
+def error_response(err: BskError) -> Response:
+    return respond({"error": err.to_dict()}, err.code)
+
+
+def op_response(result: dict[str, Any]) -> Response:
+    error = result.get("error")
+    if result.get("state") != "ended":
+        return respond(result, status=202)
+    return respond(result, error["code"] if error else None)
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def guarded(fn: Handler) -> Handler:
+    """No traceback ever reaches a client: known errors by the table, bugs as `internal`."""
+
+    async def wrapper(request: Request) -> Response:
+        try:
+            return await fn(request)
+        except BskError as e:
+            return error_response(e)
+        except Exception as e:
+            log.exception("request %s %s failed", request.method, request.url.path)
+            return error_response(BskError("internal", f"internal error: {e}",
+                                           hint="this is a bug; see the daemon log"))
+
+    wrapper.__name__ = fn.__name__
+    return wrapper
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BskError("invalid_params", f"body: not valid JSON ({e})",
+                       hint="send a JSON object", details={"field": "body"}) from None
+    if not isinstance(body, dict):
+        raise BskError("invalid_params", "body: must be a JSON object",
+                       details={"field": "body"})
+    return body
+
+
+def _flag(body: dict[str, Any], name: str) -> bool:
+    value = body.pop(name, False)
+    if not isinstance(value, bool):
+        raise invalid(name, "must be true or false")
+    return value
+
+
+def _int_query(request: Request, name: str, default: int, lo: int, hi: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise invalid(name, f"must be an integer, got {raw!r}") from None
+    if not lo <= value <= hi:
+        raise invalid(name, f"must be from {lo} to {hi}")
+    return value
+
+
+def build_app(daemon: Daemon) -> Any:
+    dispatcher = daemon.dispatcher
+
+    async def finish(op: Operation, detach: bool) -> Response:
+        if not detach:
+            await op.done.wait()
+        return op_response(op.to_result())
+
+    @guarded
+    async def call_tool(request: Request) -> Response:
+        sid = request.path_params["sid"]
+        tool = request.path_params["tool"]
+        if tool == "session_stop":
+            raise invalid("tool", "stop a session with DELETE /v1/sessions/{sid}")
+        body = await json_body(request)
+        wait, detach = _flag(body, "wait"), _flag(body, "detach")
+        timeout_ms = body.pop("timeout_ms", None)
+        op = await dispatcher.submit(
+            sid, tool, body, wait=wait, timeout_ms=timeout_ms,
+            idempotency_key=request.headers.get("idempotency-key"),
+        )
+        return await finish(op, detach)
+
+    @guarded
+    async def create_session(request: Request) -> Response:
+        body = await json_body(request)
+        sid, label = body.pop("session_id", None), body.pop("label", None)
+        for name, value in (("session_id", sid), ("label", label)):
+            if value is not None and not isinstance(value, str):
+                raise invalid(name, "must be a string")
+        if body:
+            raise invalid(next(iter(body)), "unknown field (accepted: session_id, label)")
+        session = await daemon.sessions.create(sid, label)
+        return respond(session.summary(), status=201)
+
+    @guarded
+    async def list_sessions(request: Request) -> Response:
+        return respond({"sessions": [s.summary() for s in daemon.sessions.sessions.values()]})
+
+    @guarded
+    async def stop_session(request: Request) -> Response:
+        sid = request.path_params["sid"]
+        daemon.sessions.get(sid)
+        body = await json_body(request)
+        wait = body.get("wait", request.query_params.get("wait") == "true")
+        op = await dispatcher.submit(sid, "session_stop", {}, wait=bool(wait),
+                                     timeout_ms=body.get("timeout_ms"))
+        return await finish(op, detach=False)
+
+    @guarded
+    async def get_op(request: Request) -> Response:
+        return respond(dispatcher.find(request.path_params["op_id"]))
+
+    @guarded
+    async def list_ops(request: Request) -> Response:
+        limit = _int_query(request, "limit", 50, 1, 1000)
+        session = request.query_params.get("session")
+        return respond({"ops": daemon.journal.list(session, limit)})
+
+    @guarded
+    async def cancel_op(request: Request) -> Response:
+        return respond(dispatcher.cancel(request.path_params["op_id"]))
+
+    @guarded
+    async def wait_op(request: Request) -> Response:
+        op_id = request.path_params["op_id"]
+        timeout_ms = _int_query(request, "timeout_ms", 30_000, 0, 600_000)
+        op = dispatcher.live(op_id)
+        if op is not None:
+            try:
+                await asyncio.wait_for(op.done.wait(), timeout_ms / 1000)
+            except TimeoutError:
+                pass
+        return op_response(dispatcher.find(op_id))
+
+    @guarded
+    async def health(request: Request) -> Response:
+        return respond({"ok": True, "version": daemon.version})
+
+    @guarded
+    async def daemon_info(request: Request) -> Response:
+        return respond(daemon.info())
+
+    @guarded
+    async def status(request: Request) -> Response:
+        if request.query_params.get("connect") == "true":
+            await daemon.browser.ensure()
+        return respond({**daemon.info(), "browser": daemon.browser.info(),
+                        "sessions": len(daemon.sessions.sessions)})
+
+    @guarded
+    async def doctor(request: Request) -> Response:
+        return respond(await daemon.doctor())
+
+    @guarded
+    async def stop_daemon(request: Request) -> Response:
+        daemon.request_stop("stopped by request")
+        return respond({"stopping": True, "pid": daemon.pid})
+
+    @guarded
+    async def tools(request: Request) -> Response:
+        return respond({"tools": [
+            {"name": t.name, "effect": t.effect.value, "summary": t.summary,
+             "cli": " ".join(t.words), "input_schema": t.input_schema()}
+            for t in catalog.TOOLS
+        ]})
+
+    @guarded
+    async def openapi(request: Request) -> Response:
+        from browserskill.api.openapi import document
+
+        return respond(document())
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return error_response(BskError(
+            "invalid_params", f"path: no endpoint {request.method} {request.url.path}",
+            hint="see GET /v1/openapi.json", details={"field": "path"},
+        )) if getattr(exc, "status_code", 404) in (404, 405) else error_response(
+            BskError("internal", str(exc)))
+
+    routes = [
+        Route("/v1/health", health, methods=["GET"]),
+        Route("/v1/status", status, methods=["GET"]),
+        Route("/v1/daemon", daemon_info, methods=["GET"]),
+        Route("/v1/daemon/stop", stop_daemon, methods=["POST"]),
+        Route("/v1/doctor", doctor, methods=["GET"]),
+        Route("/v1/tools", tools, methods=["GET"]),
+        Route("/v1/openapi.json", openapi, methods=["GET"]),
+        Route("/v1/sessions", create_session, methods=["POST"]),
+        Route("/v1/sessions", list_sessions, methods=["GET"]),
+        Route("/v1/sessions/{sid}", stop_session, methods=["DELETE"]),
+        Route("/v1/sessions/{sid}/tools/{tool}", call_tool, methods=["POST"]),
+        Route("/v1/ops", list_ops, methods=["GET"]),
+        Route("/v1/ops/{op_id}", get_op, methods=["GET"]),
+        Route("/v1/ops/{op_id}/cancel", cancel_op, methods=["POST"]),
+        Route("/v1/ops/{op_id}/wait", wait_op, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+    return _Activity(app, daemon)
+
+
+class _Activity:
+    """Counts requests in flight, so the idle timer never stops a daemon mid-call."""
+
+    def __init__(self, app: Any, daemon: Daemon) -> None:
+        self.app = app
+        self.daemon = daemon
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        self.daemon.requests_in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.daemon.requests_in_flight -= 1
+            self.daemon.touch()

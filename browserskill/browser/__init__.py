@@ -1,0 +1,1 @@
+"""Browser links: how tools reach a browser (CDP today; the extension relay later)."""

@@ -1,0 +1,38 @@
+"""`bsk doctor`: what works, what doesn't, and the fix for each problem.
+
+The browser check runs here too, so that it answers even when the daemon can't start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from browserskill import paths
+from browserskill.errors import BskError
+
+
+def run_doctor(client: Any) -> dict[str, Any]:
+    from browserskill.browser import launcher
+
+    checks: list[dict[str, Any]] = []
+    home = paths.state_dir()
+    try:
+        paths.ensure_state_dir()
+        checks.append({"check": "state_dir_writable", "ok": True, "detail": str(home)})
+    except OSError as e:
+        checks.append({"check": "state_dir_writable", "ok": False, "detail": f"{home}: {e}",
+                       "fix": "set BSK_HOME to a writable directory"})
+    try:
+        _, _, report = client.call("GET", "/v1/doctor", timeout=30)
+        checks.append({"check": "daemon", "ok": True,
+                       "detail": f"reachable, pid {report['daemon']['pid']}"})
+        checks.extend(report["checks"])
+    except BskError as e:
+        checks.append({"check": "daemon", "ok": False, "detail": e.message,
+                       "fix": "read the log above; `bsk daemon start --foreground` shows errors"})
+        exe = launcher.find_browser()
+        version = launcher.browser_version(exe) if exe else None
+        checks.append({"check": "browser", "ok": bool(version),
+                       "detail": f"{exe}: {version}" if exe else "no browser found",
+                       "fix": "" if version else launcher.INSTALL_HINT})
+    return {"ok": all(c["ok"] for c in checks), "checks": checks}

@@ -1,0 +1,461 @@
+"""`bsk`: parse a command, send it to the daemon, print the outcome, exit with its code.
+
+Start-up cost matters (one process per agent action), so this path imports only the
+stdlib, the error table and the tool catalog, and parses arguments by hand from the
+catalog instead of building an argparse tree for every command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from browserskill import __version__, paths
+from browserskill.cli import render
+from browserskill.cli.transport import DaemonUnreachable, request
+from browserskill.errors import CODES, BskError, exit_code, invalid
+from browserskill.tools.catalog import BY_WORDS, TOOLS, Param, ToolSpec
+
+DEFAULT_SESSION = "default"
+
+
+@dataclass
+class Globals:
+    session: str = field(default_factory=lambda: os.environ.get("BSK_SESSION") or DEFAULT_SESSION)
+    json: bool = False
+    wait: bool = False
+    timeout: float | None = None
+    key: str | None = None
+    help: bool = False
+
+
+_VALUE_OPTS = {"--session": "session", "-s": "session", "--timeout": "timeout", "--key": "key"}
+_BOOL_OPTS = {"--json": "json", "--wait": "wait", "--help": "help", "-h": "help"}
+
+
+def split_globals(argv: list[str]) -> tuple[Globals, list[str]]:
+    """Take global options from anywhere on the line (before `--`); leave the rest in order."""
+    g = Globals()
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        name, eq, inline = arg.partition("=")
+        if name in _VALUE_OPTS:
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            else:
+                raise invalid(name.lstrip("-"), "needs a value")
+            setattr(g, _VALUE_OPTS[name], value)
+        elif arg in _BOOL_OPTS:
+            setattr(g, _BOOL_OPTS[arg], True)
+        else:
+            rest.append(arg)
+        i += 1
+    if isinstance(g.timeout, str):
+        try:
+            g.timeout = float(g.timeout)
+        except ValueError:
+            raise invalid("timeout", f"must be a number of seconds, got {g.timeout!r}") from None
+        if not 0 < g.timeout <= 600:
+            raise invalid("timeout", "must be more than 0 and at most 600 seconds")
+    return g, rest
+
+
+# -- tool arguments, from the catalog ---------------------------------------------------
+
+
+def _convert(p: Param, raw: str) -> Any:
+    if p.type == "integer":
+        try:
+            return int(raw)
+        except ValueError:
+            raise invalid(p.name, f"must be an integer, got {raw!r}") from None
+    if p.type == "number":
+        try:
+            return float(raw)
+        except ValueError:
+            raise invalid(p.name, f"must be a number, got {raw!r}") from None
+    if p.path:
+        return os.path.abspath(os.path.expanduser(raw))
+    return raw
+
+
+def _looks_like_option(arg: str) -> bool:
+    return arg.startswith("-") and len(arg) > 1 and not arg[1:2].isdigit() and arg != "-"
+
+
+def parse_tool_args(spec: ToolSpec, args: list[str]) -> dict[str, Any]:
+    by_flag = {p.flag: p for p in spec.params}
+    positionals = [p for p in spec.params if p.positional]
+    out: dict[str, Any] = {}
+    literal = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--" and not literal:
+            literal = True
+            continue
+        if not literal and _looks_like_option(arg):
+            name, eq, inline = arg.partition("=")
+            p = by_flag.get(name)
+            if p is None and name.startswith("--no-") and f"--{name[5:]}" in by_flag:
+                p = by_flag[f"--{name[5:]}"]
+                if p.type == "boolean":
+                    out[p.name] = False
+                    continue
+            if p is None:
+                known = ", ".join(by_flag) or "none"
+                raise invalid(name.lstrip("-"), f"unknown option for `{' '.join(spec.words)}` "
+                              f"(options: {known})", hint=f"bsk {' '.join(spec.words)} --help")
+            if p.type == "boolean":
+                out[p.name] = True
+                continue
+            if not eq:
+                if i >= len(args):
+                    raise invalid(p.name, "needs a value")
+                inline = args[i]
+                i += 1
+            if p.type == "array":
+                out.setdefault(p.name, []).append(_convert(p, inline))
+            else:
+                out[p.name] = _convert(p, inline)
+            continue
+        while positionals and positionals[0].name in out and positionals[0].type != "array":
+            positionals.pop(0)
+        if not positionals:
+            raise invalid("arguments", f"unexpected argument {arg!r}",
+                          hint=f"usage: bsk {spec.usage()}")
+        p = positionals[0]
+        if p.type == "array":
+            out.setdefault(p.name, []).append(_convert(p, arg))
+        else:
+            out[p.name] = _convert(p, arg)
+            positionals.pop(0)
+    return out
+
+
+# -- talking to the daemon --------------------------------------------------------------
+
+
+class Client:
+    def __init__(self, g: Globals) -> None:
+        self.g = g
+        self.sock = str(paths.socket_path())
+        self._spawned = False
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None, *,
+             headers: dict[str, str] | None = None, spawn: bool = True,
+             timeout: float | None = None) -> tuple[int, dict[str, str], Any]:
+        wire_timeout = (timeout or self.g.timeout or 30.0) + 30.0
+        try:
+            return request(self.sock, method, path, body, timeout=wire_timeout, headers=headers)
+        except DaemonUnreachable:
+            if not spawn:
+                raise
+        self.start_daemon()
+        return request(self.sock, method, path, body, timeout=wire_timeout, headers=headers)
+
+    def start_daemon(self, extra: list[str] | None = None) -> int:
+        from browserskill.cli.spawn import DaemonStartError, spawn
+
+        try:
+            pid = spawn(extra)
+        except DaemonStartError as e:
+            raise BskError("browser_unavailable", f"could not start the daemon: {e}",
+                           hint="run `bsk doctor` for what to fix") from None
+        self._spawned = True
+        return pid
+
+
+def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[str, Any]:
+    g = client.g
+    body = dict(params)
+    if g.wait:
+        body["wait"] = True
+    if g.timeout:
+        body["timeout_ms"] = int(g.timeout * 1000)
+    headers = {"Idempotency-Key": g.key} if g.key else None
+    _, _, answer = client.call(
+        "POST", f"/v1/sessions/{quote(g.session, safe='')}/tools/{spec.name}", body,
+        headers=headers, timeout=g.timeout or spec.default_timeout_s,
+    )
+    return answer
+
+
+def outcome(answer: Any) -> tuple[dict[str, Any], int]:
+    """Normalise any daemon answer to the result shape, with its exit code."""
+    if not isinstance(answer, dict):
+        answer = {"error": {"code": "internal", "message": f"unexpected answer: {answer!r}"}}
+    error = answer.get("error")
+    if "op_id" not in answer and error:
+        entry = CODES.get(error.get("code", "internal"), CODES["internal"])
+        answer = {"op_id": None, "status": "failed", "dispatched": entry.dispatched,
+                  "retry_safe": entry.retry_safe, "result": None, "error": error}
+    code = error.get("code") if error else None
+    return answer, exit_code(code)
+
+
+# -- commands that are not tools ---------------------------------------------------------
+
+
+def cmd_session_start(client: Client, args: list[str]) -> Any:
+    sid, label = None, None
+    i = 0
+    while i < len(args):
+        if args[i] in ("--label", "-l") and i + 1 < len(args):
+            label = args[i + 1]
+            i += 2
+            continue
+        if args[i].startswith("--label="):
+            label = args[i].split("=", 1)[1]
+        elif _looks_like_option(args[i]):
+            raise invalid(args[i].lstrip("-"), "unknown option (accepted: --label)")
+        elif sid is None:
+            sid = args[i]
+        else:
+            raise invalid("arguments", f"unexpected argument {args[i]!r}")
+        i += 1
+    body = {k: v for k, v in (("session_id", sid), ("label", label)) if v is not None}
+    return client.call("POST", "/v1/sessions", body)[2]
+
+
+def cmd_session_list(client: Client, args: list[str]) -> Any:
+    _no_args("session list", args)
+    return client.call("GET", "/v1/sessions")[2]
+
+
+def cmd_session_stop(client: Client, args: list[str]) -> Any:
+    if args == ["--all"]:
+        _status, _, listing = client.call("GET", "/v1/sessions", spawn=False)
+        results = []
+        for s in listing.get("sessions", []):
+            results.append(_stop_one(client, s["session_id"]))
+        return {"stopped": results}
+    if len(args) > 1 or (args and _looks_like_option(args[0])):
+        raise invalid("arguments", "usage: bsk session stop [ID | --all]")
+    return _stop_one(client, args[0] if args else client.g.session)
+
+
+def _stop_one(client: Client, sid: str) -> Any:
+    query = "?wait=true" if client.g.wait else ""
+    try:
+        return client.call("DELETE", f"/v1/sessions/{quote(sid, safe='')}{query}",
+                           spawn=False)[2]
+    except DaemonUnreachable:
+        raise BskError("session_not_found", f"no session {sid!r}: the daemon is not running",
+                       details={"session_id": sid}) from None
+
+
+def cmd_status(client: Client, args: list[str]) -> Any:
+    connect = "--connect" in args
+    _no_args("status", [a for a in args if a != "--connect"])
+    return client.call("GET", "/v1/status" + ("?connect=true" if connect else ""))[2]
+
+
+def cmd_doctor(client: Client, args: list[str]) -> Any:
+    _no_args("doctor", args)
+    from browserskill.cli.doctor import run_doctor
+
+    return run_doctor(client)
+
+
+def cmd_daemon_start(client: Client, args: list[str]) -> Any:
+    if "--foreground" in args:
+        from browserskill.daemon.__main__ import main as daemon_main
+
+        sys.exit(daemon_main([a for a in args if a != "--foreground"]))
+    from browserskill.cli.spawn import reachable
+
+    if reachable(paths.socket_path()):
+        info = client.call("GET", "/v1/daemon", spawn=False)[2]
+        info["already_running"] = True
+        if args:
+            info["note"] = "options not applied: stop the daemon first to change them"
+        return info
+    client.start_daemon(args)
+    return client.call("GET", "/v1/daemon", spawn=False)[2]
+
+
+def cmd_daemon_stop(client: Client, args: list[str]) -> Any:
+    _no_args("daemon stop", args)
+    from browserskill.cli.spawn import reachable
+
+    sock = paths.socket_path()
+    try:
+        answer = client.call("POST", "/v1/daemon/stop", spawn=False)[2]
+    except DaemonUnreachable:
+        return {"stopped": False, "note": "no daemon was running"}
+    import time
+
+    deadline = time.monotonic() + 15
+    while reachable(sock) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return {"stopped": not reachable(sock), "pid": answer.get("pid")}
+
+
+def cmd_daemon_status(client: Client, args: list[str]) -> Any:
+    _no_args("daemon status", args)
+    try:
+        return {"running": True, **client.call("GET", "/v1/daemon", spawn=False)[2]}
+    except DaemonUnreachable:
+        return {"running": False, "socket": str(paths.socket_path())}
+
+
+def _op_id(args: list[str], usage: str) -> str:
+    if len(args) != 1 or _looks_like_option(args[0]):
+        raise invalid("op_id", "give exactly one operation id", hint=f"usage: bsk {usage}")
+    return quote(args[0], safe="")
+
+
+def cmd_op_show(client: Client, args: list[str]) -> Any:
+    return client.call("GET", f"/v1/ops/{_op_id(args, 'op show ID')}")[2]
+
+
+def cmd_op_cancel(client: Client, args: list[str]) -> Any:
+    return client.call("POST", f"/v1/ops/{_op_id(args, 'op cancel ID')}/cancel")[2]
+
+
+def cmd_op_wait(client: Client, args: list[str]) -> Any:
+    timeout = int((client.g.timeout or 30) * 1000)
+    op = _op_id(args, "op wait ID")
+    return client.call("GET", f"/v1/ops/{op}/wait?timeout_ms={timeout}")[2]
+
+
+def cmd_op_list(client: Client, args: list[str]) -> Any:
+    query = "?limit=50"
+    if args[:1] == ["--all"]:
+        args = args[1:]
+    elif client.g.session:
+        query += "&session=" + quote(client.g.session, safe="")
+    _no_args("op list [--all]", args)
+    return client.call("GET", "/v1/ops" + query)[2]
+
+
+def cmd_version(client: Client, args: list[str]) -> Any:
+    return {"version": __version__}
+
+
+def _no_args(command: str, args: list[str]) -> None:
+    if args:
+        raise invalid("arguments", f"unexpected argument {args[0]!r}", hint=f"usage: bsk {command}")
+
+
+@dataclass(frozen=True)
+class Control:
+    words: tuple[str, ...]
+    run: Callable[[Client, list[str]], Any]
+    usage: str
+    summary: str
+
+
+CONTROL: tuple[Control, ...] = (
+    Control(("session", "start"), cmd_session_start, "session start [ID] [--label L]",
+            "Start a session (its own tab); use it with -s ID or BSK_SESSION=ID."),
+    Control(("session", "list"), cmd_session_list, "session list", "List sessions."),
+    Control(("session", "stop"), cmd_session_stop, "session stop [ID | --all]",
+            "Stop a session and close its tabs (after its running operation)."),
+    Control(("status",), cmd_status, "status [--connect]",
+            "Daemon and browser status (--connect starts the browser to report it)."),
+    Control(("doctor",), cmd_doctor, "doctor", "Check the set-up and say how to fix problems."),
+    Control(("daemon", "start"), cmd_daemon_start,
+            "daemon start [--foreground] [--cdp-url URL] [--profile DIR | --ephemeral] "
+            "[--idle-timeout SEC] [--headed]", "Start the daemon (bsk starts it on first use)."),
+    Control(("daemon", "stop"), cmd_daemon_stop, "daemon stop",
+            "Stop the daemon; running operations end honestly."),
+    Control(("daemon", "status"), cmd_daemon_status, "daemon status",
+            "Daemon pid, socket, version and uptime."),
+    Control(("op", "show"), cmd_op_show, "op show ID", "One operation with its timeline."),
+    Control(("op", "list"), cmd_op_list, "op list [--all]",
+            "Recent operations of this session (--all: every session)."),
+    Control(("op", "cancel"), cmd_op_cancel, "op cancel ID", "Cancel an operation."),
+    Control(("op", "wait"), cmd_op_wait, "op wait ID", "Wait for an operation to end."),
+    Control(("version",), cmd_version, "version", "Print the version."),
+)
+CONTROL_BY_WORDS = {c.words: c for c in CONTROL}
+_HIDDEN = {("session", "stop")}  # a catalog tool, but the CLI form takes ID|--all
+
+
+def find_command(rest: list[str]) -> tuple[tuple[str, ...], list[str]]:
+    for n in (2, 1):
+        words = tuple(rest[:n])
+        if len(words) == n and (words in CONTROL_BY_WORDS or words in BY_WORDS):
+            return words, rest[n:]
+    return (), rest
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    g = Globals()
+    try:
+        g, rest = split_globals(argv)
+        words, args = find_command(rest)
+        if not words:
+            if g.help or not rest:
+                print(render.main_help(CONTROL, TOOLS, _HIDDEN))
+                return 0
+            raise unknown_command(rest)
+        control = CONTROL_BY_WORDS.get(words)
+        spec = BY_WORDS.get(words)
+        if g.help:
+            print(render.command_help(control, spec))
+            return 0
+        client = Client(g)
+        if control is not None:
+            answer = control.run(client, args)
+            answer, code = outcome(answer)
+            render.show(words, answer, as_json=g.json)
+            return code
+        assert spec is not None
+        params = spec.validate(parse_tool_args(spec, args))
+        answer, code = outcome(tool_call(client, spec, params))
+        render.show(words, answer, as_json=g.json)
+        return code
+    except BskError as e:
+        answer, code = outcome({"error": e.to_dict()})
+        render.show((), answer, as_json=g.json)
+        return code
+    except DaemonUnreachable as e:
+        answer, code = outcome({"error": BskError(
+            "browser_unavailable", f"lost the daemon mid-call: {e}",
+            hint="run the command again; `bsk op list` shows what the daemon recorded",
+        ).to_dict()})
+        render.show((), answer, as_json=g.json)
+        return code
+    except TimeoutError:
+        answer, code = outcome({"error": BskError(
+            "outcome_unknown", "no answer from the daemon in time",
+            hint="`bsk op list` shows whether the call ran").to_dict()})
+        render.show((), answer, as_json=g.json)
+        return code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def unknown_command(rest: list[str]) -> BskError:
+    import difflib
+
+    known = [" ".join(c.words) for c in CONTROL] + [" ".join(t.words) for t in TOOLS]
+    typed = " ".join(rest[:2])
+    close = difflib.get_close_matches(typed, known, n=3, cutoff=0.5) or difflib.get_close_matches(
+        rest[0], known, n=3, cutoff=0.5)
+    hint = f"did you mean: {', '.join(close)}?" if close else "see `bsk --help`"
+    return BskError("invalid_params", f"command: unknown command {rest[0]!r}", hint=hint,
+                    details={"field": "command"})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""What `bsk` prints: the result shape with --json, short human text otherwise.
+
+Results go to stdout; failures go to stderr with the code, what happened, whether
+anything reached the browser, whether a retry is safe, and what to do next.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from browserskill.errors import CODES
+
+Words = tuple[str, ...]
+
+
+def show(words: Words, answer: dict[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
+        return
+    error = answer.get("error")
+    if error and error.get("code") != "page_error":
+        print_error(answer)
+        return
+    body = answer.get("result") if "op_id" in answer else answer
+    renderer = RENDERERS.get(words, _generic)
+    text = renderer(body if isinstance(body, dict) else {"value": body})
+    if text:
+        print(text)
+    if error:  # page_error: the script threw; the call itself completed
+        print(f"page error: {error['message']}", file=sys.stderr)
+
+
+def print_error(answer: dict[str, Any]) -> None:
+    error = answer["error"]
+    code = error.get("code", "internal")
+    status = answer.get("status") or "failed"
+    lines = [f"bsk: {status} [{code}]: {error.get('message', '')}"]
+    if error.get("hint"):
+        lines.append(f"  hint: {error['hint']}")
+    details = error.get("details") or {}
+    holder = details.get("holder")
+    if holder:
+        lines.append(f"  held by: {holder['tool']} {holder['op_id']} ({holder['state']}, "
+                     f"{holder['age_s']}s)")
+    if details.get("steps_sent"):
+        lines.append(f"  input steps sent: {', '.join(details['steps_sent'])}")
+    default = CODES.get(code, CODES["internal"]).dispatched
+    facts = [f"dispatched: {answer.get('dispatched', default)}",
+             f"retry_safe: {'yes' if answer.get('retry_safe') else 'no'}"]
+    if answer.get("op_id"):
+        facts.append(f"op: {answer['op_id']}")
+    lines.append("  " + " · ".join(facts))
+    print("\n".join(lines), file=sys.stderr)
+
+
+# -- per-command human text --------------------------------------------------------------
+
+
+def _generic(r: dict[str, Any]) -> str:
+    return json.dumps(r, indent=2, ensure_ascii=False)
+
+
+def _page(r: dict[str, Any]) -> str:
+    title = f" — {r['title']}" if r.get("title") else ""
+    return f"{r.get('url', '')}{title}"
+
+
+def _eval(r: dict[str, Any]) -> str:
+    if not r.get("ok", True):
+        return f"threw: {r.get('exception')}"
+    if r.get("description"):
+        return str(r["description"])
+    value = r.get("value")
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _snapshot(r: dict[str, Any]) -> str:
+    head = f"# {r.get('tab_id')} · {r.get('url')}" + (f" · {r['title']}" if r.get("title") else "")
+    return f"{head}\n{r.get('snapshot', '')}"
+
+
+def _screenshot(r: dict[str, Any]) -> str:
+    return f"{r['path']} ({r['width']}x{r['height']}, {r['bytes']} bytes)"
+
+
+def _click(r: dict[str, Any]) -> str:
+    text = f"clicked {r.get('ref')}"
+    if r.get("navigated"):
+        text += f" → {r.get('url')}"
+    return text
+
+
+def _tab_line(t: dict[str, Any]) -> str:
+    mark = "*" if t.get("current") else " "
+    gone = f"  [gone: {t['gone']}]" if t.get("gone") else ""
+    title = f"  {t['title']}" if t.get("title") else ""
+    return f"{mark} {t['tab_id']:<4} {t.get('url', '')}{title}{gone}"
+
+
+def _tab_list(r: dict[str, Any]) -> str:
+    return "\n".join(_tab_line(t) for t in r.get("tabs", [])) or "(no tabs)"
+
+
+def _tab_closed(r: dict[str, Any]) -> str:
+    return f"closed {r['closed']}; current tab: {r.get('current_tab') or 'none'}"
+
+
+def _session(r: dict[str, Any]) -> str:
+    return (f"session {r['session_id']} started (tab {r.get('current_tab')})\n"
+            f"use it with: bsk -s {r['session_id']} …  or  export BSK_SESSION={r['session_id']}")
+
+
+def _sessions(r: dict[str, Any]) -> str:
+    rows = []
+    for s in r.get("sessions", []):
+        busy = f"  busy: {s['busy']['tool']} {s['busy']['op_id']}" if s.get("busy") else ""
+        label = f"  ({s['label']})" if s.get("label") else ""
+        rows.append(f"{s['session_id']}{label}  tabs: {s['tabs']}{busy}")
+    return "\n".join(rows) or "(no sessions)"
+
+
+def _session_stop(r: dict[str, Any]) -> str:
+    if "stopped" in r and isinstance(r["stopped"], list):
+        return "\n".join(_session_stop(x.get("result") or x) for x in r["stopped"]) or "(none)"
+    return f"session {r.get('session_id')} stopped"
+
+
+def _daemon(r: dict[str, Any]) -> str:
+    if r.get("running") is False:
+        return f"daemon: not running (socket {r.get('socket')})"
+    if "stopped" in r:
+        return "daemon stopped" if r["stopped"] else f"daemon: {r.get('note', 'still running')}"
+    lines = [f"daemon: pid {r['pid']}, version {r['version']}, up {r['uptime_s']}s",
+             f"socket: {r['socket']}"]
+    if r.get("already_running"):
+        lines.insert(0, "already running")
+    if r.get("note"):
+        lines.append(f"note: {r['note']}")
+    b = r.get("browser")
+    if b:
+        if b.get("connected"):
+            lines.append(f"browser: {b.get('version')} ({b['mode']})")
+            lines.append(f"cdp endpoint: {b.get('cdp_endpoint')}")
+        else:
+            lines.append(f"browser: not connected ({b['mode']}); it starts with the first "
+                         "session, or run `bsk status --connect`")
+        lines.append(f"sessions: {r.get('sessions', 0)}")
+    return "\n".join(lines)
+
+
+def _doctor(r: dict[str, Any]) -> str:
+    lines = []
+    for c in r.get("checks", []):
+        lines.append(f"{'ok ' if c['ok'] else 'BAD'} {c['check']}: {c['detail']}")
+        if not c["ok"] and c.get("fix"):
+            lines.append(f"    fix: {c['fix']}")
+    lines.append("all good" if r.get("ok") else "problems found")
+    return "\n".join(lines)
+
+
+def _op(r: dict[str, Any]) -> str:
+    lines = [f"{r['op_id']}  {r['tool']}  session {r['session_id']}",
+             f"state: {r['state']}  status: {r.get('status')}  dispatched: {r['dispatched']}  "
+             f"retry_safe: {'yes' if r['retry_safe'] else 'no'}"]
+    if r.get("cancel"):
+        lines.append(f"cancel: {r['cancel']}")
+    if r.get("error"):
+        lines.append(f"error: [{r['error']['code']}] {r['error']['message']}")
+    for entry in r.get("timeline") or []:
+        lines.append("  " + "  ".join(str(x) for x in entry))
+    return "\n".join(lines)
+
+
+def _ops(r: dict[str, Any]) -> str:
+    rows = [f"{o['op_id']}  {o['started_at']}  {o['tool']:<12} {o['state']:<11} "
+            f"{o.get('status') or ''}" for o in r.get("ops", [])]
+    return "\n".join(rows) or "(no operations)"
+
+
+RENDERERS: dict[Words, Callable[[dict[str, Any]], str]] = {
+    ("open",): _page, ("back",): _page, ("forward",): _page, ("reload",): _page,
+    ("eval",): _eval, ("snapshot",): _snapshot, ("screenshot",): _screenshot,
+    ("click",): _click, ("tab", "list"): _tab_list, ("tab", "new"): _tab_line,
+    ("tab", "select"): _tab_line, ("tab", "close"): _tab_closed,
+    ("session", "start"): _session, ("session", "list"): _sessions,
+    ("session", "stop"): _session_stop, ("status",): _daemon, ("daemon", "start"): _daemon,
+    ("daemon", "stop"): _daemon, ("daemon", "status"): _daemon, ("doctor",): _doctor,
+    ("op", "show"): _op, ("op", "wait"): _op, ("op", "cancel"): _op, ("op", "list"): _ops,
+    ("version",): lambda r: f"bsk {r['version']}",
+}
+
+
+# -- help --------------------------------------------------------------------------------
+
+GLOBAL_HELP = """\
+Global options (before or after the command):
+  -s, --session ID   session to act in (env BSK_SESSION; default: "default", started on use)
+  --json             print the full result shape as JSON
+  --wait             queue behind a running operation instead of failing session_busy
+  --timeout SEC      the call's deadline (a deadline is a cancel, never an abandon)
+  --key K            idempotency key: a repeat with the same key returns the first result"""
+
+
+def main_help(controls: Iterable[Any], tools: Iterable[Any], hidden: set[Words]) -> str:
+    lines = ["bsk — a real browser for AI agents, with honest outcomes.", "",
+             "Usage: bsk [options] COMMAND [ARGS…]", "", "Browser tools:"]
+    for t in tools:
+        if t.words not in hidden:
+            lines.append(f"  {t.usage():<26} {t.summary.split('. ')[0].rstrip('.')}")
+    lines += ["", "Sessions, daemon, operations:"]
+    for c in controls:
+        lines.append(f"  {c.usage.split(' [--cdp')[0]:<26} {c.summary}")
+    lines += ["", GLOBAL_HELP, "", "Exit codes:"]
+    seen: dict[int, list[str]] = {}
+    for code in CODES.values():
+        seen.setdefault(code.exit, []).append(code.name)
+    for exit_code, names in sorted(seen.items()):
+        lines.append(f"  {exit_code:<3} {', '.join(names)}")
+    lines += ["",
+              "A quick loop: bsk open URL; bsk snapshot; bsk click e3; bsk eval 'document.title'",
+              "More: bsk COMMAND --help"]
+    return "\n".join(lines)
+
+
+def command_help(control: Any, spec: Any) -> str:
+    if control is not None:
+        return f"Usage: bsk {control.usage}\n\n{control.summary}\n\n{GLOBAL_HELP}"
+    lines = [f"Usage: bsk {spec.usage()} [options]", "", spec.summary,
+             f"Effect: {spec.effect.value}"
+             + (" (safe to retry)" if spec.effect.retry_safe else " (a retry may repeat it)")]
+    if spec.params:
+        lines += ["", "Arguments:"]
+        for p in spec.params:
+            name = p.name.upper() if p.positional else f"{p.flag} {p.type.upper()}"
+            if p.positional and not p.required:
+                name = f"[{name}]"
+            extra = []
+            if p.choices:
+                extra.append("one of " + "|".join(map(str, p.choices)))
+            if p.default is not None:
+                extra.append(f"default {p.default}")
+            lines.append(f"  {name:<24} {p.help}" + (f" ({'; '.join(extra)})" if extra else ""))
+            if p.positional:
+                lines.append(f"  {'':<24} (also {p.flag} VALUE)")
+    if spec.example:
+        lines += ["", f"Example: {spec.example}"]
+    lines += ["", GLOBAL_HELP]
+    return "\n".join(lines)

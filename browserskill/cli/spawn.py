@@ -1,0 +1,67 @@
+"""Starting the daemon from the CLI: fully detached, logging to a file, found by its socket."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from browserskill import paths
+
+
+class DaemonStartError(Exception):
+    pass
+
+
+def reachable(sock_path: Path) -> bool:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(str(sock_path))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0) -> int:
+    """Start a daemon in its own session (no terminal, no process group of the caller)."""
+    home = paths.ensure_state_dir()
+    log_file = paths.log_path(home)
+    sock_path = paths.socket_path(home)
+    with open(log_file, "ab") as log:
+        log.write(f"\n--- spawned by `bsk` (pid {os.getpid()}) ---\n".encode())
+        log.flush()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "browserskill.daemon", *(extra_args or [])],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+            cwd=str(home),
+        )
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if reachable(sock_path):
+            return proc.pid
+        code = proc.poll()
+        # Exit 3: another spawner won the lock; its daemon will answer shortly.
+        if code is not None and code != 3:
+            raise DaemonStartError(
+                f"the daemon exited at start (code {code}):\n{tail(log_file)}\n"
+                f"(full log: {log_file})"
+            )
+        time.sleep(0.01)
+    raise DaemonStartError(f"the daemon did not answer within {wait_s:g}s; see {log_file}")
+
+
+def tail(path: Path, lines: int = 12) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join("  " + line for line in text[-lines:])

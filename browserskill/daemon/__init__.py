@@ -1,0 +1,1 @@
+"""The long-lived daemon: the only place with state."""

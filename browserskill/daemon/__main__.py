@@ -1,0 +1,77 @@
+"""`python -m browserskill.daemon`: run the daemon in the foreground (the CLI spawns this)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from browserskill.browser.manager import BrowserConfig
+from browserskill.daemon.server import AlreadyRunning, serve
+
+
+def env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bsk daemon start --foreground",
+                                description="Run the BrowserSkill daemon in the foreground.")
+    p.add_argument("--cdp-url", default=os.environ.get("BSK_CDP_URL"),
+                   help="attach to a running browser (http://host:port or ws://…) "
+                        "instead of launching one [env BSK_CDP_URL]")
+    p.add_argument("--profile", default=os.environ.get("BSK_PROFILE"),
+                   help="profile directory for the launched browser "
+                        "(default: STATE_DIR/profile) [env BSK_PROFILE]")
+    p.add_argument("--ephemeral", action="store_true",
+                   default=bool(os.environ.get("BSK_EPHEMERAL")),
+                   help="use a throw-away profile, deleted at exit [env BSK_EPHEMERAL=1]")
+    p.add_argument("--headed", action="store_true", default=bool(os.environ.get("BSK_HEADED")),
+                   help="show the browser window [env BSK_HEADED=1]")
+    p.add_argument("--idle-timeout", type=float,
+                   default=env_float("BSK_IDLE_TIMEOUT", 1800),
+                   help="exit after this many seconds with no sessions and no requests; "
+                        "0 = never (default 1800) [env BSK_IDLE_TIMEOUT]")
+    p.add_argument("--journal-max-age", type=float,
+                   default=env_float("BSK_JOURNAL_MAX_AGE", 7 * 86400),
+                   help="drop ended operations older than this many seconds (default 7 days)")
+    p.add_argument("--journal-max-count", type=int,
+                   default=int(env_float("BSK_JOURNAL_MAX_COUNT", 10_000)),
+                   help="keep at most this many ended operations (default 10000)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.cdp_url and (args.profile or args.ephemeral):
+        print("bsk daemon: --cdp-url attaches to a browser; --profile/--ephemeral "
+              "only apply to a launched one", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = BrowserConfig(
+        cdp_url=args.cdp_url,
+        profile=Path(args.profile).expanduser().resolve() if args.profile else None,
+        ephemeral=args.ephemeral,
+        headless=not args.headed,
+    )
+    try:
+        asyncio.run(serve(config, idle_timeout=args.idle_timeout,
+                          journal_max_age_s=args.journal_max_age,
+                          journal_max_count=args.journal_max_count))
+    except AlreadyRunning as e:
+        print(f"bsk daemon: {e}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

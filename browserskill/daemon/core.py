@@ -1,0 +1,95 @@
+"""The daemon's parts wired together, and what it reports about itself."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from browserskill import __version__, paths
+from browserskill.browser import launcher
+from browserskill.browser.manager import BrowserConfig, BrowserManager
+from browserskill.dispatch.dispatcher import Dispatcher
+from browserskill.dispatch.journal import Journal
+from browserskill.dispatch.sessions import SessionManager
+
+
+class Daemon:
+    def __init__(self, home: Path, browser_config: BrowserConfig, *,
+                 idle_timeout: float, journal_max_age_s: float, journal_max_count: int) -> None:
+        self.home = home
+        self.version = __version__
+        self.pid = os.getpid()
+        self.started = time.time()
+        self.idle_timeout = idle_timeout
+        self.journal = Journal(paths.journal_path(home), max_age_s=journal_max_age_s,
+                               max_count=journal_max_count)
+        self.reconciled = self.journal.reconcile()
+        self.journal.prune()
+        self.browser = BrowserManager(browser_config, home)
+        self.sessions = SessionManager(self.browser)
+        self.dispatcher = Dispatcher(self.journal, self.sessions, self.browser, home)
+        self.requests_in_flight = 0
+        self._last_activity = time.monotonic()
+        self.stop_event = asyncio.Event()
+        self.stop_reason = ""
+
+    def touch(self) -> None:
+        self._last_activity = time.monotonic()
+
+    def idle_for(self) -> float:
+        if self.requests_in_flight or self.sessions.sessions or self.dispatcher.busy():
+            return 0.0
+        return time.monotonic() - self._last_activity
+
+    def request_stop(self, reason: str) -> None:
+        self.stop_reason = reason
+        self.stop_event.set()
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "version": self.version,
+            "socket": str(paths.socket_path(self.home)),
+            "home": str(self.home),
+            "uptime_s": round(time.time() - self.started, 1),
+            "idle_timeout_s": self.idle_timeout,
+            "reconciled_at_start": self.reconciled,
+        }
+
+    async def doctor(self) -> dict[str, Any]:
+        checks = []
+        sock = paths.socket_path(self.home)
+        mode = oct(sock.stat().st_mode & 0o777) if sock.exists() else None
+        checks.append({
+            "check": "socket", "ok": mode == "0o600", "detail": f"{sock} mode {mode}",
+            "fix": "" if mode == "0o600" else f"stop the daemon and remove {sock}",
+        })
+        home_mode = oct(self.home.stat().st_mode & 0o777)
+        checks.append({
+            "check": "state_dir", "ok": home_mode == "0o700",
+            "detail": f"{self.home} mode {home_mode}",
+            "fix": "" if home_mode == "0o700" else f"chmod 700 {self.home}",
+        })
+        ok, detail = self.journal.healthy()
+        checks.append({
+            "check": "journal", "ok": ok, "detail": detail,
+            "fix": "" if ok else f"stop the daemon and move {self.journal.path} aside",
+        })
+        cfg = self.browser.config
+        if cfg.cdp_url:
+            info = self.browser.info()
+            checks.append({"check": "browser", "ok": True,
+                           "detail": f"attached mode: {cfg.cdp_url}"
+                                     + (f" ({info['version']})" if info.get("version") else "")})
+        else:
+            exe = launcher.find_browser()
+            version = await asyncio.to_thread(launcher.browser_version, exe) if exe else None
+            checks.append({
+                "check": "browser", "ok": bool(exe and version),
+                "detail": f"{exe}: {version}" if exe else "no browser found",
+                "fix": "" if exe and version else launcher.INSTALL_HINT,
+            })
+        return {"ok": all(c["ok"] for c in checks), "checks": checks, "daemon": self.info()}

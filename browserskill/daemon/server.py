@@ -1,0 +1,107 @@
+"""Running the daemon: one per state directory (a lock file), the API on a private Unix
+socket, an idle timer, and a clean stop that ends every operation honestly."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import socket
+from pathlib import Path
+
+import uvicorn
+
+from browserskill import paths
+from browserskill.api.app import build_app
+from browserskill.browser.manager import BrowserConfig
+from browserskill.daemon.core import Daemon
+
+log = logging.getLogger("browserskill.daemon")
+
+
+class AlreadyRunning(Exception):
+    def __init__(self, pid: str) -> None:
+        super().__init__(f"a daemon is already running for this state dir (pid {pid})")
+        self.pid = pid
+
+
+def take_lock(home: Path) -> int:
+    """Hold the state dir's lock for the daemon's lifetime (released by the OS on death)."""
+    fd = os.open(paths.lock_path(home), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = os.read(fd, 32).decode().strip() or "?"
+        os.close(fd)
+        raise AlreadyRunning(pid) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
+
+
+def bind_socket(path: Path) -> socket.socket:
+    path.unlink(missing_ok=True)  # we hold the lock: any socket file here is stale
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # created 0600: never a moment when others could connect
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock
+
+
+async def serve(
+    browser_config: BrowserConfig, *, idle_timeout: float, journal_max_age_s: float,
+    journal_max_count: int,
+) -> None:
+    home = paths.ensure_state_dir()
+    lock_fd = take_lock(home)
+    sock_path = paths.socket_path(home)
+    daemon = Daemon(home, browser_config, idle_timeout=idle_timeout,
+                    journal_max_age_s=journal_max_age_s, journal_max_count=journal_max_count)
+    if any(daemon.reconciled.values()):
+        log.warning("reconciled operations left by a previous daemon: %s", daemon.reconciled)
+    sock = bind_socket(sock_path)
+    config = uvicorn.Config(build_app(daemon), log_level="warning", access_log=False,
+                            lifespan="off", timeout_graceful_shutdown=5, http="httptools")
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, daemon.request_stop, f"signal {sig.name}")
+    log.info("daemon %s listening on %s (pid %d)", daemon.version, sock_path, daemon.pid)
+    server_task = asyncio.create_task(server.serve(sockets=[sock]))
+    idle_task = asyncio.create_task(_idle_watch(daemon))
+    try:
+        stop_wait = asyncio.create_task(daemon.stop_event.wait())
+        await asyncio.wait({server_task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        log.info("stopping: %s", daemon.stop_reason or "server ended")
+    finally:
+        idle_task.cancel()
+        await daemon.dispatcher.shutdown()
+        for session in list(daemon.sessions.sessions.values()):
+            with contextlib.suppress(Exception):
+                await daemon.sessions.close(session)
+        await daemon.browser.shutdown()
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(server_task, 6)
+        sock_path.unlink(missing_ok=True)
+        daemon.journal.close()
+        os.close(lock_fd)
+
+
+async def _idle_watch(daemon: Daemon) -> None:
+    if daemon.idle_timeout <= 0:
+        return
+    while True:
+        idle = daemon.idle_for()
+        if idle >= daemon.idle_timeout:
+            daemon.request_stop(f"idle for {idle:.0f}s")
+            return
+        await asyncio.sleep(min(5.0, max(0.1, daemon.idle_timeout - idle)))

@@ -1,0 +1,112 @@
+"""An operation: one tool call, from queued to ended, and the result shape it reports."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from browserskill.errors import CODES, STATUS_FOR_CODE, BskError
+
+QUEUED, DISPATCHED, CLEANING_UP, ENDED = "queued", "dispatched", "cleaning_up", "ended"
+
+
+def new_op_id() -> str:
+    return "op_" + secrets.token_hex(6)
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z"
+    )
+
+
+@dataclass
+class Operation:
+    session_id: str
+    tool: str
+    params: dict[str, Any]
+    op_id: str = field(default_factory=new_op_id)
+    idempotency_key: str | None = None
+    state: str = QUEUED
+    status: str | None = None
+    dispatched: str = "no"
+    retry_safe: bool = False
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    created_at: float = field(default_factory=time.time)
+    ended_at: float | None = None
+    timeline: list[list[Any]] = field(default_factory=list)
+    # Live-only state (not journaled as columns):
+    deadline: float = 0.0  # event-loop time
+    effect_sent: bool = False  # a command that may change the page went out
+    steps_sent: list[str] = field(default_factory=list)
+    cancel_requested: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.timeline:
+            self.note(QUEUED)
+
+    def note(self, event: str, detail: Any = None) -> None:
+        entry: list[Any] = [iso(time.time()), event]
+        if detail is not None:
+            entry.append(detail)
+        self.timeline.append(entry)
+
+    @property
+    def ended(self) -> bool:
+        return self.state == ENDED
+
+    def age_s(self) -> float:
+        return round(time.time() - self.created_at, 3)
+
+    def complete(self, result: dict[str, Any], retry_safe: bool) -> None:
+        self._end("completed", "yes", retry_safe)
+        self.result = result
+
+    def fail(self, err: BskError) -> None:
+        entry = CODES[err.code]
+        dispatched = err.dispatched or entry.dispatched
+        if err.code in ("outcome_unknown", "internal") and not self.effect_sent:
+            dispatched = "unknown" if self.state != QUEUED else "no"
+        self._end(STATUS_FOR_CODE.get(err.code, "failed"), dispatched, entry.retry_safe)
+        self.error = err.to_dict()
+
+    def _end(self, status: str, dispatched: str, retry_safe: bool) -> None:
+        self.state = ENDED
+        self.status = status
+        self.dispatched = dispatched
+        self.retry_safe = retry_safe
+        self.ended_at = time.time()
+        self.note("ended", status)
+
+    def to_result(self, *, with_timeline: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "op_id": self.op_id,
+            "session_id": self.session_id,
+            "tool": self.tool,
+            "state": self.state,
+            "status": self.status,
+            "dispatched": self.dispatched,
+            "retry_safe": self.retry_safe,
+            "result": self.result,
+            "error": self.error,
+            "started_at": iso(self.created_at),
+            "ended_at": iso(self.ended_at),
+        }
+        if with_timeline:
+            out["timeline"] = self.timeline
+            out["params"] = self.params
+            out["idempotency_key"] = self.idempotency_key
+        return out
+
+    def holder_summary(self) -> dict[str, Any]:
+        return {"op_id": self.op_id, "tool": self.tool, "state": self.state,
+                "age_s": self.age_s()}

@@ -1,0 +1,68 @@
+"""The per-session queue: one operation holds the session at a time, waiters go FIFO.
+
+The slot is handed directly from the ending operation to the next waiter, so nothing
+can slip in between, and a waiter cancelled at the moment it was handed the slot gives
+it back instead of leaking it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from browserskill.dispatch.operations import Operation
+from browserskill.errors import BskError
+
+
+class SessionQueue:
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.holder: Operation | None = None
+        self._waiting: deque[tuple[Operation, asyncio.Future[None]]] = deque()
+
+    def busy_error(self, message: str | None = None) -> BskError:
+        holder = self.holder
+        assert holder is not None
+        return BskError(
+            "session_busy",
+            message or f"session {self.session_id} is busy with {holder.tool} ({holder.op_id})",
+            hint="retry when it ends, or pass --wait (HTTP \"wait\": true) to queue behind it",
+            details={"holder": holder.holder_summary(), "queued": len(self._waiting)},
+        )
+
+    @property
+    def queued(self) -> list[Operation]:
+        return [op for op, fut in self._waiting if not fut.done()]
+
+    async def acquire(self, op: Operation, *, wait: bool) -> None:
+        if self.holder is None and not self._waiting:
+            self.holder = op
+            return
+        if not wait:
+            raise self.busy_error()
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (op, fut)
+        self._waiting.append(entry)
+        try:
+            await fut
+        except BaseException:
+            if fut.done() and not fut.cancelled():
+                self.release(op)  # handed the slot as we were cancelled: pass it on
+            else:
+                fut.cancel()
+                try:
+                    self._waiting.remove(entry)
+                except ValueError:
+                    pass
+            raise
+
+    def release(self, op: Operation) -> None:
+        if self.holder is not op:
+            return
+        self.holder = None
+        while self._waiting:
+            nxt, fut = self._waiting.popleft()
+            if not fut.done():
+                self.holder = nxt
+                fut.set_result(None)
+                return

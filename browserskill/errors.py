@@ -1,0 +1,94 @@
+"""The one table of error codes, read by the CLI, the HTTP API and the MCP server.
+
+Each code fixes the HTTP status, the CLI exit code and the defaults for `dispatched`
+and `retry_safe` (DESIGN §3). Stdlib only: the CLI imports this on every call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Code:
+    name: str
+    http: int
+    exit: int
+    dispatched: str  # "no" | "yes" | "unknown": the default when the raiser does not know better
+    retry_safe: bool
+    meaning: str
+
+
+_TABLE = [
+    Code("invalid_params", 400, 2, "no", False, "bad input; the message says which field and why"),
+    Code("session_not_found", 404, 3, "no", False, "unknown session id"),
+    Code("op_not_found", 404, 3, "no", False, "unknown operation id"),
+    Code("ref_not_found", 409, 4, "no", False, "ref unknown here; take a new snapshot"),
+    Code("stale_ref", 409, 4, "no", False, "the ref's document or node is gone; snapshot again"),
+    Code("session_busy", 409, 5, "no", True, "another operation holds the session"),
+    Code("user_interrupted", 409, 6, "no", False, "the user took over; ask before acting"),
+    Code("cancelled", 409, 7, "no", False, "cancelled; details say whether compensation ran"),
+    Code("tool_not_found", 404, 3, "no", False, "WebMCP tool gone; list tools again"),
+    Code("tool_page_unloaded", 410, 8, "yes", False, "the tool's page went away; it may have run"),
+    Code("outcome_unknown", 504, 9, "unknown", False, "effect unknown; inspect before acting"),
+    Code("browser_unavailable", 503, 10, "no", True, "no browser connected, or it is starting"),
+    Code("action_failed", 422, 11, "yes", False, "the browser could not do it"),
+    Code("page_error", 200, 0, "yes", False, "a script threw in eval: a result, not a failure"),
+    Code("internal", 500, 1, "unknown", False, "a bug; logged with the op id"),
+]
+
+CODES: dict[str, Code] = {c.name: c for c in _TABLE}
+
+# Statuses an ended operation can carry, by error code (success is "completed").
+STATUS_FOR_CODE = {"cancelled": "cancelled", "outcome_unknown": "outcome_unknown"}
+
+# Codes where nothing was dispatched and waiting helps: the only ones worth a retry.
+SHOULD_RETRY = {"session_busy", "browser_unavailable"}
+
+
+def exit_code(code: str | None) -> int:
+    if not code:
+        return 0
+    entry = CODES.get(code)
+    return entry.exit if entry else 1
+
+
+class BskError(Exception):
+    """An error with a code from the table. Raised anywhere; rendered in one place."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        hint: str = "",
+        details: dict[str, Any] | None = None,
+        dispatched: str | None = None,
+    ) -> None:
+        if code not in CODES:
+            raise ValueError(f"unknown error code {code!r}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.details = details or {}
+        self.dispatched = dispatched
+
+    @property
+    def entry(self) -> Code:
+        return CODES[self.code]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "hint": self.hint,
+            "details": self.details,
+        }
+
+
+def invalid(field: str, problem: str, hint: str = "") -> BskError:
+    return BskError(
+        "invalid_params", f"{field}: {problem}", hint=hint, details={"field": field}
+    )

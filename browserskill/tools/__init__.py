@@ -1,0 +1,1 @@
+"""Browser tools: the catalog (pure data) and one implementation per tool."""

@@ -1,0 +1,99 @@
+"""open, back, forward, reload: navigate the current tab and wait only as long as asked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from browserskill.browser.tab import Tab
+from browserskill.errors import BskError
+from browserskill.tools.context import ToolContext
+from browserskill.tools.registry import implements
+
+_SCHEMES = ("http://", "https://", "file://", "data:", "about:", "chrome://", "view-source:")
+
+
+def normalize_url(url: str) -> str:
+    url = url.strip()
+    if url.startswith(_SCHEMES):
+        return url
+    if "://" in url:
+        scheme = url.split("://", 1)[0]
+        raise BskError("invalid_params", f"url: unsupported scheme {scheme!r}",
+                       details={"field": "url"})
+    # Bare host names are what people type: example.com, localhost:8000/x
+    local = url.startswith(("localhost", "127.", "[::1]"))
+    return ("http://" if local else "https://") + url
+
+
+async def wait_for_document(ctx: ToolContext, tab: Tab, loader_id: str, wait_until: str) -> None:
+    await tab.until(lambda: tab.reached(loader_id, wait_until), ctx.remaining())
+
+
+def page_state(tab: Tab) -> dict[str, Any]:
+    return {"tab_id": tab.tab_id, "url": tab.url}
+
+
+async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dict[str, Any]:
+    answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
+    if answer.get("errorText"):
+        raise BskError(
+            "action_failed", f"navigation to {url} failed: {answer['errorText']}",
+            hint="check the address and that the server is up",
+            details={"reason": "navigation_error", "error_text": answer["errorText"],
+                     "url": url},
+            dispatched="yes",
+        )
+    loader_id = answer.get("loaderId")
+    if loader_id and wait_until != "commit":  # no loader id: a same-document navigation
+        await wait_for_document(ctx, tab, loader_id, wait_until)
+    title = await ctx.inspect("Runtime.evaluate", {"expression": "document.title",
+                                                   "returnByValue": True}, tab=tab)
+    tab.title = title.get("result", {}).get("value", "") or ""
+    return {**page_state(tab), "title": tab.title}
+
+
+@implements("open")
+async def open_url(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    return await navigate(ctx, ctx.tab, normalize_url(params["url"]), params["wait_until"])
+
+
+async def history_step(ctx: ToolContext, delta: int, wait_until: str) -> dict[str, Any]:
+    tab = ctx.tab
+    history = await ctx.inspect("Page.getNavigationHistory", tab=tab)
+    index = history["currentIndex"] + delta
+    entries = history["entries"]
+    if not 0 <= index < len(entries):
+        where = "back" if delta < 0 else "forward"
+        raise BskError("action_failed", f"there is no page to go {where} to",
+                       details={"reason": "no_history"}, dispatched="no")
+    return await commit_and_wait(
+        ctx, tab, wait_until, "Page.navigateToHistoryEntry", {"entryId": entries[index]["id"]}
+    )
+
+
+async def commit_and_wait(
+    ctx: ToolContext, tab: Tab, wait_until: str, method: str, params: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Send a command that navigates the main frame; wait for the new document."""
+    before = tab.navigations
+    await ctx.act(method, params, tab=tab)
+    await tab.until(lambda: tab.navigations > before, ctx.remaining())
+    loader = tab.main_loader()
+    if loader and wait_until != "commit":
+        await wait_for_document(ctx, tab, loader, wait_until)
+    return page_state(tab)
+
+
+@implements("back")
+async def back(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    return await history_step(ctx, -1, params["wait_until"])
+
+
+@implements("forward")
+async def forward(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    return await history_step(ctx, 1, params["wait_until"])
+
+
+@implements("reload")
+async def reload(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    return await commit_and_wait(ctx, ctx.tab, params["wait_until"], "Page.reload", None)

@@ -1,0 +1,16 @@
+"""session stop: an ordinary queued operation, so it never overlaps a running call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from browserskill.tools.context import ToolContext
+from browserskill.tools.registry import implements
+
+
+@implements("session_stop")
+async def session_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    ctx.op.effect_sent = True
+    ctx.op.dispatched = "yes"
+    closed = await ctx.sessions.close(ctx.session)
+    return {"session_id": ctx.session.id, "stopped": True, "tabs_closed": closed}
