@@ -19,7 +19,7 @@ REF_ROLES = frozenset({
 })
 # Containers without a name add nothing but depth.
 FLATTEN_ROLES = frozenset({"generic", "none", "presentation", "LineBreak", "paragraph",
-                           "Section", "group", "div", "span"})
+                           "Section", "group", "div", "span", "LabelText"})
 SKIP_ROLES = frozenset({"InlineTextBox", "LayoutTableCell"})
 STATES = ("checked", "disabled", "expanded", "selected", "pressed", "required", "level",
           "invalid", "readonly", "focused")
@@ -59,7 +59,7 @@ class _Renderer:
         self.refs += 1
         return ref
 
-    def render(self, node_id: str, depth: int, parent_name: str) -> None:
+    def render(self, node_id: str, depth: int, parent_text: tuple[str, ...]) -> None:
         node = self.by_id.get(node_id)
         if node is None:
             return
@@ -68,15 +68,15 @@ class _Renderer:
         children = node.get("childIds", ())
         if node.get("ignored") or role in SKIP_ROLES:
             for child in children:
-                self.render(child, depth, parent_name)
+                self.render(child, depth, parent_text)
             return
         if role == "StaticText":
-            if name and name != parent_name:
+            if name and name not in parent_text:
                 self.lines.append(f"{'  ' * depth}- text: {_quote_text(name)}")
             return
         if (role in FLATTEN_ROLES and not name) or role in ("RootWebArea", "WebArea"):
             for child in children:
-                self.render(child, depth, parent_name)
+                self.render(child, depth, parent_text)
             return
         line = f"{'  ' * depth}- {role}"
         if name:
@@ -95,8 +95,9 @@ class _Renderer:
         if value not in (None, "") and role not in ("heading",):
             line += f": {_quote_text(str(value))}"
         self.lines.append(line)
+        text = (name, str(value)) if value not in (None, "") else (name,)
         for child in children:
-            self.render(child, depth + 1, name)
+            self.render(child, depth + 1, text)
 
 
 def _quote_text(text: str, limit: int = 500) -> str:
@@ -141,7 +142,7 @@ async def snapshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     nodes = tree.get("nodes", [])
     renderer = _Renderer(ctx.session, tab, tab.main_frame_id or "", loader, nodes)
     if nodes:
-        renderer.render(nodes[0]["nodeId"], 0, "")
+        renderer.render(nodes[0]["nodeId"], 0, ())
     _prune_refs(ctx.session)
     text, cut = truncate("\n".join(renderer.lines), params["max_tokens"])
     title = await ctx.inspect("Runtime.evaluate", {"expression": "document.title",

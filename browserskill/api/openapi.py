@@ -1,0 +1,166 @@
+"""The OpenAPI document, generated from the tool catalog and the error table.
+
+The repo keeps a copy (`openapi.json` beside this file, regenerated with
+`python -m browserskill.api.openapi --write`); a test checks it equals the served one.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from browserskill import __version__
+from browserskill.errors import CODES, SHOULD_RETRY
+from browserskill.tools import catalog
+
+CHECKED_IN = Path(__file__).with_name("openapi.json")
+
+RESULT = {
+    "type": "object",
+    "description": "Every operation ends with this shape (DESIGN §3).",
+    "required": ["op_id", "session_id", "tool", "state", "status", "dispatched", "retry_safe"],
+    "properties": {
+        "op_id": {"type": "string"},
+        "session_id": {"type": "string"},
+        "tool": {"type": "string"},
+        "state": {"enum": ["queued", "dispatched", "cleaning_up", "ended"]},
+        "status": {"enum": ["completed", "failed", "cancelled", "outcome_unknown", None]},
+        "dispatched": {"enum": ["no", "yes", "unknown"]},
+        "retry_safe": {"type": "boolean"},
+        "result": {"type": ["object", "null"]},
+        "error": {"oneOf": [{"$ref": "#/components/schemas/Error"}, {"type": "null"}]},
+        "started_at": {"type": "string"},
+        "ended_at": {"type": ["string", "null"]},
+    },
+}
+ERROR = {
+    "type": "object",
+    "required": ["code", "message"],
+    "properties": {
+        "code": {"enum": sorted(CODES)},
+        "message": {"type": "string"},
+        "hint": {"type": "string"},
+        "details": {"type": "object"},
+    },
+}
+_RESULT_REF = {"$ref": "#/components/schemas/Result"}
+_ERROR_REF = {"$ref": "#/components/schemas/Error"}
+CALL_OPTIONS = {
+    "wait": {"type": "boolean", "default": False,
+             "description": "queue FIFO behind a running operation instead of session_busy"},
+    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000,
+                   "description": "the operation's deadline; passing it cancels the operation"},
+    "detach": {"type": "boolean", "default": False,
+               "description": "answer 202 at once; follow with GET /v1/ops/{op_id}/wait"},
+}
+
+
+def _responses(codes: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "200": {"description": "ended: completed (or page_error, a result)",
+                "content": {"application/json": {"schema": _RESULT_REF}}},
+    }
+    by_status: dict[int, list[str]] = {}
+    for code in codes:
+        entry = CODES[code]
+        if entry.http >= 300:
+            by_status.setdefault(entry.http, []).append(code)
+    for status, names in sorted(by_status.items()):
+        retry = "true" if all(n in SHOULD_RETRY for n in names) else "false"
+        out[str(status)] = {
+            "description": ", ".join(names),
+            "headers": {"X-Should-Retry": {"schema": {"type": "string", "enum": [retry]}}},
+            "content": {"application/json": {"schema": _RESULT_REF}},
+        }
+    return out
+
+
+_TOOL_ERRORS = ["invalid_params", "session_not_found", "ref_not_found", "stale_ref",
+                "session_busy", "user_interrupted", "cancelled", "outcome_unknown",
+                "browser_unavailable", "action_failed", "internal"]
+
+
+def _simple(summary: str, codes: list[str] | None = None) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary, "responses": {"200": {"description": "ok"}}}
+    for code in codes or []:
+        entry = CODES[code]
+        op["responses"][str(entry.http)] = {
+            "description": code,
+            "headers": {"X-Should-Retry": {"schema": {"type": "string"}}},
+            "content": {"application/json": {"schema": {
+                "type": "object", "properties": {"error": _ERROR_REF}}}},
+        }
+    return op
+
+
+def document() -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for spec in catalog.TOOLS:
+        if spec.name == "session_stop":
+            continue
+        schema = spec.input_schema()
+        schema["properties"] = {**schema["properties"], **CALL_OPTIONS}
+        paths[f"/v1/sessions/{{sid}}/tools/{spec.name}"] = {"post": {
+            "operationId": f"tool_{spec.name}",
+            "summary": spec.summary,
+            "description": f"Effect: {spec.effect.value}. CLI: `bsk {spec.usage()}`.",
+            "parameters": [
+                {"name": "sid", "in": "path", "required": True, "schema": {"type": "string"}},
+                {"name": "Idempotency-Key", "in": "header", "required": False,
+                 "schema": {"type": "string", "maxLength": 256}},
+            ],
+            "requestBody": {"required": False, "content": {"application/json": {"schema": schema}}},
+            "responses": {**_responses(_TOOL_ERRORS),
+                          "202": {"description": "detached: the operation is still running"}},
+        }}
+    sid = [{"name": "sid", "in": "path", "required": True, "schema": {"type": "string"}}]
+    op_id = [{"name": "op_id", "in": "path", "required": True, "schema": {"type": "string"}}]
+    paths.update({
+        "/v1/health": {"get": _simple("Liveness and version.")},
+        "/v1/status": {"get": _simple("Daemon, browser (version, CDP endpoint) and sessions.")},
+        "/v1/daemon": {"get": _simple("Daemon pid, socket, version, uptime.")},
+        "/v1/daemon/stop": {"post": _simple("Stop the daemon.")},
+        "/v1/doctor": {"get": _simple("Health checks with fixes.")},
+        "/v1/tools": {"get": _simple("Tool catalog with input schemas.")},
+        "/v1/openapi.json": {"get": _simple("This document.")},
+        "/v1/sessions": {
+            "post": _simple("Start a session: {session_id?, label?}.",
+                            ["invalid_params", "browser_unavailable"]),
+            "get": _simple("List sessions."),
+        },
+        "/v1/sessions/{sid}": {"delete": {**_simple(
+            "Stop a session: an ordinary queued operation (?wait=true to queue).",
+            ["session_not_found", "session_busy"]), "parameters": sid}},
+        "/v1/ops": {"get": _simple("Recent operations (?session=, ?limit=).", ["invalid_params"])},
+        "/v1/ops/{op_id}": {"get": {**_simple("One operation with its timeline.",
+                                              ["op_not_found"]), "parameters": op_id}},
+        "/v1/ops/{op_id}/cancel": {"post": {**_simple("Cancel an operation.", ["op_not_found"]),
+                                            "parameters": op_id}},
+        "/v1/ops/{op_id}/wait": {"get": {**_simple("Wait for an operation to end "
+                                                   "(?timeout_ms=).", ["op_not_found"]),
+                                         "parameters": op_id}},
+    })
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "BrowserSkill daemon API", "version": __version__,
+                 "description": "Operations on a real browser with honest outcomes. "
+                                "Non-2xx answers carry X-Should-Retry."},
+        "paths": paths,
+        "components": {"schemas": {"Result": RESULT, "Error": ERROR}},
+    }
+
+
+def main() -> int:
+    text = json.dumps(document(), indent=2, sort_keys=True) + "\n"
+    if "--write" in sys.argv:
+        CHECKED_IN.write_text(text)
+        print(f"wrote {CHECKED_IN}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Install what is missing: .venv with browserskill (and test tools), and a Chromium.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+py=""
+for cand in python3.13 python3.12 python3.11 python3; do
+  if command -v "$cand" >/dev/null 2>&1 &&
+     "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    py=$cand; break
+  fi
+done
+if [ -z "$py" ]; then
+  echo "install: Python 3.11 or newer is needed (Debian/Ubuntu: apt-get install python3 python3-venv)" >&2
+  exit 1
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "install: creating .venv with $($py --version)"
+  "$py" -m venv .venv
+fi
+stamp=.venv/.bsk-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "install: installing browserskill and its pinned dependencies into .venv"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  touch "$stamp"
+fi
+
+find_browser() {
+  if [ -n "${BSK_BROWSER:-}" ]; then command -v "$BSK_BROWSER" || true; return; fi
+  for b in chromium chromium-browser google-chrome google-chrome-stable microsoft-edge; do
+    if command -v "$b" >/dev/null 2>&1; then command -v "$b"; return; fi
+  done
+}
+browser=$(find_browser)
+if [ -z "$browser" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install: no Chromium/Chrome/Edge found; installing Debian's chromium"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    browser=$(find_browser)
+  else
+    echo "install: no Chromium, Chrome or Edge found. Install one, e.g." >&2
+    echo "  sudo apt-get install chromium      (Debian/Ubuntu)" >&2
+    echo "  or set BSK_BROWSER=/path/to/chrome, then run this again." >&2
+    exit 1
+  fi
+fi
+echo "install: browser $browser ($("$browser" --version 2>/dev/null || echo '?'))"

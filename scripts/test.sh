@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up (if needed), then run the whole test suite against a real headless Chromium.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+.venv/bin/ruff check browserskill tests bench
+exec .venv/bin/python -m pytest -q "$@"

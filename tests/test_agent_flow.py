@@ -1,0 +1,119 @@
+"""The flow an agent runs: open, snapshot, click, eval, screenshot, tabs, history."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conftest import Bsk
+
+
+def ref_of(snapshot: str, role: str, name: str) -> str:
+    match = re.search(rf'- {role} "{re.escape(name)}".*\[ref=(e\d+)\]', snapshot)
+    assert match, f"no {role} {name!r} in:\n{snapshot}"
+    return match.group(1)
+
+
+def test_open_snapshot_click_eval_screenshot(bsk: Bsk, site: str, tmp_path: Path) -> None:
+    opened = bsk.ok("open", f"{site}/counter.html")
+    assert opened["status"] == "completed" and opened["dispatched"] == "yes"
+    assert opened["result"]["url"] == f"{site}/counter.html"
+    assert opened["result"]["title"] == "Counter"
+
+    snap = bsk.ok("snapshot")
+    assert snap["retry_safe"] is True  # a read
+    text = snap["result"]["snapshot"]
+    assert 'heading "Counter"' in text
+    button = ref_of(text, "button", "Add one")
+
+    clicked = bsk.ok("click", button)
+    assert clicked["retry_safe"] is False  # input: a retry would click again
+    assert bsk.ok("eval", "window.count")["result"]["value"] == 1
+    assert bsk("eval", "document.querySelector('#out').textContent").value == "count 1"
+
+    shot = tmp_path / "page.png"
+    result = bsk.ok("screenshot", str(shot))["result"]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert result["bytes"] == len(data) and result["width"] > 100 and result["height"] > 100
+
+
+def test_screenshot_relative_path_is_the_callers(bsk: Bsk, site: str, tmp_path: Path) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    import subprocess
+
+    proc = subprocess.run(bsk.argv(("screenshot", "rel.png"), True), env=bsk.env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "rel.png").stat().st_size > 0
+
+
+def test_eval_results_and_page_errors(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    assert bsk("eval", "Promise.resolve(6 * 7)").value == 42
+    assert bsk("eval", "await new Promise(r => setTimeout(() => r('late'), 50))").value == "late"
+    assert bsk("eval", "({a: [1, 2], b: null})").value == {"a": [1, 2], "b": None}
+    assert bsk("eval", "NaN").value == "NaN"
+    assert bsk("eval", "undefined").value is None
+    node = bsk.ok("eval", "document.body")["result"]
+    assert node["value"] is None and node["description"] == "body"
+
+    thrown = bsk("eval", "throw new TypeError('nope')")
+    assert thrown.code == 0  # page_error is a result, not a failure
+    answer = thrown.json
+    assert answer["status"] == "completed" and answer["result"]["ok"] is False
+    assert "TypeError: nope" in answer["result"]["exception"]
+    assert answer["error"]["code"] == "page_error"
+
+
+def test_navigation_history_and_stale_refs(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    link = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "link", "Other page")
+    button = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Add one")
+    clicked = bsk.ok("click", link)["result"]
+    assert clicked["navigated"] is True and clicked["url"] == f"{site}/other.html"
+
+    stale = bsk("click", button)
+    assert stale.code == 4
+    assert stale.json["error"]["code"] == "stale_ref" and stale.json["dispatched"] == "no"
+
+    assert bsk.ok("back")["result"]["url"] == f"{site}/counter.html"
+    assert bsk.ok("forward")["result"]["url"] == f"{site}/other.html"
+    assert bsk.ok("reload")["result"]["url"] == f"{site}/other.html"
+    nowhere = bsk("forward")
+    assert nowhere.code == 11 and nowhere.json["error"]["details"]["reason"] == "no_history"
+    assert nowhere.json["dispatched"] == "no"
+
+    unknown = bsk("click", "e99999")
+    assert unknown.code == 4 and unknown.json["error"]["code"] == "ref_not_found"
+
+
+def test_open_failure_is_action_failed(bsk: Bsk) -> None:
+    # A closed port: the browser reports a navigation error rather than a page.
+    r = bsk("open", "http://127.0.0.1:9/")
+    assert r.code == 11
+    assert r.json["error"]["details"]["reason"] == "navigation_error"
+    assert r.json["dispatched"] == "yes"
+
+
+def test_tabs_are_the_sessions_own(bsk: Bsk, shared_bsk: Bsk, site: str) -> None:
+    first = bsk.ok("tab", "list")["result"]["tabs"]
+    assert [t["tab_id"] for t in first] == ["t1"]
+    new = bsk.ok("tab", "new", f"{site}/other.html")["result"]
+    assert new["tab_id"] == "t2" and new["current"] is True
+    assert bsk.ok("eval", "document.title")["result"]["value"] == "Other"
+    bsk.ok("tab", "select", "t1")
+    assert bsk.ok("eval", "location.href")["result"]["value"] == "about:blank"
+
+    other = shared_bsk.with_session(bsk.session + "-other")
+    other.ok("session", "start", other.session)
+    try:
+        assert [t["tab_id"] for t in other.ok("tab", "list")["result"]["tabs"]] == ["t1"]
+        foreign = other("tab", "close", "t2")  # t2 is the first session's tab, not this one's
+        assert foreign.code == 2 and foreign.json["error"]["code"] == "invalid_params"
+    finally:
+        other("session", "stop")
+    assert len(bsk.ok("tab", "list")["result"]["tabs"]) == 2
+
+    closed = bsk.ok("tab", "close", "t2")["result"]
+    assert closed["tabs_left"] == 1 and closed["current_tab"] == "t1"
