@@ -1,0 +1,215 @@
+"""Shared benchmark plumbing: a throw-away bsk daemon, a local page, figures and verdicts.
+
+Stdlib only, so every bench script can import it with any Python; the scripts run with
+the project's venv (`.venv/bin/python bench/NAME.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+BSK = ROOT / ".venv" / "bin" / "bsk"  # the console script, as users run it
+
+PAGE = b"""<!doctype html><html><head><title>Bench</title><link rel="icon" href="data:,">
+</head><body><h1>Bench page</h1><p id="out">ready</p></body></html>
+"""
+
+
+# -- processes ---------------------------------------------------------------------------
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit so `finally:` blocks (daemon stop, close_all) run."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
+class BskDaemon:
+    """A bsk daemon on its own temporary BSK_HOME (ephemeral profile), stopped on exit."""
+
+    def __init__(self) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="bsk-bench-"))
+        self.env = {**os.environ, "BSK_HOME": str(self.home), "BSK_EPHEMERAL": "1",
+                    "BSK_IDLE_TIMEOUT": "900"}  # a safety net if cleanup never runs
+        self.env.pop("BSK_SESSION", None)
+        self.pid: int | None = None
+
+    @property
+    def socket(self) -> str:
+        return str(self.home / "bsk.sock")
+
+    def argv(self, *args: str) -> list[str]:
+        return [str(BSK), *args]
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        cp = subprocess.run(self.argv(*args), env=self.env, capture_output=True, text=True,
+                            timeout=120)
+        if check and cp.returncode != 0:
+            raise RuntimeError(f"bsk {' '.join(args)} exited {cp.returncode}:\n"
+                               f"{cp.stdout}{cp.stderr}")
+        return cp
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run("--json", *args).stdout)
+
+    def start(self) -> BskDaemon:
+        self.run("daemon", "start")
+        self.pid = int(self.json("daemon", "status")["pid"])
+        return self
+
+    def stop(self) -> None:
+        try:
+            if self.pid is not None:
+                self.run("daemon", "stop", check=False)
+                _wait_gone(self.pid)
+        finally:
+            shutil.rmtree(self.home, ignore_errors=True)
+
+    def __enter__(self) -> BskDaemon:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _wait_gone(pid: int, grace: float = 10.0) -> None:
+    """Wait for our daemon to exit; SIGTERM it (by pid) if `daemon stop` did not."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def peer_version() -> str:
+    """The installed @playwright/cli version (bench/package.json pins it)."""
+    pkg = BENCH_DIR / "node_modules" / "@playwright" / "cli" / "package.json"
+    try:
+        return str(json.loads(pkg.read_text())["version"])
+    except (OSError, ValueError, KeyError):
+        return "?"
+
+
+def rss_kb(pid: int, field: str = "VmRSS") -> int:
+    """A memory figure (KB) of one process from /proc/PID/status (VmRSS, VmHWM, …)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} for pid {pid}")
+
+
+def peak_rss_kb(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Peak RSS (KB) of one run of argv, and how it was measured."""
+    if os.access("/usr/bin/time", os.X_OK):
+        with tempfile.NamedTemporaryFile("r", suffix=".rss") as tf:
+            subprocess.run(["/usr/bin/time", "-f", "%M", "-o", tf.name, *argv], env=env,
+                           capture_output=True, check=True, timeout=60)
+            return int(tf.read().split()[-1]), "/usr/bin/time -f %M"
+    # A fresh parent, so RUSAGE_CHILDREN sees this one child only.
+    probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
+             "capture_output=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", probe, *argv], env=env, capture_output=True,
+                         text=True, check=True, timeout=60).stdout
+    return int(out.split()[-1]), "getrusage(RUSAGE_CHILDREN)"
+
+
+def timed_ms(argv: list[str], *, cwd: str | os.PathLike[str] | None = None,
+             env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Wall time (ms) from process start to exit, and the finished process."""
+    t0 = time.perf_counter()
+    cp = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return 1000 * (time.perf_counter() - t0), cp
+
+
+# -- a local page ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def page_server() -> Iterator[str]:
+    """Serve PAGE on 127.0.0.1 (any path); yield its URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(PAGE)))
+            self.end_headers()
+            self.wfile.write(PAGE)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# -- figures -----------------------------------------------------------------------------
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def p90(xs: list[float]) -> float:
+    """Nearest-rank 90th percentile."""
+    s = sorted(xs)
+    return s[max(0, math.ceil(0.9 * len(s)) - 1)]
+
+
+def describe(name: str, xs: list[float], unit: str = "ms", digits: int = 1) -> str:
+    f = f"{{:.{digits}f}}"
+    return (f"{name:<34} median {f.format(median(xs))} {unit}  p90 {f.format(p90(xs))} {unit}  "
+            f"min {f.format(min(xs))}  max {f.format(max(xs))}  (n={len(xs)})")
+
+
+def verdict(label: str, value: float, target: float, unit: str = "ms") -> bool:
+    """Print one target line (value ≤ target); return whether it passed."""
+    ok = value <= target
+    print(f"  target {label}: {value:.2f} {unit} <= {target:.2f} {unit}  "
+          f"{'PASS' if ok else 'FAIL'}")
+    return ok
+
+
+def header(title: str) -> None:
+    chromium = "?"
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        chromium = subprocess.run(["/usr/bin/chromium", "--version"], capture_output=True,
+                                  text=True, timeout=20).stdout.strip()
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"== {title}")
+    print(f"   {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} CPUs  load {load}  "
+          f"Python {platform.python_version()}  {chromium}")
