@@ -106,12 +106,27 @@ def _int_query(request: Request, name: str, default: int, lo: int, hi: int) -> i
     return value
 
 
+async def _disconnected(request: Request) -> None:
+    """Returns when the client hangs up (the body has already been read)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
 def build_app(daemon: Daemon) -> Any:
     dispatcher = daemon.dispatcher
 
-    async def finish(op: Operation, detach: bool) -> Response:
+    async def finish(op: Operation, detach: bool, request: Request) -> Response:
+        """Answer when the operation ends; a caller that hangs up first cancels it."""
         if not detach:
-            await op.done.wait()
+            ended = asyncio.ensure_future(op.done.wait())
+            gone = asyncio.ensure_future(_disconnected(request))
+            try:
+                await asyncio.wait({ended, gone}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                gone.cancel()
+                ended.cancel()
+            if not op.done.is_set():
+                dispatcher.cancel(op.op_id, "client_disconnected")
         return op_response(op.to_result())
 
     @guarded
@@ -126,8 +141,9 @@ def build_app(daemon: Daemon) -> Any:
         op = await dispatcher.submit(
             sid, tool, body, wait=wait, timeout_ms=timeout_ms,
             idempotency_key=request.headers.get("idempotency-key"),
+            op_id=request.headers.get("x-op-id"),
         )
-        return await finish(op, detach)
+        return await finish(op, detach, request)
 
     @guarded
     async def create_session(request: Request) -> Response:
@@ -153,7 +169,7 @@ def build_app(daemon: Daemon) -> Any:
         wait = body.get("wait", request.query_params.get("wait") == "true")
         op = await dispatcher.submit(sid, "session_stop", {}, wait=bool(wait),
                                      timeout_ms=body.get("timeout_ms"))
-        return await finish(op, detach=False)
+        return await finish(op, False, request)
 
     @guarded
     async def get_op(request: Request) -> Response:

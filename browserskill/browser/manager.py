@@ -11,6 +11,7 @@ import asyncio
 import logging
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,11 @@ class BrowserManager:
         self._lock = asyncio.Lock()
         self._tabs: dict[str, Tab] = {}  # target id -> tab
         self._temp_profile: Path | None = None
+        self._lost_handlers: list[Callable[[str], None]] = []
+
+    def on_lost(self, handler: Callable[[str], None]) -> None:
+        """Called when the link dies, after its tabs are marked gone."""
+        self._lost_handlers.append(handler)
 
     @property
     def mode(self) -> str:
@@ -136,6 +142,8 @@ class BrowserManager:
         for tab in list(self._tabs.values()):
             tab.mark_gone(f"the browser connection was lost ({reason})")
         self._tabs.clear()
+        for handler in self._lost_handlers:
+            handler(reason)
 
     def info(self) -> dict[str, Any]:
         connected = self.link is not None and not self.link.closed

@@ -186,12 +186,43 @@ def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[st
         body["wait"] = True
     if g.timeout:
         body["timeout_ms"] = int(g.timeout * 1000)
-    headers = {"Idempotency-Key": g.key} if g.key else None
-    _, _, answer = client.call(
-        "POST", f"/v1/sessions/{quote(g.session, safe='')}/tools/{spec.name}", body,
-        headers=headers, timeout=g.timeout or spec.default_timeout_s,
-    )
+    # Naming the operation up front lets Ctrl-C cancel it and report how it ended.
+    op_id = "op_" + os.urandom(6).hex()
+    headers = {"X-Op-Id": op_id}
+    if g.key:
+        headers["Idempotency-Key"] = g.key
+    try:
+        _, _, answer = client.call(
+            "POST", f"/v1/sessions/{quote(g.session, safe='')}/tools/{spec.name}", body,
+            headers=headers, timeout=g.timeout or spec.default_timeout_s,
+        )
+    except KeyboardInterrupt:
+        return interrupted(client, op_id)
     return answer
+
+
+def interrupted(client: Client, op_id: str) -> dict[str, Any]:
+    """Ctrl-C or SIGTERM: cancel our operation, then report how it really ended."""
+    import time
+
+    print(f"bsk: interrupted; cancelling {op_id}…", file=sys.stderr)
+    deadline = time.monotonic() + 1.0
+    while True:  # the call may still be on its way to the daemon
+        status, _, answer = request(client.sock, "POST", f"/v1/ops/{op_id}/cancel", timeout=10)
+        if status != 404 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if status == 404:
+        return {"op_id": op_id, "session_id": client.g.session, "status": "cancelled",
+                "dispatched": "no", "retry_safe": False, "result": None,
+                "error": {"code": "cancelled", "hint": "nothing reached the browser",
+                          "message": "interrupted before the daemon received the call",
+                          "details": {"reason": "cancel"}}}
+    return request(client.sock, "GET", f"/v1/ops/{op_id}/wait?timeout_ms=10000", timeout=15)[2]
+
+
+def _sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def outcome(answer: Any) -> tuple[dict[str, Any], int]:
@@ -397,6 +428,9 @@ def find_command(rest: list[str]) -> tuple[tuple[str, ...], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    import signal
+
+    signal.signal(signal.SIGTERM, _sigterm)
     g = Globals()
     try:
         g, rest = split_globals(argv)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import TabGone
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.operations import DISPATCHED, QUEUED, Operation
+from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, Operation
+from browserskill.dispatch.queue import CANCELLED, TIMED_OUT
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import BskError, invalid
 from browserskill.tools import catalog, registry
@@ -26,13 +28,14 @@ from browserskill.tools.context import ToolContext
 log = logging.getLogger(__name__)
 
 MAX_TIMEOUT_MS = 600_000
+_OP_ID = re.compile(r"^op_[A-Za-z0-9_-]{6,64}$")  # callers may name their operation
 RECENT_OPS = 1000  # ended operations kept in memory (the journal keeps the rest)
 
 
 class Dispatcher:
     def __init__(
         self, journal: Journal, sessions: SessionManager, browser: BrowserManager,
-        state_dir: Path,
+        state_dir: Path, *, cleanup_timeout_s: float = 2.0,
     ) -> None:
         self.journal = journal
         self.sessions = sessions
@@ -40,6 +43,8 @@ class Dispatcher:
         self.state_dir = state_dir
         self.handlers = registry.load()
         self.ops: dict[str, Operation] = {}  # live and recently ended, by id
+        self.cleanup_timeout_s = cleanup_timeout_s
+        browser.on_lost(self._link_lost)
         self._keys: dict[tuple[str, str], Operation] = {}
 
     # -- submit ----------------------------------------------------------------------
@@ -53,6 +58,7 @@ class Dispatcher:
         wait: bool = False,
         timeout_ms: int | None = None,
         idempotency_key: str | None = None,
+        op_id: str | None = None,
     ) -> Operation:
         spec = catalog.get(tool)
         params = spec.validate(raw_params)
@@ -65,8 +71,12 @@ class Dispatcher:
             earlier = self._by_key(session_id, idempotency_key, tool, params)
             if earlier is not None:
                 return earlier
+        if op_id is not None and (not _OP_ID.match(op_id) or op_id in self.ops
+                                  or self.journal.get(op_id)):
+            raise invalid("op_id", "must look like op_<6-64 letters, digits, _ or -> and be new")
         session = await self.sessions.get_for_call(session_id)
-        op = Operation(session_id, tool, params, idempotency_key=idempotency_key)
+        op = Operation(session_id, tool, params, idempotency_key=idempotency_key,
+                       **({"op_id": op_id} if op_id else {}))
         timeout_s = timeout_ms / 1000 if timeout_ms else spec.default_timeout_s
         op.deadline = asyncio.get_running_loop().time() + timeout_s
         self._remember(op)
@@ -108,27 +118,24 @@ class Dispatcher:
 
     async def _run(self, op: Operation, session: Session, wait: bool) -> None:
         try:
-            try:
-                async with asyncio.timeout_at(op.deadline):
-                    await session.queue.acquire(op, wait=wait)
-            except TimeoutError:
+            got = await session.queue.acquire(op, wait=wait, deadline=op.deadline)
+            if got == TIMED_OUT:
                 raise session.queue.busy_error(
-                    f"session {session.id} was still busy when this call's deadline passed"
-                ) from None
-            try:
-                await self._dispatch(op, session)
-            finally:
-                session.queue.release(op)
-                session.last_used = asyncio.get_running_loop().time()
+                    f"session {session.id} was still busy when this call's deadline passed")
+            if got == CANCELLED:
+                raise self._cancelled_before_dispatch(op)
+            await self._dispatch(op, session)
         except BskError as e:
             op.fail(e)
-        except asyncio.CancelledError:
-            op.fail(self._cancelled(op))
         except Exception as e:
             log.exception("operation %s (%s) failed with a bug", op.op_id, op.tool)
             op.fail(BskError("internal", f"internal error: {e}",
                              hint=f"this is a bug; the daemon log has details for {op.op_id}"))
         finally:
+            session.queue.release(op)
+            session.last_used = asyncio.get_running_loop().time()
+            if not op.ended:  # the runner itself was torn down (event loop closing)
+                op.fail(BskError("outcome_unknown", "the daemon stopped mid-operation"))
             self.journal.record(op)
             op.done.set()
 
@@ -136,41 +143,118 @@ class Dispatcher:
         op.state = DISPATCHED
         op.note(DISPATCHED)
         self.journal.record(op)
-        handler = self.handlers[op.tool]
         ctx = ToolContext(op, session, self.sessions, self.browser, self.state_dir)
-        spec = catalog.BY_NAME[op.tool]
+        work = asyncio.create_task(self.handlers[op.tool](ctx, op.params))
+        tripped = asyncio.ensure_future(op.cancel_event.wait())
         try:
-            async with asyncio.timeout_at(op.deadline):
-                result = await handler(ctx, op.params)
-        except TimeoutError:
-            raise self._deadline_passed(op) from None
+            timeout = max(0.0, op.deadline - asyncio.get_running_loop().time())
+            await asyncio.wait({work, tripped}, timeout=timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            tripped.cancel()
+        if not work.done():
+            await self._interrupt(op, ctx, work, op.cancel_reason or "deadline")
+            return
+        self._settle(op, work)
+
+    def _settle(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:
+        """End the operation from its handler's own ending."""
+        try:
+            result = work.result()
+        except asyncio.CancelledError:
+            raise _unknown("the handler was cancelled unexpectedly", op) from None
         except CommandTimeout as e:
             raise _unknown(f"the browser did not answer: {e}", op) from None
         except (LinkClosed, TabGone) as e:
             if op.effect_sent:
-                raise _unknown(f"lost the browser mid-call: {e}", op) from None
-            raise BskError("browser_unavailable", f"the browser went away: {e}",
-                           hint="call again: the daemon reconnects or relaunches it") from None
+                raise _unknown(f"lost the page mid-call: {e}", op) from None
+            raise self._gone(e) from None
         except LinkError as e:
             raise BskError("action_failed", str(e), details={"reason": "browser_error"},
                            dispatched="yes" if op.effect_sent else "no") from None
-        op.complete(result, retry_safe=spec.effect.retry_safe)
+        op.complete(result, retry_safe=catalog.BY_NAME[op.tool].effect.retry_safe)
 
-    def _deadline_passed(self, op: Operation) -> BskError:
+    def _gone(self, e: Exception) -> BskError:
+        if self.browser.link is None or self.browser.link.closed:
+            return BskError("browser_unavailable", f"the browser went away: {e}",
+                            hint="call again: the daemon relaunches or reconnects it; "
+                                 "then open a tab with `bsk tab new URL`")
+        return BskError("action_failed", f"the tab is gone: {e}",
+                        hint="`bsk tab list`, then `bsk tab select ID` or `bsk tab new URL`",
+                        details={"reason": "tab_gone"}, dispatched="no")
+
+    async def _interrupt(self, op: Operation, ctx: ToolContext,
+                         work: asyncio.Task[dict[str, Any]], reason: str) -> None:
+        """Trip the handler's scope, run its compensation (bounded), say what happened."""
+        loop = asyncio.get_running_loop()
+        op.state = CLEANING_UP
+        op.note(CLEANING_UP, reason)
+        self.journal.record(op)
+        cleanup_deadline = loop.time() + self.cleanup_timeout_s
+        work.cancel()
+        await asyncio.wait({work}, timeout=max(0.0, cleanup_deadline - loop.time()))
+        if work.done() and not work.cancelled() and work.exception() is None:
+            op.note("completed_despite_cancel")
+            self._settle(op, work)  # it happened: never report a done action as cancelled
+            return
+        details: dict[str, Any] = {"reason": reason}
+        timed_out = not work.done()
+        if timed_out:
+            work.add_done_callback(_log_abandoned)
+        report, complete = await self._compensate(op, ctx, cleanup_deadline)
+        if report:
+            details["compensation"] = report
+        if timed_out or not complete:
+            details["cleanup"] = "timed_out"
+            raise _unknown("cleanup did not finish within its deadline", op, details)
         if not op.effect_sent:
-            return BskError("cancelled", "the call's deadline passed before anything was sent",
-                            hint="nothing reached the page; call again with a longer --timeout",
-                            details={"reason": "deadline"}, dispatched="no")
-        return _unknown("the call's deadline passed while the browser was working", op)
+            raise BskError("cancelled", _CANCEL_TEXT.get(reason, "cancelled"),
+                           hint="nothing reached the page; call again if you still want it",
+                           details=details, dispatched="no")
+        if op.steps_sent or not report or not all(c["ok"] and c["undoes_effect"] for c in report):
+            raise _unknown(f"interrupted ({reason}) after the browser may have acted", op,
+                           details)
+        raise BskError("cancelled", f"{_CANCEL_TEXT.get(reason, 'cancelled')}; "
+                       "its effect was undone", hint="the page is as before; call again if "
+                       "you still want it", details=details, dispatched="yes")
 
-    def _cancelled(self, op: Operation) -> BskError:
-        reason = "cancel" if op.cancel_requested else "daemon_stopping"
-        if op.state == QUEUED or not op.effect_sent:
-            return BskError("cancelled", "cancelled before anything reached the page",
-                            hint="nothing happened; call again if you still want it",
-                            details={"reason": reason}, dispatched="no")
-        return _unknown("cancelled after the browser may have acted", op,
-                        details={"reason": reason})
+    async def _compensate(self, op: Operation, ctx: ToolContext,
+                          deadline: float) -> tuple[list[dict[str, Any]], bool]:
+        report: list[dict[str, Any]] = []
+        loop = asyncio.get_running_loop()
+        for comp in reversed(ctx.compensations):
+            entry: dict[str, Any] = {"action": comp.action, "undoes_effect": comp.undoes_effect}
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await comp.undo()
+                entry["ok"] = True
+            except TimeoutError:
+                entry["ok"] = False
+                entry["error"] = "cleanup deadline passed"
+            except Exception as e:
+                entry["ok"] = False
+                entry["error"] = str(e)
+            op.note("compensation", {k: v for k, v in entry.items() if k != "undoes_effect"})
+            report.append(entry)
+            if loop.time() >= deadline:
+                return report, False
+        return report, True
+
+    def _cancelled_before_dispatch(self, op: Operation) -> BskError:
+        reason = op.cancel_reason or "cancel"
+        if reason == "link_lost":
+            return BskError("browser_unavailable",
+                            "the browser connection was lost while this call was queued",
+                            hint="call again: the daemon relaunches or reconnects the browser")
+        return BskError("cancelled", f"{_CANCEL_TEXT.get(reason, 'cancelled')} while queued",
+                        hint="nothing reached the page; call again if you still want it",
+                        details={"reason": reason}, dispatched="no")
+
+    def _link_lost(self, reason: str) -> None:
+        """A dead link ends everything on it at once: dispatched ops unknown, queued unavailable."""
+        for op in list(self.ops.values()):
+            if not op.ended:
+                op.request_cancel("link_lost")
 
     # -- control ---------------------------------------------------------------------
 
@@ -189,26 +273,37 @@ class Dispatcher:
         op = self.ops.get(op_id)
         return op if op is not None and not op.ended else None
 
-    def cancel(self, op_id: str) -> dict[str, Any]:
+    def cancel(self, op_id: str, reason: str = "cancel") -> dict[str, Any]:
         op = self.live(op_id)
         if op is None:
             return {**self.find(op_id), "cancel": "already_ended"}
-        if not op.cancel_requested:
-            op.cancel_requested = True
-            op.note("cancel_requested")
-            if op.task is not None:
-                op.task.cancel()
+        op.request_cancel(reason)
         return {**op.to_result(), "cancel": "requested"}
 
     def busy(self) -> bool:
         return any(not op.ended for op in self.ops.values())
 
     async def shutdown(self) -> None:
-        live = [op for op in self.ops.values() if not op.ended and op.task is not None]
+        live = [op for op in self.ops.values() if not op.ended]
         for op in live:
-            op.task.cancel()  # type: ignore[union-attr]
+            op.request_cancel("daemon_stopping")
         for op in live:
             await op.done.wait()
+
+
+_CANCEL_TEXT = {
+    "cancel": "cancelled by request",
+    "deadline": "the call's deadline passed",
+    "client_disconnected": "cancelled: the caller went away",
+    "daemon_stopping": "cancelled: the daemon is stopping",
+    "link_lost": "the browser connection was lost",
+    "user_interrupt": "the user took over",
+}
+
+
+def _log_abandoned(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.info("abandoned handler ended with %r", task.exception())
 
 
 def _unknown(message: str, op: Operation, details: dict[str, Any] | None = None) -> BskError:

@@ -46,7 +46,8 @@ class Operation:
     deadline: float = 0.0  # event-loop time
     effect_sent: bool = False  # a command that may change the page went out
     steps_sent: list[str] = field(default_factory=list)
-    cancel_requested: bool = False
+    cancel_reason: str | None = None  # why its scope was tripped: cancel, deadline, …
+    cancel_event: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -59,6 +60,16 @@ class Operation:
         if detail is not None:
             entry.append(detail)
         self.timeline.append(entry)
+
+    def request_cancel(self, reason: str) -> bool:
+        """Trip the operation's scope; the first reason wins. False if it already ended."""
+        if self.ended:
+            return False
+        if self.cancel_reason is None:
+            self.cancel_reason = reason
+            self.note("cancel_requested", reason)
+            self.cancel_event.set()
+        return True
 
     @property
     def ended(self) -> bool:

@@ -13,6 +13,8 @@ from collections import deque
 from browserskill.dispatch.operations import Operation
 from browserskill.errors import BskError
 
+ACQUIRED, CANCELLED, TIMED_OUT = "acquired", "cancelled", "timed_out"
+
 
 class SessionQueue:
     def __init__(self, session_id: str) -> None:
@@ -34,27 +36,33 @@ class SessionQueue:
     def queued(self) -> list[Operation]:
         return [op for op, fut in self._waiting if not fut.done()]
 
-    async def acquire(self, op: Operation, *, wait: bool) -> None:
+    async def acquire(self, op: Operation, *, wait: bool, deadline: float) -> str:
+        """Take the slot: at once, or (with wait) FIFO until the deadline or a cancel."""
+        if op.cancel_event.is_set():
+            return CANCELLED
         if self.holder is None and not self._waiting:
             self.holder = op
-            return
+            return ACQUIRED
         if not wait:
             raise self.busy_error()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (op, fut)
         self._waiting.append(entry)
+        cancel = asyncio.ensure_future(op.cancel_event.wait())
         try:
-            await fut
-        except BaseException:
-            if fut.done() and not fut.cancelled():
-                self.release(op)  # handed the slot as we were cancelled: pass it on
-            else:
+            timeout = max(0.0, deadline - asyncio.get_running_loop().time())
+            await asyncio.wait({fut, cancel}, timeout=timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cancel.cancel()
+            if not fut.done():
                 fut.cancel()
-                try:
-                    self._waiting.remove(entry)
-                except ValueError:
-                    pass
-            raise
+                self._waiting.remove(entry)
+        if op.cancel_event.is_set() or fut.cancelled():
+            if not fut.cancelled():
+                self.release(op)  # handed the slot just as the cancel came: pass it on
+            return CANCELLED if op.cancel_event.is_set() else TIMED_OUT
+        return ACQUIRED
 
     def release(self, op: Operation) -> None:
         if self.holder is not op:

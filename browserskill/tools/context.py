@@ -1,13 +1,16 @@
 """What a tool handler gets: its operation, session and browser, and the rules for sending.
 
 `act` sends a command that may change the page and marks the operation dispatched;
-`inspect` only reads. This split is what lets a failure say honestly whether anything
-reached the page.
+`inspect` only reads. `step` records one step of browser-native input. `on_cancel`
+declares the compensation that undoes a half-done step if the operation's scope is
+tripped (a cancel or its deadline); the dispatcher runs it, bounded, and reports it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from browserskill.browser.tab import Tab
@@ -16,6 +19,13 @@ if TYPE_CHECKING:
     from browserskill.browser.manager import BrowserManager
     from browserskill.dispatch.operations import Operation
     from browserskill.dispatch.sessions import Session, SessionManager
+
+
+@dataclass
+class Compensation:
+    action: str  # what it does, as reported: mouse_released, tab_closed, …
+    undo: Callable[[], Awaitable[Any]]
+    undoes_effect: bool  # True if, once run, the page is as if nothing happened
 
 
 class ToolContext:
@@ -28,6 +38,7 @@ class ToolContext:
         self.sessions = sessions
         self.browser = browser
         self.state_dir = state_dir
+        self.compensations: list[Compensation] = []
 
     @property
     def tab(self) -> Tab:
@@ -36,11 +47,14 @@ class ToolContext:
     def remaining(self) -> float:
         return max(0.001, self.op.deadline - asyncio.get_running_loop().time())
 
+    def mark_dispatched(self) -> None:
+        self.op.effect_sent = True
+        self.op.dispatched = "yes"
+
     async def act(
         self, method: str, params: dict[str, Any] | None = None, *, tab: Tab | None = None
     ) -> dict[str, Any]:
-        self.op.effect_sent = True
-        self.op.dispatched = "yes"
+        self.mark_dispatched()
         return await (tab or self.tab).send(method, params, timeout=self.remaining())
 
     async def inspect(
@@ -48,8 +62,20 @@ class ToolContext:
     ) -> dict[str, Any]:
         return await (tab or self.tab).send(method, params, timeout=self.remaining())
 
-    def step(self, name: str) -> None:
-        """Record that one step of browser-native input is about to be sent."""
-        self.op.effect_sent = True
-        self.op.dispatched = "yes"
+    async def step(self, name: str, method: str, params: dict[str, Any], *,
+                   tab: Tab | None = None) -> dict[str, Any]:
+        """Send one step of browser-native input, recorded before it can reach Chrome."""
+        self.mark_dispatched()
         self.op.steps_sent.append(name)
+        return await (tab or self.tab).send(method, params, timeout=self.remaining())
+
+    def on_cancel(self, action: str, undo: Callable[[], Awaitable[Any]], *,
+                  undoes_effect: bool = True) -> Compensation:
+        comp = Compensation(action, undo, undoes_effect)
+        self.compensations.append(comp)
+        return comp
+
+    def settled(self, comp: Compensation) -> None:
+        """The step this compensation guarded finished; nothing to undo any more."""
+        if comp in self.compensations:
+            self.compensations.remove(comp)

@@ -74,11 +74,18 @@ async def click(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     requested = tab.navigation_requests
     committed = tab.navigations
     base = {"x": x, "y": y, "button": "left", "clickCount": 1}
-    for step, extra in (("mouseMoved", {}), ("mousePressed", {"buttons": 1}),
-                        ("mouseReleased", {})):
-        ctx.step(step)
-        await tab.send("Input.dispatchMouseEvent", {"type": step, **base, **extra},
-                       timeout=ctx.remaining())
+    await ctx.step("mouseMoved", "Input.dispatchMouseEvent", {"type": "mouseMoved", **base},
+                   tab=tab)
+
+    async def release() -> None:
+        await tab.send("Input.dispatchMouseEvent", {"type": "mouseReleased", **base}, timeout=2)
+
+    held = ctx.on_cancel("mouse_released", release, undoes_effect=False)
+    await ctx.step("mousePressed", "Input.dispatchMouseEvent",
+                   {"type": "mousePressed", "buttons": 1, **base}, tab=tab)
+    await ctx.step("mouseReleased", "Input.dispatchMouseEvent",
+                   {"type": "mouseReleased", **base}, tab=tab)
+    ctx.settled(held)
     result: dict[str, Any] = {"ref": ref, "clicked": True, "tab_id": tab.tab_id}
     if tab.navigation_requests > requested:
         await tab.until(lambda: tab.navigations > committed, ctx.remaining())

@@ -10,7 +10,6 @@ from browserskill.tools.registry import implements
 
 @implements("session_stop")
 async def session_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    ctx.op.effect_sent = True
-    ctx.op.dispatched = "yes"
+    ctx.mark_dispatched()
     closed = await ctx.sessions.close(ctx.session)
     return {"session_id": ctx.session.id, "stopped": True, "tabs_closed": closed}

@@ -28,18 +28,24 @@ async def tab_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 @implements("tab_new")
 async def tab_new(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     url = normalize_url(params["url"]) if params["url"] else None
-    ctx.op.effect_sent = True
-    ctx.op.dispatched = "yes"
+    ctx.mark_dispatched()
     tab = await ctx.browser.new_tab(ctx.session.next_tab_id())
-    try:
-        ctx.session.add_tab(tab)
-        if url:
-            await navigate(ctx, tab, url, params["wait_until"])
-    except BaseException:
-        # Compensation: a tab this call half made is closed, not left behind.
+    previous = ctx.session.current_tab_id
+    ctx.session.add_tab(tab)
+
+    async def close_half_made_tab() -> None:
         ctx.session.forget_tab(tab.tab_id)
+        ctx.session.current_tab_id = previous if previous in ctx.session.tabs else None
         await ctx.browser.close_tab(tab)
-        raise
+
+    made = ctx.on_cancel("tab_closed", close_half_made_tab)
+    if url:
+        try:
+            await navigate(ctx, tab, url, params["wait_until"])
+        except BskError:
+            await close_half_made_tab()  # a failed open leaves no tab behind
+            raise
+    ctx.settled(made)
     return describe(tab, ctx.session.current_tab_id)
 
 
@@ -57,8 +63,7 @@ async def tab_select(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
 @implements("tab_close")
 async def tab_close(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     tab = ctx.session.tab(params["tab_id"])
-    ctx.op.effect_sent = True
-    ctx.op.dispatched = "yes"
+    ctx.mark_dispatched()
     ctx.session.forget_tab(tab.tab_id)
     await ctx.browser.close_tab(tab)
     return {"closed": tab.tab_id, "current_tab": ctx.session.current_tab_id,
