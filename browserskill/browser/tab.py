@@ -1,29 +1,47 @@
-"""A page target as tools see it: commands, and conditions to wait on.
+"""A page target as tools see it: commands, frames, and conditions to wait on.
 
 The tab follows its own CDP events to know each frame's current document (loader id),
-which lifecycle events each document reached, and whether the target is gone. Waiting
-is on conditions over that state, woken by events, never on fixed sleeps.
+which lifecycle events each document reached, and whether the target is gone. Its
+out-of-process iframes are attached automatically (flattened child sessions), so frame
+tracking, snapshots and WebMCP see them too. Waiting is on conditions over that state,
+woken by events, never on fixed sleeps.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from browserskill.browser.link import BrowserLink, LinkClosed, TargetHandle
+from browserskill.browser.link import BrowserLink, LinkClosed, LinkError, TargetHandle
 
-_LIFECYCLE = {"load": "load", "domcontentloaded": "DOMContentLoaded", "commit": "commit"}
+log = logging.getLogger(__name__)
 
-
+_LIFECYCLE = {"load": "load", "domcontentloaded": "DOMContentLoaded", "commit": "commit",
+              "networkidle": "networkIdle"}
 _NAVIGATION_REQUESTED = frozenset({
     "Page.frameRequestedNavigation", "Page.frameStartedNavigating", "Page.frameScheduledNavigation"
 })
 
+# (cdp session id, method, params): every event of the page and of its iframe sessions.
+TabListener = Callable[[str, str, dict[str, Any]], None]
+
 
 class TabGone(Exception):
     """The tab was closed or crashed."""
+
+
+@dataclass
+class ChildSession:
+    """An out-of-process iframe attached under this tab."""
+
+    session_id: str
+    target_id: str  # equals the iframe's frame id
+    url: str
+    unsubscribe: Callable[[], None]
 
 
 class Tab:
@@ -36,55 +54,91 @@ class Tab:
         self.url = "about:blank"
         self.title = ""
         self.frames: dict[str, str] = {}  # frame id -> current loader id
+        self.frame_session: dict[str, str] = {}  # frame id -> cdp session that owns it
+        self.children: dict[str, ChildSession] = {}  # by cdp session id
         self.navigations = 0  # main-frame commits and same-document navigations
         self.navigation_requests = 0  # main-frame navigations the page asked for
         self.gone: str | None = None  # why the tab can no longer be used
+        self.listeners: list[TabListener] = []
         # loader id -> lifecycle event names seen (bounded: recent documents only)
         self._lifecycle: OrderedDict[str, set[str]] = OrderedDict()
         self._wakeups: set[asyncio.Future[None]] = set()
-        self._unsubscribe = link.subscribe(handle.session_id, self._on_event)
+        self._unsubscribe = link.subscribe(
+            handle.session_id, lambda m, p: self._on_event(handle.session_id, m, p)
+        )
 
     async def start(self) -> None:
         await self.send("Page.enable")
         await self.send("Page.setLifecycleEventsEnabled", {"enabled": True})
         tree = await self.send("Page.getFrameTree")
-        self._record_frames(tree["frameTree"])
+        self._record_frames(tree["frameTree"], self.session_id)
+        await self.send("Target.setAutoAttach", {
+            "autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True,
+        })
 
-    def _record_frames(self, node: dict[str, Any]) -> None:
+    def _record_frames(self, node: dict[str, Any], session_id: str) -> None:
         frame = node["frame"]
         self.frames[frame["id"]] = frame["loaderId"]
-        if not frame.get("parentId"):
+        self.frame_session[frame["id"]] = session_id
+        if not frame.get("parentId") and session_id == self.session_id:
             self.main_frame_id = frame["id"]
             self.url = frame.get("url", self.url)
         for child in node.get("childFrames", ()):
-            self._record_frames(child)
+            self._record_frames(child, session_id)
 
     async def send(
-        self, method: str, params: dict[str, Any] | None = None, *, timeout: float = 30.0
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float = 30.0,
+        session_id: str | None = None,
     ) -> dict[str, Any]:
         if self.gone:
             raise TabGone(self.gone)
-        return await self.link.send(method, params, session_id=self.session_id, timeout=timeout)
+        return await self.link.send(method, params, session_id=session_id or self.session_id,
+                                    timeout=timeout)
+
+    def session_for_frame(self, frame_id: str) -> str:
+        return self.frame_session.get(frame_id, self.session_id)
+
+    # -- out-of-process iframes --------------------------------------------------------
+
+    def _child_attached(self, params: dict[str, Any]) -> None:
+        info = params.get("targetInfo", {})
+        if info.get("type") != "iframe":
+            return
+        sid = params["sessionId"]
+        unsubscribe = self.link.subscribe(sid, lambda m, p: self._on_event(sid, m, p))
+        self.children[sid] = ChildSession(sid, info["targetId"], info.get("url", ""),
+                                          unsubscribe)
+        asyncio.get_running_loop().create_task(self._start_child(sid))
+
+    async def _start_child(self, sid: str) -> None:
+        try:
+            await self.send("Page.enable", session_id=sid, timeout=10)
+            await self.send("Page.setLifecycleEventsEnabled", {"enabled": True},
+                            session_id=sid, timeout=10)
+            tree = await self.send("Page.getFrameTree", session_id=sid, timeout=10)
+            self._record_frames(tree["frameTree"], sid)
+            await self.send("Target.setAutoAttach", {
+                "autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True,
+            }, session_id=sid, timeout=10)
+        except (LinkError, TabGone, TimeoutError) as e:
+            log.info("iframe session %s: %s", sid, e)
+        self._wake()
+
+    def _child_detached(self, params: dict[str, Any]) -> None:
+        child = self.children.pop(params.get("sessionId", ""), None)
+        if child is not None:
+            child.unsubscribe()
 
     # -- events ----------------------------------------------------------------------
 
-    def _on_event(self, method: str, params: dict[str, Any]) -> None:
+    def _on_event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
         if method == "Page.lifecycleEvent":
             seen = self._lifecycle.setdefault(params["loaderId"], set())
             seen.add(params["name"])
-            while len(self._lifecycle) > 16:
+            while len(self._lifecycle) > 32:
                 self._lifecycle.popitem(last=False)
         elif method == "Page.frameNavigated":
-            frame = params["frame"]
-            self.frames[frame["id"]] = frame["loaderId"]
-            seen = self._lifecycle.setdefault(frame["loaderId"], set())
-            seen.add("commit")
-            if params.get("type") == "BackForwardCacheRestore":
-                seen.update(("DOMContentLoaded", "load"))  # restored pages fire no load
-            if not frame.get("parentId"):
-                self.main_frame_id = frame["id"]
-                self.url = frame.get("url", "")
-                self.navigations += 1
+            self._frame_navigated(session_id, params)
         elif method in _NAVIGATION_REQUESTED:
             if params.get("frameId") == self.main_frame_id:
                 self.navigation_requests += 1
@@ -95,11 +149,33 @@ class Tab:
         elif method == "Page.frameDetached":
             if params.get("reason") != "swap":
                 self.frames.pop(params["frameId"], None)
-        elif method == "Inspector.targetCrashed":
+        elif method == "Target.attachedToTarget":
+            self._child_attached(params)
+        elif method == "Target.detachedFromTarget":
+            self._child_detached(params)
+        elif method == "Inspector.targetCrashed" and session_id == self.session_id:
             self.gone = "the tab's renderer crashed"
-        elif method == "Inspector.detached":
+        elif method == "Inspector.detached" and session_id == self.session_id:
             self.gone = f"the tab was detached ({params.get('reason', 'unknown')})"
+        for listener in list(self.listeners):
+            try:
+                listener(session_id, method, params)
+            except Exception:
+                log.exception("tab listener failed on %s", method)
         self._wake()
+
+    def _frame_navigated(self, session_id: str, params: dict[str, Any]) -> None:
+        frame = params["frame"]
+        self.frames[frame["id"]] = frame["loaderId"]
+        self.frame_session[frame["id"]] = session_id
+        seen = self._lifecycle.setdefault(frame["loaderId"], set())
+        seen.add("commit")
+        if params.get("type") == "BackForwardCacheRestore":
+            seen.update(("DOMContentLoaded", "load"))  # restored pages fire no load
+        if not frame.get("parentId") and session_id == self.session_id:
+            self.main_frame_id = frame["id"]
+            self.url = frame.get("url", "")
+            self.navigations += 1
 
     def mark_gone(self, reason: str) -> None:
         if not self.gone:
@@ -138,4 +214,7 @@ class Tab:
 
     def close(self) -> None:
         self._unsubscribe()
+        for child in self.children.values():
+            child.unsubscribe()
+        self.children.clear()
         self.mark_gone("the tab was closed")
