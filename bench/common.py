@@ -47,7 +47,10 @@ class BskDaemon:
     def __init__(self) -> None:
         self.home = Path(tempfile.mkdtemp(prefix="bsk-bench-"))
         self.env = {**os.environ, "BSK_HOME": str(self.home), "BSK_EPHEMERAL": "1",
-                    "BSK_IDLE_TIMEOUT": "900"}  # a safety net if cleanup never runs
+                    "BSK_IDLE_TIMEOUT": "900",  # a safety net if cleanup never runs
+                    # Byte-code cache as an installed package has it, kept out of the tree.
+                    "PYTHONPYCACHEPREFIX": str(self.home / "pycache")}
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.env.pop("BSK_SESSION", None)
         self.pid: int | None = None
 

@@ -8,18 +8,26 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
+import time
+import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+
+from browserskill.browser import launcher
 
 PAGES = Path(__file__).parent / "pages"
 BSK = [sys.executable, "-m", "browserskill"]
@@ -124,8 +132,129 @@ def bsk(shared_bsk: Bsk) -> Iterator[Bsk]:
 
 
 @pytest.fixture
-def fresh_bsk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bsk]:
+def make_bsk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Bsk]]:
+    """Runners on state dirs of their own (`make_bsk(BSK_X="1")` sets env for bsk and the
+    daemon it spawns). Every daemon started on them is stopped at teardown."""
+    made: list[Bsk] = []
+
+    def make(**env: str) -> Bsk:
+        runner = Bsk(short_home(tmp_path_factory, "home"), **env)
+        made.append(runner)
+        return runner
+
+    yield make
+    for runner in made:
+        stop_for_good(runner)
+
+
+@pytest.fixture
+def fresh_bsk(make_bsk: Callable[..., Bsk]) -> Bsk:
     """A state dir of this test's own: for tests of the daemon's start, stop and death."""
-    runner = Bsk(short_home(tmp_path_factory, "home"))
-    yield runner
-    runner.stop_daemon()
+    return make_bsk()
+
+
+def stop_for_good(runner: Bsk) -> None:
+    """`bsk daemon stop`; if the daemon that held this home is somehow still there,
+    SIGTERM it by its pid (it then stops its browser) and wait for it to go."""
+    try:
+        runner.stop_daemon()
+    except subprocess.TimeoutExpired:
+        pass
+    pid = daemon_pid(runner.home)
+    if pid is None or not alive(pid):
+        return
+    os.kill(pid, signal.SIGTERM)
+    wait_until(lambda: not alive(pid), 20, f"daemon {pid} to exit after SIGTERM")
+
+
+def daemon_pid(home: Path) -> int | None:
+    """The pid recorded in the state dir's lock file, if it names a live daemon process."""
+    try:
+        pid = int((home / "daemon.lock").read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if b"browserskill.daemon" in cmdline else None
+
+
+def alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie waiting for a reaper."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll `predicate` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def api(shared_bsk: Bsk) -> Iterator[httpx.Client]:
+    """An HTTP client over the shared daemon's Unix socket (the daemon is started first)."""
+    shared_bsk.ok("daemon", "start")
+    transport = httpx.HTTPTransport(uds=str(shared_bsk.home / "bsk.sock"))
+    with httpx.Client(transport=transport, base_url="http://bsk", timeout=60) as client:
+        yield client
+
+
+@dataclass
+class Chromium:
+    """A headless Chromium the test started itself (not the daemon's)."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    profile: Path
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def devtools(self, path: str) -> Any:
+        with urllib.request.urlopen(self.http_url + path, timeout=10) as r:
+            return json.load(r)
+
+
+@pytest.fixture
+def chromium(tmp_path: Path) -> Iterator[Chromium]:
+    """Launch Chromium with the daemon's own flags on a free DevTools port; kill it after."""
+    executable = launcher.find_browser()
+    assert executable, "no Chromium on this machine"
+    profile = Path(tempfile.mkdtemp(prefix="bsk-test-chromium-"))
+    log = open(tmp_path / "chromium.log", "ab")  # closed at teardown
+    proc = subprocess.Popen(launcher.launch_args(executable, profile), stdin=subprocess.DEVNULL,
+                            stdout=log, stderr=log, start_new_session=True)
+    try:
+        port_file = profile / "DevToolsActivePort"
+
+        def port() -> int | None:
+            assert proc.poll() is None, f"Chromium exited with {proc.returncode}"
+            lines = port_file.read_text().splitlines() if port_file.exists() else []
+            return int(lines[0]) if len(lines) >= 2 else None
+
+        yield Chromium(proc, wait_until(port, 30, "Chromium's DevTools port"), profile)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        log.close()
+        shutil.rmtree(profile, ignore_errors=True)

@@ -208,7 +208,7 @@ def interrupted(client: Client, op_id: str) -> dict[str, Any]:
     print(f"bsk: interrupted; cancelling {op_id}…", file=sys.stderr)
     deadline = time.monotonic() + 1.0
     while True:  # the call may still be on its way to the daemon
-        status, _, answer = request(client.sock, "POST", f"/v1/ops/{op_id}/cancel", timeout=10)
+        status, _, _ = request(client.sock, "POST", f"/v1/ops/{op_id}/cancel", timeout=10)
         if status != 404 or time.monotonic() > deadline:
             break
         time.sleep(0.05)
