@@ -12,6 +12,7 @@ import json
 import math
 import os
 import platform
+import resource
 import shutil
 import signal
 import statistics
@@ -20,13 +21,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 BSK = ROOT / ".venv" / "bin" / "bsk"  # the console script, as users run it
+PYTHON = ROOT / ".venv" / "bin" / "python"
 
 PAGE = b"""<!doctype html><html><head><title>Bench</title><link rel="icon" href="data:,">
 </head><body><h1>Bench page</h1><p id="out">ready</p></body></html>
@@ -34,6 +37,16 @@ PAGE = b"""<!doctype html><html><head><title>Bench</title><link rel="icon" href=
 
 
 # -- processes ---------------------------------------------------------------------------
+
+
+def run_main(main: Callable[..., int], *args: Any) -> NoReturn:
+    """Exit with main's status: 0 targets met, 1 a target missed, 2 the bench failed."""
+    try:
+        code = main(*args)
+    except Exception:
+        traceback.print_exc()
+        code = 2
+    sys.exit(code)
 
 
 def exit_on_sigterm() -> None:
@@ -79,14 +92,19 @@ class BskDaemon:
 
     def stop(self) -> None:
         try:
-            if self.pid is not None:
+            if os.path.exists(self.socket):
                 self.run("daemon", "stop", check=False)
+            if self.pid is not None:
                 _wait_gone(self.pid)
         finally:
             shutil.rmtree(self.home, ignore_errors=True)
 
     def __enter__(self) -> BskDaemon:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -144,12 +162,21 @@ def peak_rss_kb(argv: list[str], env: dict[str, str] | None = None) -> tuple[int
     return int(out.split()[-1]), "getrusage(RUSAGE_CHILDREN)"
 
 
-def timed_ms(argv: list[str], *, cwd: str | os.PathLike[str] | None = None,
-             env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
-    """Wall time (ms) from process start to exit, and the finished process."""
+def timed_ms(
+    argv: list[str], *, cwd: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """Wall time (ms) from process start to exit, its CPU time (ms, user+sys), the process.
+
+    CPU time comes from RUSAGE_CHILDREN before/after, so calls must not overlap.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     cp = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
-    return 1000 * (time.perf_counter() - t0), cp
+    wall = 1000 * (time.perf_counter() - t0)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu, cp
 
 
 # -- a local page ------------------------------------------------------------------------
@@ -187,10 +214,14 @@ def median(xs: list[float]) -> float:
     return statistics.median(xs)
 
 
-def p90(xs: list[float]) -> float:
-    """Nearest-rank 90th percentile."""
+def quantile(xs: list[float], q: float) -> float:
+    """Nearest-rank quantile (q in 0..1)."""
     s = sorted(xs)
-    return s[max(0, math.ceil(0.9 * len(s)) - 1)]
+    return s[max(0, math.ceil(q * len(s)) - 1)]
+
+
+def p90(xs: list[float]) -> float:
+    return quantile(xs, 0.9)
 
 
 def describe(name: str, xs: list[float], unit: str = "ms", digits: int = 1) -> str:

@@ -18,8 +18,8 @@ def state_dir() -> Path:
     return Path(base) / "browserskill"
 
 
-def ensure_state_dir() -> Path:
-    d = state_dir()
+def ensure_state_dir(home: Path | None = None) -> Path:
+    d = home or state_dir()
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(d, 0o700)
     return d

@@ -106,6 +106,17 @@ def site() -> Iterator[str]:
     server.shutdown()
 
 
+@pytest.fixture(scope="session")
+def cross_site() -> Iterator[str]:
+    """The same pages on a second port, addressed as `localhost`: another site, so
+    Chromium puts its frames in another process (an out-of-process iframe)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Handler, directory=str(PAGES)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://localhost:{server.server_address[1]}"
+    server.shutdown()
+
+
 def short_home(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     # Unix socket paths are limited to ~107 bytes; pytest's temp dirs stay well under.
     home = tmp_path_factory.mktemp(name)
@@ -192,7 +203,8 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+def wait_until(predicate: Callable[[], Any], timeout: float = 20,
+               what: str = "a condition") -> Any:
     """Poll `predicate` until it returns something truthy; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -258,3 +270,33 @@ def chromium(tmp_path: Path) -> Iterator[Chromium]:
                 proc.wait(10)
         log.close()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def live_ops(bsk: Bsk, state: str) -> list[dict[str, Any]]:
+    """This session's operations in a given state (a control call: it never queues)."""
+    return [o for o in bsk.ok("op", "list")["ops"] if o["state"] == state]
+
+
+def cdp(endpoint: str, target_id: str, method: str, params: dict[str, Any] | None = None,
+        *, wait_reply: bool = True) -> dict[str, Any] | None:
+    """Send one CDP command to a page target over the browser's own endpoint.
+
+    For what an agent can't do through bsk itself: crash a renderer, for instance."""
+    from websockets.sync.client import connect
+
+    with connect(endpoint, max_size=None) as ws:
+        ws.send(json.dumps({"id": 1, "method": "Target.attachToTarget",
+                            "params": {"targetId": target_id, "flatten": True}}))
+        session = None
+        while session is None:
+            msg = json.loads(ws.recv(timeout=10))
+            if msg.get("id") == 1:
+                session = msg["result"]["sessionId"]
+        ws.send(json.dumps({"id": 2, "method": method, "params": params or {},
+                            "sessionId": session}))
+        if not wait_reply:
+            return None
+        while True:
+            msg = json.loads(ws.recv(timeout=10))
+            if msg.get("id") == 2:
+                return msg

@@ -5,27 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
-from conftest import Bsk
-
-
-def wait_until(condition: Callable[[], Any], timeout: float = 20, what: str = "") -> Any:
-    """Poll a condition the daemon reports (control calls never queue) until it holds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what or condition}")
-
-
-def live_ops(bsk: Bsk, state: str) -> list[dict[str, Any]]:
-    ops = bsk.ok("op", "list")["ops"]
-    return [o for o in ops if o["state"] == state]
+from conftest import Bsk, live_ops, wait_until
 
 
 def finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, dict[str, Any]]]:
@@ -79,7 +62,7 @@ def test_wait_queues_fifo_and_never_overlaps(bsk: Bsk, site: str) -> None:
     assert bsk("eval", "window.log").value == ["w0", "w1", "w2", "w3"]
     assert bsk("eval", "window.maxRunning").value == 1
     spans = sorted((a["result"]["value"]["start"], a["result"]["value"]["end"]) for _, a in results)
-    assert all(prev[1] <= nxt[0] for prev, nxt in zip(spans, spans[1:], strict=False))
+    assert all(prev[1] <= nxt[0] for prev, nxt in pairwise(spans))
 
 
 def test_wait_gives_up_busy_at_its_own_deadline(bsk: Bsk, site: str) -> None:

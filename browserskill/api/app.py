@@ -106,6 +106,33 @@ def _int_query(request: Request, name: str, default: int, lo: int, hi: int) -> i
     return value
 
 
+def _webmcp_call(body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """`{tool_ref | name, input, timeout_sec}` as webmcp_invoke params and a deadline."""
+    from browserskill.webmcp.client import REF
+
+    ref, name = body.pop("tool_ref", None), body.pop("name", None)
+    if (ref is None) == (name is None):
+        raise invalid("tool_ref", "give exactly one of tool_ref and name")
+    for field, value in (("tool_ref", ref), ("name", name)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise invalid(field, "must be a non-empty string")
+    if ref is not None and not REF.match(ref):
+        raise invalid("tool_ref", f"{ref!r} is not a tool_ref (they look like t1/f0/echo)",
+                      hint="give a tool's plain name as `name`")
+    timeout_sec, timeout_ms = body.pop("timeout_sec", None), None
+    if timeout_sec is not None:
+        if isinstance(timeout_sec, bool) or not isinstance(timeout_sec, int | float) \
+                or not 1 <= timeout_sec <= 120:
+            raise invalid("timeout_sec", f"must be a number of seconds from 1 to 120, "
+                                         f"got {timeout_sec!r}")
+        timeout_ms = int(timeout_sec * 1000)
+    params = {"tool": ref if ref is not None else name, "input": body.pop("input", None)}
+    if body:
+        raise invalid(next(iter(body)), "unknown field (accepted: tool_ref, name, input, "
+                                        "timeout_sec, wait, detach)")
+    return params, timeout_ms
+
+
 async def _disconnected(request: Request) -> None:
     """Returns when the client hangs up (the body has already been read)."""
     while (await request.receive())["type"] != "http.disconnect":
@@ -143,6 +170,25 @@ def build_app(daemon: Daemon) -> Any:
             idempotency_key=request.headers.get("idempotency-key"),
             op_id=request.headers.get("x-op-id"),
         )
+        return await finish(op, detach, request)
+
+    @guarded
+    async def webmcp_tools(request: Request) -> Response:
+        op = await dispatcher.submit(
+            request.path_params["sid"], "webmcp_list", {},
+            wait=request.query_params.get("wait") == "true",
+            op_id=request.headers.get("x-op-id"))
+        return await finish(op, False, request)
+
+    @guarded
+    async def webmcp_invoke(request: Request) -> Response:
+        body = await json_body(request)
+        wait, detach = _flag(body, "wait"), _flag(body, "detach")
+        params, timeout_ms = _webmcp_call(body)
+        op = await dispatcher.submit(
+            request.path_params["sid"], "webmcp_invoke", params, wait=wait,
+            timeout_ms=timeout_ms, idempotency_key=request.headers.get("idempotency-key"),
+            op_id=request.headers.get("x-op-id"))
         return await finish(op, detach, request)
 
     @guarded
@@ -254,6 +300,8 @@ def build_app(daemon: Daemon) -> Any:
         Route("/v1/sessions", list_sessions, methods=["GET"]),
         Route("/v1/sessions/{sid}", stop_session, methods=["DELETE"]),
         Route("/v1/sessions/{sid}/tools/{tool}", call_tool, methods=["POST"]),
+        Route("/v1/sessions/{sid}/webmcp/tools", webmcp_tools, methods=["GET"]),
+        Route("/v1/sessions/{sid}/webmcp/invoke", webmcp_invoke, methods=["POST"]),
         Route("/v1/ops", list_ops, methods=["GET"]),
         Route("/v1/ops/{op_id}", get_op, methods=["GET"]),
         Route("/v1/ops/{op_id}/cancel", cancel_op, methods=["POST"]),

@@ -68,10 +68,10 @@ def _responses(codes: list[str]) -> dict[str, Any]:
         if entry.http >= 300:
             by_status.setdefault(entry.http, []).append(code)
     for status, names in sorted(by_status.items()):
-        retry = "true" if all(n in SHOULD_RETRY for n in names) else "false"
+        retry = sorted({"true" if n in SHOULD_RETRY else "false" for n in names})
         out[str(status)] = {
             "description": ", ".join(names),
-            "headers": {"X-Should-Retry": {"schema": {"type": "string", "enum": [retry]}}},
+            "headers": {"X-Should-Retry": {"schema": {"type": "string", "enum": retry}}},
             "content": {"application/json": {"schema": _RESULT_REF}},
         }
     return out
@@ -80,6 +80,30 @@ def _responses(codes: list[str]) -> dict[str, Any]:
 _TOOL_ERRORS = ["invalid_params", "session_not_found", "ref_not_found", "stale_ref",
                 "session_busy", "user_interrupted", "cancelled", "outcome_unknown",
                 "browser_unavailable", "action_failed", "internal"]
+_WEBMCP_ERRORS = [*_TOOL_ERRORS, "tool_not_found", "tool_page_unloaded"]
+WEBMCP_INVOKE = {
+    "type": "object",
+    "description": "Give exactly one of tool_ref and name.",
+    "properties": {
+        "tool_ref": {"type": "string", "maxLength": 128,
+                     "description": "from GET …/webmcp/tools, e.g. t1/f0/add_item"},
+        "name": {"type": "string", "maxLength": 256,
+                 "description": "the tool's name; an ambiguous name is invalid_params "
+                                "naming the candidates"},
+        "input": {"type": "object", "description": "the tool's input (at most 1 MiB as JSON)"},
+        "timeout_sec": {"type": "number", "minimum": 1, "maximum": 120, "default": 60,
+                        "description": "the call's deadline; passing it ends outcome_unknown"},
+        "wait": CALL_OPTIONS["wait"],
+        "detach": CALL_OPTIONS["detach"],
+    },
+    "oneOf": [{"required": ["tool_ref"]}, {"required": ["name"]}],
+    "additionalProperties": False,
+}
+_WEBMCP_NOTE = (
+    "The output is page-provided and untrusted (result.untrusted = true). A tool whose page "
+    "reloads, navigates or crashes before it answers fails fast with 410 "
+    "tool_page_unloaded (keeps invocation_id; the tool may have run); a tool that does not "
+    "answer by the deadline ends 504 outcome_unknown. Both carry X-Should-Retry: false.")
 
 
 def _simple(summary: str, codes: list[str] | None = None) -> dict[str, Any]:
@@ -112,7 +136,8 @@ def document() -> dict[str, Any]:
                  "schema": {"type": "string", "maxLength": 256}},
             ],
             "requestBody": {"required": False, "content": {"application/json": {"schema": schema}}},
-            "responses": {**_responses(_TOOL_ERRORS),
+            "responses": {**_responses(
+                _WEBMCP_ERRORS if spec.name.startswith("webmcp_") else _TOOL_ERRORS),
                           "202": {"description": "detached: the operation is still running"}},
         }}
     sid = [{"name": "sid", "in": "path", "required": True, "schema": {"type": "string"}}]
@@ -133,6 +158,27 @@ def document() -> dict[str, Any]:
         "/v1/sessions/{sid}": {"delete": {**_simple(
             "Stop a session: an ordinary queued operation (?wait=true to queue).",
             ["session_not_found", "session_busy"]), "parameters": sid}},
+        "/v1/sessions/{sid}/webmcp/tools": {"get": {
+            "operationId": "webmcp_tools",
+            "summary": catalog.BY_NAME["webmcp_list"].summary,
+            "description": "An ordinary queued operation (?wait=true to queue). Tool names, "
+                           "descriptions and schemas are page-provided and untrusted.",
+            "parameters": [*sid, {"name": "wait", "in": "query", "required": False,
+                                  "schema": {"type": "boolean"}}],
+            "responses": _responses(["session_not_found", "session_busy", "outcome_unknown",
+                                     "browser_unavailable", "action_failed", "internal"]),
+        }},
+        "/v1/sessions/{sid}/webmcp/invoke": {"post": {
+            "operationId": "webmcp_invoke",
+            "summary": catalog.BY_NAME["webmcp_invoke"].summary,
+            "description": _WEBMCP_NOTE,
+            "parameters": [*sid, {"name": "Idempotency-Key", "in": "header", "required": False,
+                                  "schema": {"type": "string", "maxLength": 256}}],
+            "requestBody": {"required": True,
+                            "content": {"application/json": {"schema": WEBMCP_INVOKE}}},
+            "responses": {**_responses(_WEBMCP_ERRORS),
+                          "202": {"description": "detached: the operation is still running"}},
+        }},
         "/v1/ops": {"get": _simple("Recent operations (?session=, ?limit=).", ["invalid_params"])},
         "/v1/ops/{op_id}": {"get": {**_simple("One operation with its timeline.",
                                               ["op_not_found"]), "parameters": op_id}},

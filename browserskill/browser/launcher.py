@@ -81,26 +81,47 @@ def launch_args(executable: str, profile: Path, *, headless: bool = True) -> lis
 
 @dataclass
 class LaunchedBrowser:
-    process: subprocess.Popen[bytes]
+    pid: int  # leader of the browser's own process group
     ws_url: str
     executable: str
     profile: Path
+    process: subprocess.Popen[bytes] | None = None  # None when re-adopted after a restart
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        if self.process is not None:
+            return self.process.poll() is None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
     def terminate(self, grace: float = 3.0) -> None:
         if not self.alive():
             return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(grace)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+        deadline = time.monotonic() + grace
+        for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
-                os.killpg(self.process.pid, signal.SIGKILL)
+                os.killpg(self.pid, sig)
             except ProcessLookupError:
-                pass
-            self.process.wait(grace)
+                return
+            while time.monotonic() < deadline:
+                if self.process is not None:
+                    try:
+                        self.process.wait(0.05)
+                        return
+                    except subprocess.TimeoutExpired:
+                        continue
+                if not self.alive():
+                    return
+                time.sleep(0.05)
+            deadline = time.monotonic() + grace
+
+    def to_json(self) -> dict[str, object]:
+        return {"pid": self.pid, "ws_url": self.ws_url, "executable": self.executable,
+                "profile": str(self.profile)}
 
 
 async def launch(
@@ -129,9 +150,10 @@ async def launch(
         lines = text.splitlines()
         if len(lines) >= 2:
             port, path = lines[0].strip(), lines[1].strip()
-            return LaunchedBrowser(proc, f"ws://127.0.0.1:{port}{path}", executable, profile)
+            return LaunchedBrowser(proc.pid, f"ws://127.0.0.1:{port}{path}", executable,
+                                   profile, proc)
         if time.monotonic() > deadline:
-            LaunchedBrowser(proc, "", executable, profile).terminate()
+            LaunchedBrowser(proc.pid, "", executable, profile, proc).terminate()
             raise LaunchError(f"{executable} did not open DevTools within {timeout:g}s")
         await asyncio.sleep(0.02)
 

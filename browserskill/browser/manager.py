@@ -8,7 +8,9 @@ gone the moment the browser says so.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -45,6 +47,8 @@ class BrowserManager:
         self._tabs: dict[str, Tab] = {}  # target id -> tab
         self._temp_profile: Path | None = None
         self._lost_handlers: list[Callable[[str], None]] = []
+        # Called with (opener tab, target info) when one of our tabs opens a new tab.
+        self.popup_handler: Callable[[Tab, dict[str, Any]], None] | None = None
 
     def on_lost(self, handler: Callable[[str], None]) -> None:
         """Called when the link dies, after its tabs are marked gone."""
@@ -62,14 +66,19 @@ class BrowserManager:
             if self.link is not None and not self.link.closed:
                 return self.link
             try:
-                self.link = await self._connect()
+                link = await self._connect()
             except (launcher.LaunchError, LinkError, OSError, TimeoutError) as e:
                 raise self._unavailable(str(e)) from None
-            self.version_info = await self.link.version()
-            self.link.subscribe(None, self._on_browser_event)
-            self.link.on_close(self._on_link_closed)
-            await self.link.send("Target.setDiscoverTargets", {"discover": True})
+            await self._adopt_link(link)
+            assert self.link is not None
             return self.link
+
+    async def _adopt_link(self, link: CdpLink) -> None:
+        self.link = link
+        self.version_info = await link.version()
+        link.subscribe(None, self._on_browser_event)
+        link.on_close(self._on_link_closed)
+        await link.send("Target.setDiscoverTargets", {"discover": True})
 
     def _unavailable(self, why: str) -> BskError:
         if self.config.cdp_url:
@@ -78,24 +87,69 @@ class BrowserManager:
             hint = launcher.INSTALL_HINT
         return BskError("browser_unavailable", f"no browser: {why}", hint=hint)
 
+    @property
+    def _record(self) -> Path:
+        return self.state_dir / "browser.json"
+
+    async def adopt_running(self) -> bool:
+        """Reconnect to the browser a previous daemon left running (or the attached one)."""
+        if self.config.cdp_url:
+            try:
+                await self.ensure()
+            except BskError:
+                return False
+            return True
+        try:
+            record = json.loads(self._record.read_text())
+            previous = launcher.LaunchedBrowser(
+                record["pid"], record["ws_url"], record["executable"], Path(record["profile"]))
+        except (OSError, ValueError, KeyError):
+            return False
+        if not previous.alive():
+            self._record.unlink(missing_ok=True)
+            return False
+        try:
+            link = await CdpLink.connect(previous.ws_url, timeout=3)
+        except (LinkError, OSError, TimeoutError) as e:
+            log.warning("the previous browser (pid %s) did not answer: %s", previous.pid, e)
+            await asyncio.to_thread(previous.terminate)
+            return False
+        self.launched = previous
+        await self._adopt_link(link)
+        log.info("re-adopted the browser left by the previous daemon (pid %s)", previous.pid)
+        return True
+
+    async def page_targets(self) -> set[str]:
+        link = await self.ensure()
+        targets = await link.send("Target.getTargets")
+        return {t["targetId"] for t in targets["targetInfos"] if t["type"] == "page"}
+
     async def _connect(self) -> CdpLink:
         if self.config.cdp_url:
             ws_url = await launcher.resolve_cdp_url(self.config.cdp_url)
             return await CdpLink.connect(ws_url)
         executable = launcher.find_browser()
         if executable is None:
-            raise launcher.LaunchError("no Chromium, Chrome or Edge found on PATH")
+            override = os.environ.get("BSK_BROWSER")
+            raise launcher.LaunchError(
+                f"BSK_BROWSER={override} is not an executable" if override
+                else "no Chromium, Chrome or Edge found on PATH")
         profile = self._profile_dir()
         log_file = self.config.log_file or self.state_dir / "browser.log"
         log.info("launching %s with profile %s", executable, profile)
+        if self.launched is not None and self.launched.alive():
+            await asyncio.to_thread(self.launched.terminate)  # its link died: start afresh
         self.launched = await launcher.launch(
             executable, profile, log_file, headless=self.config.headless
         )
         try:
-            return await CdpLink.connect(self.launched.ws_url)
+            link = await CdpLink.connect(self.launched.ws_url)
         except BaseException:
             self.launched.terminate()
             raise
+        # Remembered so that a daemon killed hard can re-adopt the browser and its sessions.
+        self._record.write_text(json.dumps(self.launched.to_json()))
+        return link
 
     def _profile_dir(self) -> Path:
         if self.config.ephemeral:
@@ -125,12 +179,30 @@ class BrowserManager:
             except LinkError as e:
                 log.info("closing tab %s: %s", tab.target_id, e)
 
+    async def adopt_tab(self, tab_id: str, target_id: str) -> Tab:
+        """Attach to a tab the page opened itself (window.open, target=_blank)."""
+        link = await self.ensure()
+        tab = Tab(link, tab_id, await link.attach(target_id))
+        self._tabs[target_id] = tab
+        try:
+            await tab.start()
+        except BaseException:
+            await self.close_tab(tab)
+            raise
+        return tab
+
     def _on_browser_event(self, method: str, params: dict[str, Any]) -> None:
-        if method in ("Target.targetDestroyed", "Target.targetCrashed"):
+        if method == "Target.targetCreated":
+            info = params.get("targetInfo", {})
+            opener = self._tabs.get(info.get("openerId") or "")
+            if info.get("type") == "page" and opener is not None and self.popup_handler:
+                self.popup_handler(opener, info)
+        elif method in ("Target.targetDestroyed", "Target.targetCrashed"):
             tab = self._tabs.get(params.get("targetId", ""))
-            if tab is not None:
-                crashed = method == "Target.targetCrashed"
-                tab.mark_gone("the tab's renderer crashed" if crashed else "the tab was closed")
+            if tab is not None and method == "Target.targetCrashed":
+                tab.mark_crashed()
+            elif tab is not None:
+                tab.mark_gone("the tab was closed")
         elif method == "Target.targetInfoChanged":
             info = params.get("targetInfo", {})
             tab = self._tabs.get(info.get("targetId", ""))
@@ -159,7 +231,7 @@ class BrowserManager:
             out["protocol_version"] = self.version_info.get("protocolVersion")
             out["user_agent"] = self.version_info.get("userAgent")
         if self.launched is not None:
-            out["pid"] = self.launched.process.pid
+            out["pid"] = self.launched.pid
             out["executable"] = self.launched.executable
             out["profile"] = str(self.launched.profile)
         return out
@@ -172,5 +244,6 @@ class BrowserManager:
                 pass
         if self.launched is not None:
             await asyncio.to_thread(self.launched.terminate)
+            self._record.unlink(missing_ok=True)
         if self._temp_profile is not None:
             shutil.rmtree(self._temp_profile, ignore_errors=True)

@@ -16,7 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from browserskill.browser.link import BrowserLink, LinkClosed, LinkError, TargetHandle
+from browserskill.browser.buffers import DOMAINS as OBSERVED_DOMAINS
+from browserskill.browser.buffers import TabBuffers
+from browserskill.browser.link import BrowserLink, CdpError, LinkClosed, LinkError, TargetHandle
+from browserskill.webmcp.tools import TabTools
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,23 @@ class TabGone(Exception):
     """The tab was closed or crashed."""
 
 
+class TabCrashed(TabGone):
+    """The tab's renderer crashed; a reload or a navigation brings it back."""
+
+
+class DialogOpened(Exception):
+    """The page opened a JavaScript dialog while a command was pending."""
+
+    def __init__(self, dialog: dict[str, Any]) -> None:
+        super().__init__(f"the page opened a {dialog.get('type', '')} dialog")
+        self.dialog = dialog
+
+
+def _consume(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # answered after we stopped waiting: nothing to do with it
+
+
 @dataclass
 class ChildSession:
     """An out-of-process iframe attached under this tab."""
@@ -41,6 +61,7 @@ class ChildSession:
     session_id: str
     target_id: str  # equals the iframe's frame id
     url: str
+    parent_session: str  # the session it was attached under (owns its <iframe> element)
     unsubscribe: Callable[[], None]
 
 
@@ -59,7 +80,20 @@ class Tab:
         self.navigations = 0  # main-frame commits and same-document navigations
         self.navigation_requests = 0  # main-frame navigations the page asked for
         self.gone: str | None = None  # why the tab can no longer be used
+        self.crashed: str | None = None  # set while the renderer is dead (reload recovers)
+        self.crash_seq = 0
         self.listeners: list[TabListener] = []
+        self.buffers = TabBuffers(handle.session_id)  # console and network ring buffers
+        self.listeners.append(self.buffers.on_event)
+        self.webmcp = TabTools(handle.session_id, handle.target_id)  # its frames' page tools
+        self.listeners.append(self.webmcp.on_event)
+        self.starting: set[asyncio.Task[None]] = set()  # iframe sessions being set up
+        self.popups_requested = 0  # new windows this page asked for (Page.windowOpen)
+        self.drag_data: dict[str, Any] | None = None  # an intercepted HTML5 drag
+        self.dialog: dict[str, Any] | None = None  # the JavaScript dialog open now
+        self.dialog_seq = 0  # dialogs opened so far: a change means one opened
+        self.dialog_session: str | None = None
+        self._ordinals: dict[str, int] = {}
         # loader id -> lifecycle event names seen (bounded: recent documents only)
         self._lifecycle: OrderedDict[str, set[str]] = OrderedDict()
         self._wakeups: set[asyncio.Future[None]] = set()
@@ -70,11 +104,25 @@ class Tab:
     async def start(self) -> None:
         await self.send("Page.enable")
         await self.send("Page.setLifecycleEventsEnabled", {"enabled": True})
+        await self._observe(self.session_id)
+        await self._enable_webmcp(self.session_id)
         tree = await self.send("Page.getFrameTree")
         self._record_frames(tree["frameTree"], self.session_id)
         await self.send("Target.setAutoAttach", {
             "autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True,
         })
+
+    async def _observe(self, session_id: str, timeout: float = 30.0) -> None:
+        """Enable the domains that fill the console and network buffers."""
+        for method, params in OBSERVED_DOMAINS:
+            await self.send(method, params, session_id=session_id, timeout=timeout)
+
+    async def _enable_webmcp(self, session_id: str, timeout: float = 30.0) -> None:
+        """WebMCP tool events from the start: a later `enable` misses same-origin iframes'."""
+        try:
+            await self.send("WebMCP.enable", session_id=session_id, timeout=timeout)
+        except CdpError as e:  # a browser without WebMCP: no page tools, nothing else lost
+            log.info("WebMCP.enable on %s: %s", session_id, e)
 
     def _record_frames(self, node: dict[str, Any], session_id: str) -> None:
         frame = node["frame"]
@@ -90,31 +138,63 @@ class Tab:
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float = 30.0,
         session_id: str | None = None,
     ) -> dict[str, Any]:
+        """Send a command; if the page opens a dialog meanwhile, raise `DialogOpened`.
+
+        A page blocked on alert/confirm/prompt/beforeunload answers nothing until the
+        dialog is handled, so waiting for the reply would hang the call.
+        """
         if self.gone:
             raise TabGone(self.gone)
-        return await self.link.send(method, params, session_id=session_id or self.session_id,
-                                    timeout=timeout)
+        reply = asyncio.ensure_future(self.link.send(
+            method, params, session_id=session_id or self.session_id, timeout=timeout))
+        reply.add_done_callback(lambda _: self._wake())
+        try:
+            await self.until(reply.done, timeout + 1)
+        except DialogOpened:
+            reply.add_done_callback(_consume)
+            raise
+        except BaseException:
+            reply.cancel()
+            raise
+        return reply.result()
 
     def session_for_frame(self, frame_id: str) -> str:
         return self.frame_session.get(frame_id, self.session_id)
 
+    def child_by_frame(self, frame_id: str) -> ChildSession | None:
+        """The child session whose root frame this is (an out-of-process iframe)."""
+        for child in self.children.values():
+            if child.target_id == frame_id:
+                return child
+        return None
+
+    def frame_ordinal(self, frame_id: str) -> int:
+        """A small, stable number for a frame of this tab (0 = main): prefixes its refs."""
+        if frame_id == self.main_frame_id:
+            return 0
+        return self._ordinals.setdefault(frame_id, len(self._ordinals) + 1)
+
     # -- out-of-process iframes --------------------------------------------------------
 
-    def _child_attached(self, params: dict[str, Any]) -> None:
+    def _child_attached(self, parent_session: str, params: dict[str, Any]) -> None:
         info = params.get("targetInfo", {})
         if info.get("type") != "iframe":
             return
         sid = params["sessionId"]
         unsubscribe = self.link.subscribe(sid, lambda m, p: self._on_event(sid, m, p))
         self.children[sid] = ChildSession(sid, info["targetId"], info.get("url", ""),
-                                          unsubscribe)
-        asyncio.get_running_loop().create_task(self._start_child(sid))
+                                          parent_session, unsubscribe)
+        task = asyncio.get_running_loop().create_task(self._start_child(sid))
+        self.starting.add(task)
+        task.add_done_callback(self.starting.discard)
 
     async def _start_child(self, sid: str) -> None:
         try:
             await self.send("Page.enable", session_id=sid, timeout=10)
             await self.send("Page.setLifecycleEventsEnabled", {"enabled": True},
                             session_id=sid, timeout=10)
+            await self._observe(sid, timeout=10)
+            await self._enable_webmcp(sid, timeout=10)
             tree = await self.send("Page.getFrameTree", session_id=sid, timeout=10)
             self._record_frames(tree["frameTree"], sid)
             await self.send("Target.setAutoAttach", {
@@ -149,12 +229,22 @@ class Tab:
         elif method == "Page.frameDetached":
             if params.get("reason") != "swap":
                 self.frames.pop(params["frameId"], None)
+        elif method == "Page.windowOpen" and session_id == self.session_id:
+            self.popups_requested += 1
+        elif method == "Page.javascriptDialogOpening":
+            self.dialog = {k: params.get(k) for k in ("type", "message", "defaultPrompt", "url")}
+            self.dialog_session = session_id
+            self.dialog_seq += 1
+        elif method == "Page.javascriptDialogClosed":
+            self.dialog = None
+        elif method == "Input.dragIntercepted":
+            self.drag_data = params.get("data")
         elif method == "Target.attachedToTarget":
-            self._child_attached(params)
+            self._child_attached(session_id, params)
         elif method == "Target.detachedFromTarget":
             self._child_detached(params)
         elif method == "Inspector.targetCrashed" and session_id == self.session_id:
-            self.gone = "the tab's renderer crashed"
+            self.mark_crashed()
         elif method == "Inspector.detached" and session_id == self.session_id:
             self.gone = f"the tab was detached ({params.get('reason', 'unknown')})"
         for listener in list(self.listeners):
@@ -176,6 +266,17 @@ class Tab:
             self.main_frame_id = frame["id"]
             self.url = frame.get("url", "")
             self.navigations += 1
+            self.crashed = None  # a new document: the renderer is back
+
+    def mark_changed(self) -> None:
+        """Something outside the tab's own events changed state its waiters look at."""
+        self._wake()
+
+    def mark_crashed(self) -> None:
+        if not self.crashed:
+            self.crashed = "the tab's renderer crashed"
+            self.crash_seq += 1
+        self._wake()
 
     def mark_gone(self, reason: str) -> None:
         if not self.gone:
@@ -189,12 +290,20 @@ class Tab:
         self._wakeups.clear()
 
     async def until(self, condition: Callable[[], Any], timeout: float) -> Any:
-        """Wait until `condition()` is truthy, re-checking after each event of this tab."""
+        """Wait until `condition()` is truthy, re-checking after each event of this tab.
+
+        A dialog opening meanwhile raises `DialogOpened`: the page is blocked on it.
+        """
+        seq, crashes = self.dialog_seq, self.crash_seq
         async with asyncio.timeout(timeout):
             while True:
                 value = condition()
                 if value:
                     return value
+                if self.dialog_seq != seq:
+                    raise DialogOpened(self.dialog or {})
+                if self.crash_seq != crashes:
+                    raise TabCrashed(self.crashed or "the tab's renderer crashed")
                 if self.gone:
                     raise TabGone(self.gone)
                 if self.link.closed:

@@ -16,11 +16,26 @@ from urllib.parse import quote
 
 from browserskill import __version__, paths
 from browserskill.cli import render
-from browserskill.cli.transport import DaemonUnreachable, request
+from browserskill.cli.transport import DaemonLost, DaemonUnreachable, request
 from browserskill.errors import CODES, BskError, exit_code, invalid
 from browserskill.tools.catalog import BY_WORDS, TOOLS, Param, ToolSpec
 
 DEFAULT_SESSION = "default"
+
+
+def _id_like(text: str, extra: str, first_alnum: bool = True) -> bool:
+    # `re` would add to every call's start-up; these ids are simple.
+    if not 0 < len(text) <= 67 or (first_alnum and not text[0].isalnum()):
+        return False
+    return all((c.isascii() and c.isalnum()) or c in extra for c in text)
+
+
+def valid_session_id(text: str) -> bool:
+    return len(text) <= 64 and _id_like(text, "_.-")
+
+
+def valid_op_id(text: str) -> bool:
+    return text.startswith("op_") and _id_like(text, "_-")
 
 
 @dataclass
@@ -31,15 +46,17 @@ class Globals:
     timeout: float | None = None
     key: str | None = None
     help: bool = False
+    session_given: bool = False  # -s/--session was on the line (not just the default)
 
 
 _VALUE_OPTS = {"--session": "session", "-s": "session", "--timeout": "timeout", "--key": "key"}
 _BOOL_OPTS = {"--json": "json", "--wait": "wait", "--help": "help", "-h": "help"}
 
 
-def split_globals(argv: list[str]) -> tuple[Globals, list[str]]:
-    """Take global options from anywhere on the line (before `--`); leave the rest in order."""
-    g = Globals()
+def split_globals(argv: list[str], g: Globals) -> list[str]:
+    """Take global options from anywhere on the line (before `--`) into `g`; return the
+    rest in order. `--json` is read first, so even a bad option's error honours it."""
+    g.json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
     rest: list[str] = []
     i = 0
     while i < len(argv):
@@ -57,6 +74,7 @@ def split_globals(argv: list[str]) -> tuple[Globals, list[str]]:
             else:
                 raise invalid(name.lstrip("-"), "needs a value")
             setattr(g, _VALUE_OPTS[name], value)
+            g.session_given = g.session_given or _VALUE_OPTS[name] == "session"
         elif arg in _BOOL_OPTS:
             setattr(g, _BOOL_OPTS[arg], True)
         else:
@@ -69,7 +87,10 @@ def split_globals(argv: list[str]) -> tuple[Globals, list[str]]:
             raise invalid("timeout", f"must be a number of seconds, got {g.timeout!r}") from None
         if not 0 < g.timeout <= 600:
             raise invalid("timeout", "must be more than 0 and at most 600 seconds")
-    return g, rest
+    if not valid_session_id(g.session):
+        raise invalid("session", f"{g.session!r} is not a session id (1-64 letters, digits, "
+                      "'_', '.', '-')")
+    return rest
 
 
 # -- tool arguments, from the catalog ---------------------------------------------------
@@ -86,6 +107,14 @@ def _convert(p: Param, raw: str) -> Any:
             return float(raw)
         except ValueError:
             raise invalid(p.name, f"must be a number, got {raw!r}") from None
+    if p.type == "object":
+        import json
+
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise invalid(p.name, f"not valid JSON ({e})",
+                          hint=f"give a JSON object, e.g. {p.flag} '{{\"q\": \"lamp\"}}'") from None
     if p.path:
         return os.path.abspath(os.path.expanduser(raw))
     return raw
@@ -181,6 +210,11 @@ class Client:
 
 def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[str, Any]:
     g = client.g
+    if g.timeout and spec.timeout_range_s:
+        lo, hi = spec.timeout_range_s
+        if not lo <= g.timeout <= hi:
+            raise invalid("timeout", f"must be {lo:g}-{hi:g} seconds for "
+                          f"`{' '.join(spec.words)}`, got {g.timeout:g}")
     body = dict(params)
     if g.wait:
         body["wait"] = True
@@ -198,7 +232,34 @@ def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[st
         )
     except KeyboardInterrupt:
         return interrupted(client, op_id)
+    except DaemonLost:
+        return lost_daemon(client, op_id)
     return answer
+
+
+def lost_daemon(client: Client, op_id: str) -> dict[str, Any]:
+    """The daemon died mid-call: a new one reconciles the journal and says what it knows."""
+    print(f"bsk: the daemon went away during {op_id}; asking a new one what happened",
+          file=sys.stderr)
+    import time
+
+    status, answer = 0, None
+    for _ in range(50):  # the dying daemon's socket may still reset a connection or two
+        try:
+            status, _, answer = client.call("GET", f"/v1/ops/{op_id}")
+            break
+        except DaemonLost:
+            time.sleep(0.1)
+        except (BskError, DaemonUnreachable):
+            break
+    if status == 200 and isinstance(answer, dict):
+        return answer
+    return {"op_id": op_id, "session_id": client.g.session, "status": "outcome_unknown",
+            "dispatched": "unknown", "retry_safe": False, "result": None,
+            "error": {"code": "outcome_unknown", "details": {},
+                      "message": "the daemon went away before answering",
+                      "hint": f"`bsk op show {op_id}` once the daemon is back; inspect the "
+                              "page before acting again"}}
 
 
 def interrupted(client: Client, op_id: str) -> dict[str, Any]:
@@ -280,6 +341,8 @@ def cmd_session_stop(client: Client, args: list[str]) -> Any:
 
 
 def _stop_one(client: Client, sid: str) -> Any:
+    if not valid_session_id(sid):
+        raise invalid("session", f"{sid!r} is not a session id")
     query = "?wait=true" if client.g.wait else ""
     try:
         return client.call("DELETE", f"/v1/sessions/{quote(sid, safe='')}{query}",
@@ -303,10 +366,12 @@ def cmd_doctor(client: Client, args: list[str]) -> Any:
 
 
 def cmd_daemon_start(client: Client, args: list[str]) -> Any:
+    daemon_args = [a for a in args if a != "--foreground"]
+    check_daemon_args(daemon_args)
     if "--foreground" in args:
         from browserskill.daemon.__main__ import main as daemon_main
 
-        sys.exit(daemon_main([a for a in args if a != "--foreground"]))
+        sys.exit(daemon_main(daemon_args))
     from browserskill.cli.spawn import reachable
 
     if reachable(paths.socket_path()):
@@ -317,6 +382,27 @@ def cmd_daemon_start(client: Client, args: list[str]) -> Any:
         return info
     client.start_daemon(args)
     return client.call("GET", "/v1/daemon", spawn=False)[2]
+
+
+def check_daemon_args(args: list[str]) -> None:
+    """Bad daemon options are the caller's mistake (invalid_params), not a dead browser."""
+    import argparse
+
+    from browserskill.daemon.__main__ import parser
+
+    class Raising(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]
+            # "argument --idle-timeout: invalid …" / "unrecognized arguments: --x y"
+            head, _, rest = message.partition(": ")
+            option = head.split()[-1] if head.startswith("argument") else rest.split()[0]
+            raise invalid(option.lstrip("-"), message, hint="bsk daemon start --help")
+
+    p = parser()
+    checker = Raising(prog=p.prog, add_help=False)
+    for action in p._actions:
+        if action.option_strings and action.dest != "help":
+            checker._add_action(action)
+    checker.parse_args(args)
 
 
 def cmd_daemon_stop(client: Client, args: list[str]) -> Any:
@@ -347,7 +433,10 @@ def cmd_daemon_status(client: Client, args: list[str]) -> Any:
 def _op_id(args: list[str], usage: str) -> str:
     if len(args) != 1 or _looks_like_option(args[0]):
         raise invalid("op_id", "give exactly one operation id", hint=f"usage: bsk {usage}")
-    return quote(args[0], safe="")
+    if not valid_op_id(args[0]):
+        raise BskError("op_not_found", f"no operation {args[0]!r} (ids look like op_…)",
+                       hint="list recent ones with `bsk op list`", details={"op_id": args[0]})
+    return args[0]
 
 
 def cmd_op_show(client: Client, args: list[str]) -> Any:
@@ -374,7 +463,23 @@ def cmd_op_list(client: Client, args: list[str]) -> Any:
     return client.call("GET", "/v1/ops" + query)[2]
 
 
+def cmd_mcp(client: Client, args: list[str]) -> Any:
+    """Serve MCP on stdin/stdout until the client hangs up (stdout is the protocol)."""
+    _no_args("mcp [--session ID]", args)
+    from browserskill.mcp_server import main as mcp_main
+
+    explicit = client.g.session_given or bool(os.environ.get("BSK_SESSION"))
+    sys.exit(mcp_main(session=client.g.session if explicit else None))
+
+
+def cmd_install_skill(client: Client, args: list[str]) -> Any:
+    from browserskill.skill import cli_install
+
+    return cli_install(args)
+
+
 def cmd_version(client: Client, args: list[str]) -> Any:
+    _no_args("version", args)
     return {"version": __version__}
 
 
@@ -412,10 +517,19 @@ CONTROL: tuple[Control, ...] = (
             "Recent operations of this session (--all: every session)."),
     Control(("op", "cancel"), cmd_op_cancel, "op cancel ID", "Cancel an operation."),
     Control(("op", "wait"), cmd_op_wait, "op wait ID", "Wait for an operation to end."),
+    Control(("mcp",), cmd_mcp, "mcp [--session ID]",
+            "Serve the browser tools over MCP on stdio (one session per connection)."),
+    Control(("install-skill",), cmd_install_skill,
+            "install-skill [--harness NAME]… [--dir DIR] [--list]",
+            "Install the agent skill (SKILL.md) where claude, codex, opencode or cursor "
+            "look for it."),
     Control(("version",), cmd_version, "version", "Print the version."),
 )
 CONTROL_BY_WORDS = {c.words: c for c in CONTROL}
 _HIDDEN = {("session", "stop")}  # a catalog tool, but the CLI form takes ID|--all
+# Control commands that describe an operation rather than end as one (`op wait` does end
+# with the operation's outcome, so its exit code is the operation's).
+_REPORTS_AN_OP = {("op", "show"), ("op", "cancel")}
 
 
 def find_command(rest: list[str]) -> tuple[tuple[str, ...], list[str]]:
@@ -433,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm)
     g = Globals()
     try:
-        g, rest = split_globals(argv)
+        rest = split_globals(argv, g)
         words, args = find_command(rest)
         if not words:
             if g.help or not rest:
@@ -448,11 +562,18 @@ def main(argv: list[str] | None = None) -> int:
         client = Client(g)
         if control is not None:
             answer = control.run(client, args)
+            if words in _REPORTS_AN_OP and isinstance(answer, dict) and "op_id" in answer:
+                # Showing an operation succeeded, whatever the operation's own outcome.
+                render.show(words, answer, as_json=g.json, as_report=True)
+                return 0
             answer, code = outcome(answer)
             render.show(words, answer, as_json=g.json)
             return code
         assert spec is not None
-        params = spec.validate(parse_tool_args(spec, args))
+        raw = parse_tool_args(spec, args)
+        if g.json and spec.json_param:
+            raw.setdefault(spec.json_param, True)
+        params = spec.validate(raw)
         answer, code = outcome(tool_call(client, spec, params))
         render.show(words, answer, as_json=g.json)
         return code
@@ -462,8 +583,15 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except DaemonUnreachable as e:
         answer, code = outcome({"error": BskError(
-            "browser_unavailable", f"lost the daemon mid-call: {e}",
-            hint="run the command again; `bsk op list` shows what the daemon recorded",
+            "browser_unavailable", f"the daemon is not reachable: {e}",
+            hint="run the command again; `bsk doctor` says what is wrong",
+        ).to_dict()})
+        render.show((), answer, as_json=g.json)
+        return code
+    except DaemonLost as e:
+        answer, code = outcome({"error": BskError(
+            "outcome_unknown", f"the daemon went away mid-call: {e}",
+            hint="`bsk op list` shows what the daemon recorded",
         ).to_dict()})
         render.show((), answer, as_json=g.json)
         return code
@@ -482,7 +610,8 @@ def main(argv: list[str] | None = None) -> int:
 def unknown_command(rest: list[str]) -> BskError:
     import difflib
 
-    known = [" ".join(c.words) for c in CONTROL] + [" ".join(t.words) for t in TOOLS]
+    known = list(dict.fromkeys([" ".join(c.words) for c in CONTROL]
+                               + [" ".join(t.words) for t in TOOLS if t.words not in _HIDDEN]))
     typed = " ".join(rest[:2])
     close = difflib.get_close_matches(typed, known, n=3, cutoff=0.5) or difflib.get_close_matches(
         rest[0], known, n=3, cutoff=0.5)

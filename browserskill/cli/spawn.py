@@ -27,9 +27,13 @@ def reachable(sock_path: Path) -> bool:
         s.close()
 
 
-def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0) -> int:
-    """Start a daemon in its own session (no terminal, no process group of the caller)."""
-    home = paths.ensure_state_dir()
+def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0,
+          home: Path | None = None) -> int:
+    """Start a daemon in its own session (no terminal, no process group of the caller).
+
+    `home` picks another state dir than `BSK_HOME` (the Python client's `home=`)."""
+    env = None if home is None else {**os.environ, "BSK_HOME": str(home)}
+    home = paths.ensure_state_dir(home)
     log_file = paths.log_path(home)
     sock_path = paths.socket_path(home)
     with open(log_file, "ab") as log:
@@ -43,6 +47,7 @@ def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0) -> int:
             start_new_session=True,
             close_fds=True,
             cwd=str(home),
+            env=env,
         )
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:

@@ -12,7 +12,11 @@ from typing import Any
 
 
 class DaemonUnreachable(Exception):
-    pass
+    """Nothing was sent: the daemon is not there."""
+
+
+class DaemonLost(Exception):
+    """The request went out and the daemon went away before answering."""
 
 
 def request(
@@ -40,13 +44,16 @@ def request(
             sock.connect(sock_path)
         except (FileNotFoundError, ConnectionRefusedError) as e:
             raise DaemonUnreachable(str(e)) from None
-        sock.sendall(raw)
         chunks = []
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
+        try:
+            sock.sendall(raw)
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except (ConnectionResetError, BrokenPipeError) as e:
+            raise DaemonLost(str(e)) from None
     finally:
         sock.close()
     return parse_response(b"".join(chunks))
@@ -55,7 +62,7 @@ def request(
 def parse_response(data: bytes) -> tuple[int, dict[str, str], Any]:
     head, sep, rest = data.partition(b"\r\n\r\n")
     if not sep:
-        raise DaemonUnreachable("the daemon closed the connection without an answer")
+        raise DaemonLost("the daemon closed the connection without an answer")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     status = int(status_line.split(" ", 2)[1])
     headers = {}

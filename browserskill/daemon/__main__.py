@@ -38,6 +38,10 @@ def parser() -> argparse.ArgumentParser:
                    default=env_float("BSK_IDLE_TIMEOUT", 1800),
                    help="exit after this many seconds with no sessions and no requests; "
                         "0 = never (default 1800) [env BSK_IDLE_TIMEOUT]")
+    p.add_argument("--cleanup-timeout", type=float,
+                   default=env_float("BSK_CLEANUP_TIMEOUT", 2.0),
+                   help="seconds a cancelled operation may spend on compensation before it "
+                        "ends outcome_unknown (default 2) [env BSK_CLEANUP_TIMEOUT]")
     p.add_argument("--journal-max-age", type=float,
                    default=env_float("BSK_JOURNAL_MAX_AGE", 7 * 86400),
                    help="drop ended operations older than this many seconds (default 7 days)")
@@ -49,7 +53,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.cdp_url and (args.profile or args.ephemeral):
+    if args.cdp_url and not (args.ephemeral and os.environ.get("BSK_EPHEMERAL")) and (
+            args.profile or args.ephemeral):
         print("bsk daemon: --cdp-url attaches to a browser; --profile/--ephemeral "
               "only apply to a launched one", file=sys.stderr)
         return 2
@@ -58,13 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     config = BrowserConfig(
         cdp_url=args.cdp_url,
         profile=Path(args.profile).expanduser().resolve() if args.profile else None,
-        ephemeral=args.ephemeral,
+        ephemeral=args.ephemeral and not args.cdp_url,  # env default: moot when attached
         headless=not args.headed,
     )
     try:
         asyncio.run(serve(config, idle_timeout=args.idle_timeout,
                           journal_max_age_s=args.journal_max_age,
-                          journal_max_count=args.journal_max_count))
+                          journal_max_count=args.journal_max_count,
+                          cleanup_timeout_s=args.cleanup_timeout))
     except AlreadyRunning as e:
         print(f"bsk daemon: {e}", file=sys.stderr)
         return 3

@@ -13,12 +13,14 @@ from browserskill.browser import launcher
 from browserskill.browser.manager import BrowserConfig, BrowserManager
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
+from browserskill.dispatch.session_store import SessionStore
 from browserskill.dispatch.sessions import SessionManager
 
 
 class Daemon:
     def __init__(self, home: Path, browser_config: BrowserConfig, *,
-                 idle_timeout: float, journal_max_age_s: float, journal_max_count: int) -> None:
+                 idle_timeout: float, journal_max_age_s: float, journal_max_count: int,
+                 cleanup_timeout_s: float = 2.0) -> None:
         self.home = home
         self.version = __version__
         self.pid = os.getpid()
@@ -29,8 +31,12 @@ class Daemon:
         self.reconciled = self.journal.reconcile()
         self.journal.prune()
         self.browser = BrowserManager(browser_config, home)
-        self.sessions = SessionManager(self.browser)
-        self.dispatcher = Dispatcher(self.journal, self.sessions, self.browser, home)
+        self.session_store = SessionStore(self.journal.db)
+        self.session_store.prune(journal_max_age_s)
+        self.sessions = SessionManager(self.browser, self.session_store)
+        self.dispatcher = Dispatcher(self.journal, self.sessions, self.browser, home,
+                                     cleanup_timeout_s=cleanup_timeout_s)
+        self.readopted: dict[str, list[str]] = {}
         self.requests_in_flight = 0
         self._last_activity = time.monotonic()
         self.stop_event = asyncio.Event()
@@ -57,6 +63,7 @@ class Daemon:
             "uptime_s": round(time.time() - self.started, 1),
             "idle_timeout_s": self.idle_timeout,
             "reconciled_at_start": self.reconciled,
+            "sessions_at_start": self.readopted,
         }
 
     async def doctor(self) -> dict[str, Any]:

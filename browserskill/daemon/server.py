@@ -57,15 +57,22 @@ def bind_socket(path: Path) -> socket.socket:
 
 async def serve(
     browser_config: BrowserConfig, *, idle_timeout: float, journal_max_age_s: float,
-    journal_max_count: int,
+    journal_max_count: int, cleanup_timeout_s: float = 2.0,
 ) -> None:
     home = paths.ensure_state_dir()
     lock_fd = take_lock(home)
     sock_path = paths.socket_path(home)
     daemon = Daemon(home, browser_config, idle_timeout=idle_timeout,
-                    journal_max_age_s=journal_max_age_s, journal_max_count=journal_max_count)
+                    journal_max_age_s=journal_max_age_s, journal_max_count=journal_max_count,
+                    cleanup_timeout_s=cleanup_timeout_s)
     if any(daemon.reconciled.values()):
         log.warning("reconciled operations left by a previous daemon: %s", daemon.reconciled)
+    try:
+        daemon.readopted = await asyncio.wait_for(daemon.sessions.readopt(), 15)
+    except Exception as e:  # never fail to start over it; the sessions are reported gone
+        log.warning("re-adopting sessions failed: %s", e)
+    if any(daemon.readopted.values()):
+        log.warning("sessions after restart: %s", daemon.readopted)
     sock = bind_socket(sock_path)
     config = uvicorn.Config(build_app(daemon), log_level="warning", access_log=False,
                             lifespan="off", timeout_graceful_shutdown=5, http="httptools")
@@ -86,7 +93,7 @@ async def serve(
         await daemon.dispatcher.shutdown()
         for session in list(daemon.sessions.sessions.values()):
             with contextlib.suppress(Exception):
-                await daemon.sessions.close(session)
+                await daemon.sessions.close(session, "the daemon was stopped")
         await daemon.browser.shutdown()
         server.should_exit = True
         with contextlib.suppress(Exception):

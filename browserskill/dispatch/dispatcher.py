@@ -16,7 +16,7 @@ from typing import Any
 
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
-from browserskill.browser.tab import TabGone
+from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, Operation
 from browserskill.dispatch.queue import CANCELLED, TIMED_OUT
@@ -67,6 +67,10 @@ class Dispatcher:
             or not 1 <= timeout_ms <= MAX_TIMEOUT_MS
         ):
             raise invalid("timeout_ms", f"must be an integer from 1 to {MAX_TIMEOUT_MS}")
+        if timeout_ms is not None and spec.timeout_range_s:  # e.g. webmcp_invoke: 1-120 s
+            lo, hi = (int(x * 1000) for x in spec.timeout_range_s)
+            if not lo <= timeout_ms <= hi:
+                raise invalid("timeout_ms", f"must be from {lo} to {hi} for {tool}")
         if idempotency_key is not None:
             earlier = self._by_key(session_id, idempotency_key, tool, params)
             if earlier is not None:
@@ -134,6 +138,7 @@ class Dispatcher:
         finally:
             session.queue.release(op)
             session.last_used = asyncio.get_running_loop().time()
+            self.sessions.persist(session)
             if not op.ended:  # the runner itself was torn down (event loop closing)
                 op.fail(BskError("outcome_unknown", "the daemon stopped mid-operation"))
             self.journal.record(op)
@@ -161,6 +166,18 @@ class Dispatcher:
         """End the operation from its handler's own ending."""
         try:
             result = work.result()
+        except DialogOpened as e:
+            # The action ran and the page answered with a dialog: report it, don't hang.
+            op.note("dialog_opened", e.dialog.get("type"))
+            result = {"dialog": e.dialog, "note": "the page opened a dialog and waits for it: "
+                      "answer with `bsk dialog accept [TEXT]` or `bsk dialog dismiss`"}
+            if op.effect_sent:
+                op.complete(result, retry_safe=False)
+                return
+            raise BskError("action_failed", "a dialog is open on the page",
+                           hint="answer it with `bsk dialog accept [TEXT]` or `bsk dialog "
+                                "dismiss`", details={"reason": "dialog_open", **result},
+                           dispatched="no") from None
         except asyncio.CancelledError:
             raise _unknown("the handler was cancelled unexpectedly", op) from None
         except CommandTimeout as e:
@@ -175,6 +192,10 @@ class Dispatcher:
         op.complete(result, retry_safe=catalog.BY_NAME[op.tool].effect.retry_safe)
 
     def _gone(self, e: Exception) -> BskError:
+        if isinstance(e, TabCrashed):
+            return BskError("action_failed", "the tab's renderer crashed; nothing was sent",
+                            hint="`bsk reload` brings the tab back (or `bsk tab new URL`)",
+                            details={"reason": "tab_crashed"}, dispatched="no")
         if self.browser.link is None or self.browser.link.closed:
             return BskError("browser_unavailable", f"the browser went away: {e}",
                             hint="call again: the daemon relaunches or reconnects it; "
@@ -207,6 +228,14 @@ class Dispatcher:
         if timed_out or not complete:
             details["cleanup"] = "timed_out"
             raise _unknown("cleanup did not finish within its deadline", op, details)
+        verdict = next((c.verdict for c in ctx.compensations if c.verdict is not None), None)
+        if verdict is not None:  # the compensation learned how it really ended (WebMCP)
+            if isinstance(verdict, BskError):
+                verdict.details = {**details, **verdict.details}
+                raise verdict
+            op.note("completed_despite_cancel")
+            op.complete(verdict, retry_safe=catalog.BY_NAME[op.tool].effect.retry_safe)
+            return
         if not op.effect_sent:
             raise BskError("cancelled", _CANCEL_TEXT.get(reason, "cancelled"),
                            hint="nothing reached the page; call again if you still want it",

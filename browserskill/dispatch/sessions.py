@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 import secrets
 import time
@@ -11,7 +13,10 @@ from typing import Any
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import Tab
 from browserskill.dispatch.queue import SessionQueue
+from browserskill.dispatch.session_store import SessionStore
 from browserskill.errors import BskError, invalid
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SESSION = "default"
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -29,6 +34,17 @@ class RefBinding:
     name: str
 
 
+@dataclass(frozen=True)
+class HoverState:
+    """Where `hover` left the pointer, to restore before reads that depend on it."""
+
+    tab_id: str
+    ref: str
+    x: float
+    y: float
+    navigations: int  # the tab's document count then: a new document drops the hover
+
+
 @dataclass
 class Session:
     id: str
@@ -38,15 +54,17 @@ class Session:
     current_tab_id: str | None = None
     refs: dict[str, RefBinding] = field(default_factory=dict)
     last_used: float = field(default_factory=time.monotonic)
-    _tab_seq: int = 0
+    hover: HoverState | None = None
+    popups: dict[str, list[str]] = field(default_factory=dict)  # opener tab -> tabs it opened
+    tab_seq: int = 0
     _ref_seq: int = 0
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
 
     def next_tab_id(self) -> str:
-        self._tab_seq += 1
-        return f"t{self._tab_seq}"
+        self.tab_seq += 1
+        return f"t{self.tab_seq}"
 
     def next_ref(self) -> str:
         self._ref_seq += 1
@@ -66,6 +84,9 @@ class Session:
                 hint="see `bsk tab list`", details={"field": "tab_id", "tabs": list(self.tabs)},
             )
         return self.tabs[tab_id]
+
+    def popups_of(self, tab_id: str) -> list[str]:
+        return self.popups.get(tab_id, [])
 
     def add_tab(self, tab: Tab) -> None:
         self.tabs[tab.tab_id] = tab
@@ -91,15 +112,73 @@ class Session:
 
 
 class SessionManager:
-    def __init__(self, browser: BrowserManager) -> None:
+    def __init__(self, browser: BrowserManager, store: SessionStore) -> None:
         self.browser = browser
+        self.store = store
         self.sessions: dict[str, Session] = {}
+        browser.popup_handler = self._popup
+
+    def persist(self, session: Session) -> None:
+        if self.sessions.get(session.id) is session:
+            self.store.save(session)
+
+    async def readopt(self) -> dict[str, list[str]]:
+        """After a daemon restart: re-attach sessions whose tabs survived; end the rest."""
+        stored = self.store.open_sessions()
+        report: dict[str, list[str]] = {"readopted": [], "ended": []}
+        if not stored:
+            return report
+        alive: set[str] = set()
+        if await self.browser.adopt_running():
+            alive = await self.browser.page_targets()
+        for row in stored:
+            session = Session(row.session_id, row.label, row.created_at, tab_seq=row.tab_seq)
+            for tab_id, target_id in row.tabs:
+                if target_id in alive:
+                    try:
+                        session.tabs[tab_id] = await self.browser.adopt_tab(tab_id, target_id)
+                    except Exception as e:
+                        log.warning("re-adopting %s/%s: %s", row.session_id, tab_id, e)
+            if not session.tabs:
+                self.store.end(row.session_id, "its browser tabs did not survive the daemon's "
+                               "restart")
+                report["ended"].append(row.session_id)
+                continue
+            current = row.current_tab if row.current_tab in session.tabs else None
+            session.current_tab_id = current or next(iter(session.tabs))
+            self.sessions[session.id] = session
+            self.store.save(session)
+            report["readopted"].append(session.id)
+        return report
+
+    def _popup(self, opener: Tab, info: dict[str, Any]) -> None:
+        for session in self.sessions.values():
+            if session.tabs.get(opener.tab_id) is opener:
+                asyncio.get_running_loop().create_task(
+                    self._adopt(session, opener, info["targetId"]))
+                return
+
+    async def _adopt(self, session: Session, opener: Tab, target_id: str) -> None:
+        """A tab our page opened belongs to the same session; the opener's result lists it."""
+        try:
+            tab = await self.browser.adopt_tab(session.next_tab_id(), target_id)
+        except Exception as e:
+            log.warning("could not adopt tab %s opened by %s: %s", target_id, opener.tab_id, e)
+            opener.popups_requested = max(0, opener.popups_requested - 1)
+            opener.mark_changed()
+            return
+        session.tabs[tab.tab_id] = tab
+        session.popups.setdefault(opener.tab_id, []).append(tab.tab_id)
+        opener.mark_changed()
 
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None:
+            ended = self.store.ended_reason(session_id)
             raise BskError(
-                "session_not_found", f"no session {session_id!r}",
+                "session_not_found",
+                f"session {session_id!r} ended: {ended}" if ended else
+                f"no session {session_id!r}",
                 hint="start one with `bsk session start`, or list them with `bsk session list`",
                 details={"session_id": session_id},
             )
@@ -127,13 +206,15 @@ class SessionManager:
             del self.sessions[session_id]
             raise
         session.add_tab(tab)
+        self.store.save(session)
         return session
 
-    async def close(self, session: Session) -> list[str]:
+    async def close(self, session: Session, reason: str = "stopped") -> list[str]:
         closed = []
         for tab in list(session.tabs.values()):
             await self.browser.close_tab(tab)
             closed.append(tab.tab_id)
             session.forget_tab(tab.tab_id)
         self.sessions.pop(session.id, None)
+        self.store.end(session.id, reason)
         return closed

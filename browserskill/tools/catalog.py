@@ -8,6 +8,7 @@ Stdlib only, pure data: the CLI imports it on every call.
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,7 @@ class Param:
     positional: bool = False  # on the CLI: a positional argument, not --flag
     nargs: str | None = None  # CLI nargs for positional arrays ("+" or "*")
     path: bool = False  # a local file path: the CLI makes it absolute
+    blank_ok: bool = False  # a required string that may be empty or blank (text to type)
 
     @property
     def flag(self) -> str:
@@ -58,8 +60,8 @@ class Param:
             s["minimum"] = self.minimum
         if self.maximum is not None:
             s["maximum"] = self.maximum
-        if self.max_length is not None:
-            s["maxLength"] = self.max_length
+        if self.max_length is not None:  # for an object: its size as JSON, in bytes
+            s["maxLength" if self.type != "object" else "x-maxJsonBytes"] = self.max_length
         return s
 
 
@@ -72,6 +74,8 @@ class ToolSpec:
     params: tuple[Param, ...] = ()
     example: str = ""
     default_timeout_s: float = 30.0
+    json_param: str | None = None  # a boolean param the CLI's --json also turns on
+    timeout_range_s: tuple[float, float] | None = None  # deadlines it accepts, if limited
 
     def input_schema(self) -> dict[str, Any]:
         return {
@@ -119,6 +123,7 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
     "number": (int, float),
     "boolean": (bool,),
     "array": (list,),
+    "object": (dict,),
 }
 
 
@@ -142,7 +147,10 @@ def check_value(p: Param, value: Any) -> Any:
         raise invalid(p.name, f"must be ≤ {p.maximum}, got {value}")
     if p.max_length is not None and isinstance(value, str) and len(value) > p.max_length:
         raise invalid(p.name, f"must be at most {p.max_length} characters")
-    if p.type == "string" and p.required and not value.strip():
+    if p.max_length is not None and p.type == "object" and len(json.dumps(
+            value, ensure_ascii=False, separators=(",", ":")).encode()) > p.max_length:
+        raise invalid(p.name, f"must be at most {p.max_length} bytes as JSON")
+    if p.type == "string" and p.required and not p.blank_ok and not value.strip():
         raise invalid(p.name, "must not be empty")
     return value
 
@@ -154,6 +162,11 @@ WAIT_UNTIL = Param(
     default="load",
     choices=("load", "domcontentloaded", "commit"),
 )
+
+REF = Param("ref", "string", "element ref from the last snapshot, e.g. e12", required=True,
+            positional=True, max_length=64)
+MODIFIERS = Param("modifiers", "array", "keys held during the action: Alt, Control, Meta, "
+                  "Shift (repeat, or join with +)")
 
 _R, _T, _M, _S = Effect.READ, Effect.TRANSIENT_INPUT, Effect.MUTATION, Effect.SESSION
 
@@ -178,24 +191,69 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "snapshot", ("snapshot",), _R,
-        "Accessibility tree of the current tab, one node per line, with refs (e12) to act on.",
-        (Param("max_tokens", "integer", "truncate the text to about this many tokens "
-               "(chars/4), saying what was cut", minimum=50),),
-        example="bsk snapshot",
+        "Accessibility tree of the current tab, one node per line, with refs (e12) to act on. "
+        "Iframes are included; their refs carry the frame (f1e7).",
+        (Param("interactive", "boolean", "only actionable nodes, with the named containers "
+               "around them", default=False),
+         Param("max_tokens", "integer", "truncate the text to about this many tokens "
+               "(chars/4), saying what was cut", minimum=50),
+         Param("ref", "string", "only the subtree of this ref", max_length=64),
+         Param("tree", "boolean", "also return the structured tree (the CLI's --json sets it)",
+               default=False)),
+        example="bsk snapshot --interactive",
+        json_param="tree",
     ),
     ToolSpec(
-        "screenshot", ("screenshot",), _R, "Capture the current tab's viewport as PNG.",
+        "screenshot", ("screenshot",), _R,
+        "Capture the current tab as PNG: the viewport, the full page, or one element.",
         (Param("path", "string", "file to write (default: a new file in the state dir)",
-               positional=True, path=True),),
+               positional=True, path=True),
+         Param("full_page", "boolean", "the whole scrollable page, not just the viewport",
+               default=False),
+         Param("ref", "string", "only this element (scrolled into view)", max_length=64)),
+        example="bsk screenshot --full-page page.png",
     ),
     ToolSpec(
         "click", ("click",), _T,
         "Click an element by ref: scrolls it into view and checks nothing covers it first.",
-        (Param("ref", "string", "element ref from the last snapshot, e.g. e12",
-               required=True, positional=True, max_length=64),
-         WAIT_UNTIL),
+        (REF, Param("button", "string", "mouse button", default="left",
+                    choices=("left", "right", "middle")),
+         Param("count", "integer", "clicks in a row (2 = double click)", default=1,
+               minimum=1, maximum=3),
+         MODIFIERS, WAIT_UNTIL),
         example="bsk click e12",
     ),
+    ToolSpec("dblclick", ("dblclick",), _T, "Double-click an element by ref.",
+             (REF, MODIFIERS, WAIT_UNTIL), example="bsk dblclick e12"),
+    ToolSpec(
+        "hover", ("hover",), _T,
+        "Move the mouse over an element; the session keeps the hover for later reads.",
+        (REF,), example="bsk hover e4",
+    ),
+    ToolSpec(
+        "drag", ("drag",), _T, "Drag one element onto another (mouse or HTML5 drag and drop).",
+        (Param("source", "string", "ref to drag", required=True, positional=True,
+               max_length=64),
+         Param("target", "string", "ref to drop on", required=True, positional=True,
+               max_length=64)),
+        example="bsk drag e3 e9",
+    ),
+    ToolSpec(
+        "scroll", ("scroll",), _T,
+        "Scroll the page or an element by pixels (mouse wheel), or an element into view.",
+        (Param("ref", "string", "element to scroll (default: the page)", positional=True,
+               max_length=64),
+         Param("dx", "integer", "pixels right (negative: left)", default=0),
+         Param("dy", "integer", "pixels down (negative: up)", default=0),
+         Param("into_view", "boolean", "scroll REF into view instead", default=False)),
+        example="bsk scroll --dy 600",
+    ),
+    ToolSpec(
+        "dialog_accept", ("dialog", "accept"), _M,
+        "Accept the open alert/confirm/prompt/beforeunload dialog (TEXT answers a prompt).",
+        (Param("text", "string", "text for a prompt", positional=True, max_length=100_000),),
+    ),
+    ToolSpec("dialog_dismiss", ("dialog", "dismiss"), _M, "Dismiss the open dialog."),
     ToolSpec("tab_list", ("tab", "list"), _R, "List this session's tabs."),
     ToolSpec(
         "tab_new", ("tab", "new"), _M, "Open a new tab in this session and make it current.",
@@ -214,6 +272,140 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec("session_stop", ("session", "stop"), _S,
              "End the session and close its tabs (queued behind running operations)."),
+    ToolSpec(
+        "fill", ("fill",), _M,
+        "Replace the value of a text field, textarea or contenteditable with TEXT. It is "
+        "entered as real input (input and change events fire); empty TEXT clears the field.",
+        (REF, Param("text", "string", "the new value", required=True, positional=True,
+                    max_length=100_000, blank_ok=True)),
+        example='bsk fill e3 "jane@example.com"',
+    ),
+    ToolSpec(
+        "type", ("type",), _T,
+        "Type TEXT key by key into the focused element (fill replaces a value instead).",
+        (Param("text", "string", "text to type; \\n presses Enter", required=True,
+               positional=True, max_length=10_000, blank_ok=True), WAIT_UNTIL),
+        example='bsk type "hello world"',
+    ),
+    ToolSpec(
+        "press", ("press",), _T,
+        "Press a key or chord in the focused element. E.g. Enter, Tab, Escape, ArrowDown, "
+        "Control+A, Shift+Tab, Meta+Enter.",
+        (Param("key", "string", "key name or chord joined with +", required=True,
+               positional=True, max_length=100), WAIT_UNTIL),
+        example="bsk press Control+A",
+    ),
+    ToolSpec(
+        "select", ("select",), _M,
+        "Select options of a <select> by value or label. Several for a multiple select; "
+        "input and change events fire.",
+        (REF, Param("values", "array", "option values or labels", required=True,
+                    positional=True, nargs="+")),
+        example="bsk select e7 blue",
+    ),
+    ToolSpec(
+        "check", ("check",), _T,
+        "Check a checkbox, radio button or switch. A real click, only if it is not checked.",
+        (REF,), example="bsk check e5",
+    ),
+    ToolSpec(
+        "uncheck", ("uncheck",), _T,
+        "Uncheck a checkbox or switch. A real click, only if it is checked.",
+        (REF,), example="bsk uncheck e5",
+    ),
+    ToolSpec(
+        "upload", ("upload",), _M,
+        "Set the files of a file input (<input type=file>). input and change events fire.",
+        (REF, Param("files", "array", "local files to upload (absolute paths over HTTP)",
+                    required=True, positional=True, nargs="+", path=True)),
+        example="bsk upload e9 ./photo.png",
+    ),
+    ToolSpec(
+        "wait", ("wait",), _R,
+        "Wait for text, a selector, a navigation, network idle, or N ms. Exactly one "
+        "condition; waits on page events, bounded by --timeout; not met: action_failed.",
+        (Param("text", "string", "text that appears in the page's visible text",
+               max_length=10_000),
+         Param("selector", "string", "CSS selector of an element that appears",
+               max_length=10_000),
+         Param("navigation", "boolean", "the next navigation of the tab (or the one in "
+               "progress) loads", default=False),
+         Param("network_idle", "boolean", "no network requests for 500 ms after the page "
+               "loaded", default=False),
+         Param("ms", "integer", "milliseconds to wait", minimum=0, maximum=600_000),
+         WAIT_UNTIL),
+        example='bsk wait --text "Welcome"',
+    ),
+    ToolSpec(
+        "html", ("html",), _R, "The HTML of the page, or of one element (outerHTML).",
+        (Param("ref", "string", "element ref (default: the whole document)", positional=True,
+               max_length=64),
+         Param("max_chars", "integer", "cut the HTML at this many characters",
+               default=50_000, minimum=100, maximum=5_000_000)),
+        example="bsk html e4",
+    ),
+    ToolSpec(
+        "console", ("console",), _R,
+        "Console messages and uncaught errors of the current tab. Oldest first; without "
+        "--since the latest ones; pass the returned next_since as --since for newer ones.",
+        (Param("since", "integer", "cursor from an earlier call (next_since); without it, "
+               "the latest entries", minimum=0),
+         Param("limit", "integer", "at most this many entries", default=100, minimum=1,
+               maximum=1000)),
+        example="bsk console --since 12",
+    ),
+    ToolSpec(
+        "network", ("network",), _R,
+        "Network requests of the current tab (method, URL, status, state). Oldest first; a "
+        "request comes again when it changes state; pass next_since as --since to poll.",
+        (Param("since", "integer", "cursor from an earlier call (next_since); without it, "
+               "the latest entries", minimum=0),
+         Param("limit", "integer", "at most this many entries", default=100, minimum=1,
+               maximum=1000)),
+        example="bsk network --since 40",
+    ),
+    ToolSpec(
+        "emulate", ("emulate",), _M,
+        "Emulate a device in the current tab. Viewport size, device scale, mobile, user "
+        "agent; settings add up across calls until --off.",
+        (Param("width", "integer", "viewport width in CSS pixels", minimum=1,
+               maximum=10_000),
+         Param("height", "integer", "viewport height in CSS pixels", minimum=1,
+               maximum=10_000),
+         Param("scale", "number", "device scale factor (devicePixelRatio)", minimum=0.1,
+               maximum=10),
+         Param("mobile", "boolean", "mobile viewport and touch events (--no-mobile: off)"),
+         Param("user_agent", "string", "user agent string", max_length=2000),
+         Param("off", "boolean", "clear all emulation", default=False)),
+        example="bsk emulate --width 390 --height 844 --scale 3 --mobile",
+    ),
+    ToolSpec(
+        "window_resize", ("window", "resize"), _M,
+        "Resize the browser window of the current tab. Its viewport follows; other tabs in "
+        "the same window get the size too.",
+        (Param("width", "integer", "window width in pixels", required=True, positional=True,
+               minimum=100, maximum=10_000),
+         Param("height", "integer", "window height in pixels", required=True,
+               positional=True, minimum=100, maximum=10_000)),
+        example="bsk window resize 1024 768",
+    ),
+    ToolSpec(
+        "webmcp_list", ("webmcp", "list"), _R,
+        "List the WebMCP tools the session's pages expose (every frame of every tab): "
+        "tool_ref, description, input schema, annotations, source. The text is the page's.",
+        example="bsk webmcp list",
+    ),
+    ToolSpec(
+        "webmcp_invoke", ("webmcp", "invoke"), _M,
+        "Call a page's WebMCP tool by name or tool_ref with a JSON object input; --timeout "
+        "(1-120 s, default 60) bounds it. Its output is page-provided and untrusted.",
+        (Param("tool", "string", "tool name, or its tool_ref from `bsk webmcp list`",
+               required=True, positional=True, max_length=256),
+         Param("input", "object", "the tool's input, a JSON object (at most 1 MiB)",
+               max_length=1_048_576)),
+        example='bsk webmcp invoke add_item --input \'{"item": "lamp"}\'',
+        default_timeout_s=60.0, timeout_range_s=(1.0, 120.0),
+    ),
 )
 
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

@@ -13,7 +13,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from browserskill.browser.tab import Tab
+from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
+
+# Tools that still work while a JavaScript dialog blocks the page.
+DIALOG_SAFE_TOOLS = frozenset({"dialog_accept", "dialog_dismiss", "tab_list", "tab_select",
+                               "tab_new", "tab_close", "session_stop"})
+# Tools that work on a tab whose renderer crashed (they bring it back or leave it).
+CRASH_SAFE_TOOLS = frozenset({"reload", "open", "back", "forward", "tab_list", "tab_select",
+                              "tab_new", "tab_close", "session_stop"})
 
 if TYPE_CHECKING:
     from browserskill.browser.manager import BrowserManager
@@ -26,6 +33,9 @@ class Compensation:
     action: str  # what it does, as reported: mouse_released, tab_closed, …
     undo: Callable[[], Awaitable[Any]]
     undoes_effect: bool  # True if, once run, the page is as if nothing happened
+    # Set by `undo` when it learned how the operation really ended: a BskError to report,
+    # or a result dict (it completed after all). The dispatcher reports that instead.
+    verdict: Any = None
 
 
 class ToolContext:
@@ -42,7 +52,14 @@ class ToolContext:
 
     @property
     def tab(self) -> Tab:
-        return self.session.tab()
+        tab = self.session.tab()
+        if tab.gone:
+            raise TabGone(tab.gone)  # before anything is sent: nothing reached a page
+        if tab.dialog is not None and self.op.tool not in DIALOG_SAFE_TOOLS:
+            raise DialogOpened(tab.dialog)  # the page is blocked until it is answered
+        if tab.crashed and self.op.tool not in CRASH_SAFE_TOOLS:
+            raise TabCrashed(tab.crashed)  # nothing would answer; a reload recovers
+        return tab
 
     def remaining(self) -> float:
         return max(0.001, self.op.deadline - asyncio.get_running_loop().time())
@@ -52,22 +69,28 @@ class ToolContext:
         self.op.dispatched = "yes"
 
     async def act(
-        self, method: str, params: dict[str, Any] | None = None, *, tab: Tab | None = None
+        self, method: str, params: dict[str, Any] | None = None, *, tab: Tab | None = None,
+        session_id: str | None = None,
     ) -> dict[str, Any]:
+        tab = tab or self.tab
         self.mark_dispatched()
-        return await (tab or self.tab).send(method, params, timeout=self.remaining())
+        return await tab.send(method, params, timeout=self.remaining(), session_id=session_id)
 
     async def inspect(
-        self, method: str, params: dict[str, Any] | None = None, *, tab: Tab | None = None
+        self, method: str, params: dict[str, Any] | None = None, *, tab: Tab | None = None,
+        session_id: str | None = None,
     ) -> dict[str, Any]:
-        return await (tab or self.tab).send(method, params, timeout=self.remaining())
+        return await (tab or self.tab).send(method, params, timeout=self.remaining(),
+                                            session_id=session_id)
 
     async def step(self, name: str, method: str, params: dict[str, Any], *,
                    tab: Tab | None = None) -> dict[str, Any]:
         """Send one step of browser-native input, recorded before it can reach Chrome."""
+        tab = tab or self.tab
         self.mark_dispatched()
         self.op.steps_sent.append(name)
-        return await (tab or self.tab).send(method, params, timeout=self.remaining())
+        self.op.note("step", name)
+        return await tab.send(method, params, timeout=self.remaining())
 
     def on_cancel(self, action: str, undo: Callable[[], Awaitable[Any]], *,
                   undoes_effect: bool = True) -> Compensation:

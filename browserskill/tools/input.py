@@ -1,97 +1,273 @@
-"""Browser-native input (click), sent as recorded steps."""
+"""Browser-native pointer input — click, dblclick, hover, drag, scroll — sent as recorded steps.
+
+Each step is recorded before it is sent, so an interrupted action can say exactly which
+steps may have reached Chrome. A pressed button has a compensation that releases it.
+After the input, the result waits only for what the input started: a main-frame
+navigation, or new tabs the page opened.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from browserskill.errors import BskError
+from browserskill.browser.tab import Tab
+from browserskill.dispatch.sessions import HoverState
+from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.navigation import wait_for_document
-from browserskill.tools.refs import Resolved, resolve
+from browserskill.tools.pointer import point_for
+from browserskill.tools.refs import call_on, resolve
 from browserskill.tools.registry import implements
 
-# Scroll into view, then report what (if anything) the element's centre point hits instead.
-_PREPARE = """function() {
-  if (!this.isConnected) return {error: "detached"};
-  this.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
-  return {ok: true};
-}"""
-_HIT_TEST = """function(x, y) {
-  const root = this.getRootNode();
-  const hit = (root.elementFromPoint ? root : document).elementFromPoint(x, y);
-  if (!hit) return {covered: true, by: "nothing (outside the viewport)"};
-  if (hit === this || this.contains(hit)) return {ok: true};
-  const label = hit.closest && hit.closest("label");
-  if (label && label.control === this) return {ok: true};
-  let desc = hit.tagName.toLowerCase();
-  if (hit.id) desc += "#" + hit.id;
-  if (hit.classList && hit.classList.length) desc += "." + [...hit.classList].join(".");
-  const text = (hit.innerText || "").trim().slice(0, 60);
-  return {covered: true, by: desc + (text ? ` ("${text}")` : "")};
+MODIFIERS = {"Alt": 1, "Control": 2, "Ctrl": 2, "Meta": 4, "Command": 4, "Shift": 8}
+BUTTONS = {"left": 1, "right": 2, "middle": 4}
+
+
+def modifier_mask(names: list[str] | None) -> int:
+    mask = 0
+    for name in names or []:
+        for part in name.split("+"):
+            key = part.strip().capitalize() if part.strip().lower() != "ctrl" else "Ctrl"
+            if key not in MODIFIERS:
+                raise invalid("modifiers", f"unknown modifier {part!r} "
+                              "(use Alt, Control, Meta, Shift)")
+            mask |= MODIFIERS[key]
+    return mask
+
+
+@dataclass
+class Marks:
+    """Counters before an input, to tell afterwards what the input started."""
+
+    tab: Tab
+    requested: int
+    committed: int
+    popups: int
+    adopted: int
+
+    @classmethod
+    def take(cls, ctx: ToolContext, tab: Tab) -> Marks:
+        return cls(tab, tab.navigation_requests, tab.navigations, tab.popups_requested,
+                   len(ctx.session.popups_of(tab.tab_id)))
+
+
+async def after_input(ctx: ToolContext, marks: Marks, wait_until: str) -> dict[str, Any]:
+    tab = marks.tab
+    out: dict[str, Any] = {}
+    wanted = tab.popups_requested - marks.popups
+    if wanted > 0:
+        def adopted() -> list[str] | None:
+            new = ctx.session.popups_of(tab.tab_id)[marks.adopted:]
+            return new if len(new) >= wanted else None
+
+        out["new_tabs"] = await tab.until(adopted, ctx.remaining())
+    if tab.navigation_requests > marks.requested or tab.navigations > marks.committed:
+        await tab.until(lambda: tab.navigations > marks.committed, ctx.remaining())
+        loader = tab.main_loader()
+        if loader and wait_until != "commit":
+            await wait_for_document(ctx, tab, loader, wait_until)
+        out["navigated"] = True
+    out["url"] = tab.url
+    return out
+
+
+async def mouse(ctx: ToolContext, tab: Tab, step: str, x: float, y: float, **extra: Any) -> None:
+    kind = {"move": "mouseMoved", "press": "mousePressed", "release": "mouseReleased",
+            "wheel": "mouseWheel"}[step.split(":")[0]]
+    await ctx.step(step if ":" in step else kind, "Input.dispatchMouseEvent",
+                   {"type": kind, "x": x, "y": y, **extra}, tab=tab)
+
+
+async def press_release(ctx: ToolContext, tab: Tab, x: float, y: float, *, button: str,
+                        count: int, modifiers: int) -> None:
+    """Press and release `count` times; a cancel mid-way releases the button."""
+    base = {"button": button, "modifiers": modifiers}
+
+    async def release() -> None:
+        await tab.send("Input.dispatchMouseEvent",
+                       {"type": "mouseReleased", "x": x, "y": y, **base, "clickCount": 1},
+                       timeout=2)
+
+    for n in range(1, count + 1):
+        held = ctx.on_cancel("mouse_released", release, undoes_effect=False)
+        await ctx.step("mousePressed", "Input.dispatchMouseEvent",
+                       {"type": "mousePressed", "x": x, "y": y, "clickCount": n,
+                        "buttons": BUTTONS[button], **base}, tab=tab)
+        await ctx.step("mouseReleased", "Input.dispatchMouseEvent",
+                       {"type": "mouseReleased", "x": x, "y": y, "clickCount": n, **base},
+                       tab=tab)
+        ctx.settled(held)
+
+
+async def click_ref(ctx: ToolContext, ref: str, *, button: str = "left", count: int = 1,
+                    modifiers: int = 0, wait_until: str = "load") -> dict[str, Any]:
+    target = await resolve(ctx, ref)
+    tab = target.tab
+    x, y = await point_for(ctx, target)
+    marks = Marks.take(ctx, tab)
+    await ctx.step("mouseMoved", "Input.dispatchMouseEvent",
+                   {"type": "mouseMoved", "x": x, "y": y, "modifiers": modifiers}, tab=tab)
+    await press_release(ctx, tab, x, y, button=button, count=count, modifiers=modifiers)
+    ctx.session.hover = None  # the mouse is here now
+    result: dict[str, Any] = {"ref": ref, "tab_id": tab.tab_id}
+    if count > 1:
+        result["count"] = count
+    result.update(await after_input(ctx, marks, wait_until))
+    state = await _cheap_state(ctx, target) if "navigated" not in result else None
+    if state:
+        result["element"] = state
+    return result
+
+
+_STATE = """function() {
+  const s = {};
+  if (this.type === "checkbox" || this.type === "radio") s.checked = this.checked;
+  if (this.getAttribute && this.getAttribute("aria-expanded") !== null)
+    s.expanded = this.getAttribute("aria-expanded") === "true";
+  if (this.getAttribute && this.getAttribute("aria-pressed") !== null)
+    s.pressed = this.getAttribute("aria-pressed") === "true";
+  if (!this.isConnected) s.removed = true;
+  return s;
 }"""
 
 
-async def click_point(ctx: ToolContext, target: Resolved, ref: str) -> tuple[float, float]:
-    """Scroll the element into view and find a point on it that really hits it."""
-    tab, oid = target.tab, target.object_id
-    await ctx.inspect("Runtime.callFunctionOn", {"objectId": oid, "functionDeclaration":
-                                                  _PREPARE, "returnByValue": True}, tab=tab)
+async def _cheap_state(ctx: ToolContext, target: Any) -> dict[str, Any] | None:
     try:
-        quads = (await ctx.inspect("DOM.getContentQuads", {"objectId": oid}, tab=tab))["quads"]
+        state = await call_on(ctx, target, _STATE)
     except Exception:
-        quads = []
-    boxes = [q for q in quads if _area(q) > 0.5]
-    if not boxes:
-        raise BskError("action_failed", f"{ref} is hidden or has no size, so it can't be clicked",
-                       hint="check it is visible (snapshot), or act on another element",
-                       details={"reason": "not_visible", "ref": ref}, dispatched="no")
-    quad = boxes[0]
-    x, y = sum(quad[0::2]) / 4, sum(quad[1::2]) / 4
-    hit = await ctx.inspect("Runtime.callFunctionOn", {
-        "objectId": oid, "functionDeclaration": _HIT_TEST, "returnByValue": True,
-        "arguments": [{"value": x}, {"value": y}],
-    }, tab=tab)
-    verdict = hit.get("result", {}).get("value") or {}
-    if verdict.get("covered"):
-        raise BskError("action_failed", f"{ref} is covered by {verdict['by']}",
-                       hint="close or scroll away what covers it, then snapshot again",
-                       details={"reason": "covered", "ref": ref, "covered_by": verdict["by"]},
-                       dispatched="no")
-    return x, y
-
-
-def _area(quad: list[float]) -> float:
-    xs, ys = quad[0::2], quad[1::2]
-    return abs(sum(xs[i] * ys[(i + 1) % 4] - xs[(i + 1) % 4] * ys[i] for i in range(4))) / 2
+        return None  # the element's document may have gone: nothing cheap to say
+    return state or None
 
 
 @implements("click")
 async def click(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    ref = params["ref"]
-    target = await resolve(ctx, ref)
-    tab = target.tab
-    x, y = await click_point(ctx, target, ref)
-    requested = tab.navigation_requests
-    committed = tab.navigations
-    base = {"x": x, "y": y, "button": "left", "clickCount": 1}
-    await ctx.step("mouseMoved", "Input.dispatchMouseEvent", {"type": "mouseMoved", **base},
-                   tab=tab)
+    if params["count"] > 3:
+        raise invalid("count", "must be 1, 2 or 3")
+    return await click_ref(ctx, params["ref"], button=params["button"], count=params["count"],
+                           modifiers=modifier_mask(params["modifiers"]),
+                           wait_until=params["wait_until"])
 
-    async def release() -> None:
-        await tab.send("Input.dispatchMouseEvent", {"type": "mouseReleased", **base}, timeout=2)
 
-    held = ctx.on_cancel("mouse_released", release, undoes_effect=False)
-    await ctx.step("mousePressed", "Input.dispatchMouseEvent",
-                   {"type": "mousePressed", "buttons": 1, **base}, tab=tab)
-    await ctx.step("mouseReleased", "Input.dispatchMouseEvent",
-                   {"type": "mouseReleased", **base}, tab=tab)
-    ctx.settled(held)
-    result: dict[str, Any] = {"ref": ref, "clicked": True, "tab_id": tab.tab_id}
-    if tab.navigation_requests > requested:
-        await tab.until(lambda: tab.navigations > committed, ctx.remaining())
-        loader = tab.main_loader()
-        if loader and params["wait_until"] != "commit":
-            await wait_for_document(ctx, tab, loader, params["wait_until"])
-        result["navigated"] = True
-    result["url"] = tab.url
+@implements("dblclick")
+async def dblclick(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    return await click_ref(ctx, params["ref"], count=2,
+                           modifiers=modifier_mask(params["modifiers"]),
+                           wait_until=params["wait_until"])
+
+
+@implements("hover")
+async def hover(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    target = await resolve(ctx, params["ref"])
+    x, y = await point_for(ctx, target)
+    await mouse(ctx, target.tab, "move", x, y)
+    ctx.session.hover = HoverState(target.tab.tab_id, params["ref"], x, y,
+                                   target.tab.navigations)
+    return {"ref": params["ref"], "tab_id": target.tab.tab_id, "x": x, "y": y}
+
+
+async def restore_hover(ctx: ToolContext, tab: Tab) -> None:
+    """Put the pointer back where `hover` left it, before a read that depends on it."""
+    state = ctx.session.hover
+    if state is None or state.tab_id != tab.tab_id:
+        return
+    if state.navigations != tab.navigations:
+        ctx.session.hover = None  # a new document: the hovered element is gone
+        return
+    await ctx.inspect("Input.dispatchMouseEvent",
+                      {"type": "mouseMoved", "x": state.x, "y": state.y}, tab=tab)
+
+
+@implements("drag")
+async def drag(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    source = await resolve(ctx, params["source"])
+    target = await resolve(ctx, params["target"])
+    tab = source.tab
+    sx, sy = await point_for(ctx, source)
+    tx, ty = await target_point(ctx, target)
+    marks = Marks.take(ctx, tab)
+    await tab.send("Input.setInterceptDrags", {"enabled": True}, timeout=ctx.remaining())
+    try:
+        await mouse(ctx, tab, "move", sx, sy)
+
+        async def release() -> None:
+            await tab.send("Input.dispatchMouseEvent",
+                           {"type": "mouseReleased", "x": sx, "y": sy, "button": "left",
+                            "clickCount": 1}, timeout=2)
+
+        held = ctx.on_cancel("mouse_released", release, undoes_effect=False)
+        await mouse(ctx, tab, "press", sx, sy, button="left", buttons=1, clickCount=1)
+        steps = 5
+        for i in range(1, steps + 1):
+            x, y = sx + (tx - sx) * i / steps, sy + (ty - sy) * i / steps
+            await mouse(ctx, tab, "move", x, y, button="left", buttons=1)
+        if tab.drag_data is not None:  # the page started an HTML5 drag: finish it as one
+            data = tab.drag_data
+            for kind in ("dragEnter", "dragOver", "drop"):
+                await ctx.step(kind, "Input.dispatchDragEvent",
+                               {"type": kind, "x": tx, "y": ty, "data": data}, tab=tab)
+        await mouse(ctx, tab, "release", tx, ty, button="left", clickCount=1)
+        ctx.settled(held)
+    finally:
+        tab.drag_data = None
+        await tab.send("Input.setInterceptDrags", {"enabled": False}, timeout=2)
+    ctx.session.hover = None
+    result = {"source": params["source"], "target": params["target"], "tab_id": tab.tab_id}
+    result.update(await after_input(ctx, marks, "load"))
     return result
+
+
+async def target_point(ctx: ToolContext, target: Any) -> tuple[float, float]:
+    """Drop point: the target's centre; being covered by the dragged thing is fine."""
+    try:
+        return await point_for(ctx, target)
+    except BskError as e:
+        if e.details.get("reason") != "covered":
+            raise
+    from browserskill.tools.pointer import frame_origin
+
+    box = await call_on(ctx, target, "function(){const r=this.getBoundingClientRect();"
+                        "return {x: r.left + r.width/2, y: r.top + r.height/2}}")
+    ox, oy = await frame_origin(ctx, target.tab, target.binding.frame_id)
+    assert isinstance(box, dict)
+    return box["x"] + ox, box["y"] + oy
+
+
+_SCROLL_POS = """function() {
+  const el = this === window || this === document ? document.scrollingElement : this;
+  return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() =>
+    r({x: el.scrollLeft, y: el.scrollTop, max_y: el.scrollHeight - el.clientHeight}))));
+}"""
+
+
+@implements("scroll")
+async def scroll(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    dx, dy = params["dx"], params["dy"]
+    ref = params["ref"]
+    if params["into_view"]:
+        if not ref:
+            raise invalid("into_view", "needs a REF to scroll into view")
+        target = await resolve(ctx, ref)
+        await call_on(ctx, target, "function(){this.scrollIntoView({block: 'center', "
+                      "behavior: 'instant'})}", act=True)
+        return {"ref": ref, "into_view": True}
+    if dx == 0 and dy == 0:
+        raise invalid("dy", "give --dx and/or --dy (pixels; negative scrolls up/left), "
+                      "or --into-view with a REF")
+    tab = ctx.tab
+    if ref:
+        target = await resolve(ctx, ref)
+        x, y = await point_for(ctx, target)
+    else:
+        metrics = await ctx.inspect("Page.getLayoutMetrics", tab=tab)
+        view = metrics["cssVisualViewport"]
+        x, y = view["clientWidth"] / 2, view["clientHeight"] / 2
+    await mouse(ctx, tab, "wheel", x, y, deltaX=dx, deltaY=dy)
+    if ref:
+        pos = await call_on(ctx, target, _SCROLL_POS)
+    else:
+        answer = await ctx.inspect("Runtime.evaluate", {
+            "expression": f"({_SCROLL_POS}).call(document)", "awaitPromise": True,
+            "returnByValue": True}, tab=tab)
+        pos = answer.get("result", {}).get("value")
+    return {"ref": ref, "scrolled_by": {"dx": dx, "dy": dy}, "position": pos}

@@ -1,4 +1,8 @@
-"""Turning a ref back into a live node, or saying honestly why it can't be."""
+"""Turning a ref back into a live node, or saying honestly why it can't be.
+
+A ref is never re-resolved by role or name: if its document was replaced or its node is
+gone, the answer is `stale_ref` (nothing dispatched) and the agent snapshots again.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +19,11 @@ SNAPSHOT_HINT = "take a new snapshot (`bsk snapshot`) and use a ref from it"
 
 @dataclass
 class Resolved:
+    ref: str
     tab: Tab
     binding: RefBinding
     object_id: str
+    session_id: str  # the CDP session that owns the node's frame
 
 
 def _stale(ref: str, why: str) -> BskError:
@@ -25,33 +31,57 @@ def _stale(ref: str, why: str) -> BskError:
                     details={"ref": ref}, dispatched="no")
 
 
-async def resolve(ctx: ToolContext, ref: str) -> Resolved:
-    ref = ref.strip()
+def check_binding(ctx: ToolContext, ref: str) -> tuple[Tab, RefBinding]:
+    """What can be known without asking the browser: is the ref ours, here, current?"""
     binding = ctx.session.refs.get(ref)
     if binding is None:
         raise BskError("ref_not_found", f"no ref {ref!r} in this session's snapshots",
                        hint=SNAPSHOT_HINT, details={"ref": ref}, dispatched="no")
-    tab = ctx.session.tabs.get(binding.tab_id)
-    if tab is None or tab.gone:
-        raise _stale(ref, "its tab is closed")
     if binding.tab_id != ctx.session.current_tab_id:
         raise BskError(
             "ref_not_found", f"ref {ref} belongs to tab {binding.tab_id}, not the current tab",
             hint=f"`bsk tab select {binding.tab_id}` first, or snapshot this tab",
             details={"ref": ref, "tab_id": binding.tab_id}, dispatched="no",
         )
+    tab = ctx.session.tabs.get(binding.tab_id)
+    if tab is None or tab.gone:
+        raise _stale(ref, "its tab is closed")
     if tab.frames.get(binding.frame_id) != binding.loader_id:
         raise _stale(ref, "the page it came from was replaced (navigation or reload)")
+    return tab, binding
+
+
+async def resolve(ctx: ToolContext, ref: str) -> Resolved:
+    ref = ref.strip()
+    tab, binding = check_binding(ctx, ref)
+    session_id = tab.session_for_frame(binding.frame_id)
     try:
         node = await ctx.inspect("DOM.resolveNode", {"backendNodeId": binding.backend_node_id},
-                                 tab=tab)
+                                 tab=tab, session_id=session_id)
     except CdpError:
         raise _stale(ref, "its element no longer exists") from None
     object_id = node["object"]["objectId"]
     connected = await ctx.inspect("Runtime.callFunctionOn", {
         "objectId": object_id, "functionDeclaration": "function(){return this.isConnected}",
         "returnByValue": True,
-    }, tab=tab)
+    }, tab=tab, session_id=session_id)
     if not connected.get("result", {}).get("value"):
         raise _stale(ref, "its element was removed from the page")
-    return Resolved(tab, binding, object_id)
+    return Resolved(ref, tab, binding, object_id, session_id)
+
+
+async def call_on(ctx: ToolContext, target: Resolved, function: str, *args: object,
+                  act: bool = False) -> object:
+    """Run a function with the element as `this`; return its JSON value."""
+    send = ctx.act if act else ctx.inspect
+    answer = await send("Runtime.callFunctionOn", {
+        "objectId": target.object_id, "functionDeclaration": function, "returnByValue": True,
+        "awaitPromise": True, "arguments": [{"value": a} for a in args],
+    }, tab=target.tab, session_id=target.session_id)
+    if "exceptionDetails" in answer:
+        details = answer["exceptionDetails"]
+        text = details.get("exception", {}).get("description") or details.get("text", "")
+        raise BskError("action_failed", f"the page threw while acting on {target.ref}: {text}",
+                       details={"reason": "page_threw", "ref": target.ref},
+                       dispatched="yes" if act else "no")
+    return answer.get("result", {}).get("value")

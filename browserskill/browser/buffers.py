@@ -1,0 +1,280 @@
+"""Per-tab ring buffers of console messages and network requests, filled from CDP events.
+
+Every entry carries a sequence number from a counter of its own buffer; a reader asks
+for entries after a cursor (`since`) and gets the next cursor back. A network entry
+gets a new sequence number each time its request changes state (sent, answered,
+finished or failed), so polling with the cursor sees a pending request again once it
+ends. The oldest entries fall off when a buffer is full; `dropped` counts them.
+
+The tab enables the domains these events come from (`DOMAINS`) on its own session and
+on each out-of-process iframe's session, and calls `on_event` for every event.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any
+
+# Sent once per CDP session of a tab (the page and each attached iframe).
+DOMAINS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("Runtime.enable", {}),
+    ("Log.enable", {}),
+    # Bodies are never read; keep Chromium's per-target body buffer small.
+    ("Network.enable", {"maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 200_000}),
+)
+
+CONSOLE_CAPACITY = 1000
+NETWORK_CAPACITY = 1000
+MAX_TEXT = 4000
+MAX_URL = 2000
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+
+
+class Ring:
+    """Entries keyed by identity, ordered by their latest sequence number."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.seq = 0
+        self.dropped = 0  # entries that fell off the front
+        self.dropped_through = 0  # the highest sequence number that fell off
+        self._items: OrderedDict[Hashable, dict[str, Any]] = OrderedDict()
+
+    def put(self, key: Hashable, entry: dict[str, Any]) -> dict[str, Any]:
+        """Add or update an entry; it moves to the end with a new sequence number."""
+        self.seq += 1
+        entry["seq"] = self.seq
+        self._items.pop(key, None)
+        self._items[key] = entry
+        while len(self._items) > self.capacity:
+            _, old = self._items.popitem(last=False)
+            self.dropped += 1
+            self.dropped_through = old["seq"]
+        return entry
+
+    def get(self, key: Hashable) -> dict[str, Any] | None:
+        return self._items.get(key)
+
+    def read(self, since: int | None, limit: int) -> dict[str, Any]:
+        """Entries with seq > since, oldest first, at most `limit`, and the next cursor.
+
+        Without a cursor: the latest `limit` entries (what a first look wants)."""
+        if since is None:
+            tail = list(self._items.values())[-limit:]
+            first = tail[0]["seq"] if tail else self.seq + 1
+            since = first - 1
+            out = [dict(e) for e in tail]
+            more = False
+        else:
+            out = []
+            for entry in self._items.values():
+                if entry["seq"] > since:
+                    out.append(dict(entry))
+                    if len(out) > limit:
+                        break
+            more = len(out) > limit
+            out = out[:limit]
+        return {
+            "entries": out,
+            # Nothing newer: the buffer's own counter (also recovers a cursor from elsewhere).
+            "next_since": out[-1]["seq"] if out else self.seq,
+            "more": more,
+            # Some entries after `since` fell off because the buffer was full.
+            "missed": self.dropped_through > since,
+        }
+
+
+class TabBuffers:
+    def __init__(self, main_session_id: str) -> None:
+        self.main_session_id = main_session_id
+        self.console = Ring(CONSOLE_CAPACITY)
+        self.network = Ring(NETWORK_CAPACITY)
+        self.inflight: dict[Hashable, str] = {}  # request key -> loader id
+        self.network_activity = 0  # bumps on every request start or end
+        self.last_network_activity = time.monotonic()
+        self._request_names: dict[Hashable, str] = {}
+        self._request_seq = 0
+        self._redirects: dict[Hashable, int] = {}
+
+    def on_event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
+        handler = _HANDLERS.get(method)
+        if handler is not None:
+            handler(self, session_id, params)
+
+    # -- console ---------------------------------------------------------------------
+
+    def _console_api(self, session_id: str, p: dict[str, Any]) -> None:
+        text = " ".join(_remote_text(a) for a in p.get("args", ()))
+        frame = (p.get("stackTrace") or {}).get("callFrames") or [{}]
+        self._console(session_id, p.get("type", "log"), "console", text, frame[0])
+
+    def _exception(self, session_id: str, p: dict[str, Any]) -> None:
+        d = p.get("exceptionDetails", {})
+        exc = d.get("exception") or {}
+        text = exc.get("description") or d.get("text", "exception")
+        self._console(session_id, "error", "exception", text,
+                      {"url": d.get("url", ""), "lineNumber": d.get("lineNumber")})
+
+    def _log_entry(self, session_id: str, p: dict[str, Any]) -> None:
+        e = p.get("entry", {})
+        level = {"verbose": "debug"}.get(e.get("level", "info"), e.get("level", "info"))
+        self._console(session_id, level, e.get("source", "other"), e.get("text", ""),
+                      {"url": e.get("url", ""), "lineNumber": e.get("lineNumber")})
+
+    def _console(self, session_id: str, level: str, source: str, text: str,
+                 where: dict[str, Any]) -> None:
+        entry: dict[str, Any] = {"time": time.time(), "level": level, "source": source,
+                                 "text": _cut(text, MAX_TEXT)}
+        if where.get("url"):
+            entry["url"] = _cut(where["url"], MAX_URL)
+            if where.get("lineNumber") is not None:
+                entry["line"] = where["lineNumber"] + 1
+        if session_id != self.main_session_id:
+            entry["iframe"] = True
+        self.console.put(object(), entry)
+
+    # -- network ---------------------------------------------------------------------
+
+    def _touch(self) -> None:
+        self.network_activity += 1
+        self.last_network_activity = time.monotonic()
+
+    def _request(self, session_id: str, p: dict[str, Any]) -> None:
+        key = (session_id, p["requestId"])
+        if p.get("redirectResponse"):
+            prior = self.network.get(key)
+            if prior is not None:  # the redirect ends the earlier hop; keep it as its own entry
+                n = self._redirects[key] = self._redirects.get(key, 0) + 1
+                hop = {**prior, **_response_fields(p["redirectResponse"]), "state": "redirected"}
+                self.network.put((key, n), hop)
+        name = self._request_names.get(key)
+        if name is None:
+            self._request_seq += 1
+            name = self._request_names[key] = f"r{self._request_seq}"
+        req = p.get("request", {})
+        entry = {"id": name, "method": req.get("method", "GET"),
+                 "url": _cut(req.get("url", ""), MAX_URL), "type": p.get("type", "Other"),
+                 "state": "pending", "time": p.get("wallTime") or time.time(),
+                 "_start": p.get("timestamp")}
+        if session_id != self.main_session_id:
+            entry["iframe"] = True
+        self.network.put(key, entry)
+        self.inflight[key] = p.get("loaderId", "")
+        self._touch()
+
+    def _response(self, session_id: str, p: dict[str, Any]) -> None:
+        entry = self.network.get((session_id, p["requestId"]))
+        if entry is not None:
+            entry.update(_response_fields(p.get("response", {})))
+            self.network.put((session_id, p["requestId"]), entry)
+
+    def _finished(self, session_id: str, p: dict[str, Any]) -> None:
+        key = (session_id, p["requestId"])
+        entry = self.network.get(key)
+        if entry is not None:
+            entry["state"] = "finished"
+            entry["bytes"] = int(p.get("encodedDataLength", 0))
+            self._end(key, entry, p)
+        self._done(key)
+
+    def _failed(self, session_id: str, p: dict[str, Any]) -> None:
+        key = (session_id, p["requestId"])
+        entry = self.network.get(key)
+        if entry is not None:
+            entry["state"] = "failed"
+            entry["error"] = p.get("blockedReason") or p.get("errorText", "failed")
+            if p.get("canceled"):
+                entry["canceled"] = True
+            self._end(key, entry, p)
+        self._done(key)
+
+    def _end(self, key: Hashable, entry: dict[str, Any], p: dict[str, Any]) -> None:
+        start, end = entry.pop("_start", None), p.get("timestamp")
+        if start is not None and end is not None:
+            entry["duration_ms"] = round((end - start) * 1000, 1)
+        self.network.put(key, entry)
+
+    def _done(self, key: Hashable) -> None:
+        self.inflight.pop(key, None)
+        self._request_names.pop(key, None)
+        self._redirects.pop(key, None)
+        self._touch()
+
+    def _frame_navigated(self, session_id: str, p: dict[str, Any]) -> None:
+        frame = p.get("frame", {})
+        if frame.get("parentId") or session_id != self.main_session_id:
+            return
+        # Requests of the replaced document will never be waited on again.
+        loader = frame.get("loaderId")
+        for key, owner in list(self.inflight.items()):
+            if owner != loader:
+                del self.inflight[key]
+                self._request_names.pop(key, None)
+                self._redirects.pop(key, None)
+        self._touch()
+
+    def _detached(self, session_id: str, p: dict[str, Any]) -> None:
+        gone = p.get("sessionId")
+        for key in [k for k in self.inflight if isinstance(k, tuple) and k[0] == gone]:
+            del self.inflight[key]
+        self._touch()
+
+    # -- reading ---------------------------------------------------------------------
+
+    def read_console(self, since: int | None, limit: int) -> dict[str, Any]:
+        return self.console.read(since, limit)
+
+    def read_network(self, since: int | None, limit: int) -> dict[str, Any]:
+        out = self.network.read(since, limit)
+        for entry in out["entries"]:
+            entry.pop("_start", None)
+        out["in_flight"] = len(self.inflight)
+        return out
+
+
+def _response_fields(r: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"status": r.get("status"), "status_text": r.get("statusText", ""),
+                           "mime_type": r.get("mimeType", "")}
+    if r.get("fromDiskCache") or r.get("fromPrefetchCache") or r.get("fromServiceWorker"):
+        out["from_cache"] = True
+    return out
+
+
+def _remote_text(arg: dict[str, Any]) -> str:
+    """A console argument as text: primitives by value, objects by their description."""
+    if "value" in arg:
+        value = arg["value"]
+        return value if isinstance(value, str) else _json(value)
+    if "unserializableValue" in arg:
+        return str(arg["unserializableValue"])
+    preview = arg.get("preview")
+    if preview and preview.get("properties") is not None:
+        props = ", ".join(f"{p['name']}: {p.get('value', '…')}" for p in preview["properties"])
+        more = ", …" if preview.get("overflow") else ""
+        if preview.get("subtype") == "array":
+            return "[" + ", ".join(p.get("value", "…") for p in preview["properties"]) + more + "]"
+        return "{" + props + more + "}"
+    return str(arg.get("description") or arg.get("type", ""))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+_HANDLERS = {
+    "Runtime.consoleAPICalled": TabBuffers._console_api,
+    "Runtime.exceptionThrown": TabBuffers._exception,
+    "Log.entryAdded": TabBuffers._log_entry,
+    "Network.requestWillBeSent": TabBuffers._request,
+    "Network.responseReceived": TabBuffers._response,
+    "Network.loadingFinished": TabBuffers._finished,
+    "Network.loadingFailed": TabBuffers._failed,
+    "Page.frameNavigated": TabBuffers._frame_navigated,
+    "Target.detachedFromTarget": TabBuffers._detached,
+}

@@ -1,0 +1,73 @@
+"""Sessions on disk (the journal's database), so a daemon that died can re-adopt them.
+
+A row is written when a session starts, after each of its operations, and when it ends.
+On start, a new daemon re-attaches the sessions whose tabs still exist in a browser that
+survived, and remembers why the others ended, so a call to one says so.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+  session_id TEXT PRIMARY KEY,
+  label TEXT,
+  created_at REAL NOT NULL,
+  tabs TEXT NOT NULL,          -- [[tab_id, target_id], ...]
+  current_tab TEXT,
+  tab_seq INTEGER NOT NULL,
+  ended_at REAL,
+  ended_reason TEXT
+);
+"""
+
+
+@dataclass
+class StoredSession:
+    session_id: str
+    label: str | None
+    created_at: float
+    tabs: list[tuple[str, str]]
+    current_tab: str | None
+    tab_seq: int
+    ended_reason: str | None
+
+
+class SessionStore:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.db.executescript(_SCHEMA)
+
+    def save(self, session: Any) -> None:
+        tabs = [[t.tab_id, t.target_id] for t in session.tabs.values()]
+        self.db.execute(
+            "INSERT OR REPLACE INTO sessions (session_id, label, created_at, tabs, current_tab,"
+            " tab_seq, ended_at, ended_reason) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)",
+            (session.id, session.label, session.created_at, json.dumps(tabs),
+             session.current_tab_id, session.tab_seq),
+        )
+
+    def end(self, session_id: str, reason: str) -> None:
+        self.db.execute("UPDATE sessions SET ended_at = ?, ended_reason = ? WHERE session_id = ?",
+                        (time.time(), reason, session_id))
+
+    def open_sessions(self) -> list[StoredSession]:
+        rows = self.db.execute(
+            "SELECT session_id, label, created_at, tabs, current_tab, tab_seq, ended_reason "
+            "FROM sessions WHERE ended_at IS NULL").fetchall()
+        return [StoredSession(r[0], r[1], r[2], [tuple(t) for t in json.loads(r[3])], r[4],
+                              r[5], r[6]) for r in rows]
+
+    def ended_reason(self, session_id: str) -> str | None:
+        row = self.db.execute("SELECT ended_reason FROM sessions WHERE session_id = ? AND "
+                              "ended_at IS NOT NULL", (session_id,)).fetchone()
+        return row[0] if row else None
+
+    def prune(self, max_age_s: float) -> None:
+        self.db.execute("DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < ?",
+                        (time.time() - max_age_s,))

@@ -1,0 +1,230 @@
+"""`bsk mcp`: the browser tools as an MCP server on stdio, built on the Python client.
+
+- Tools and their input schemas come from the catalog (the same definitions the CLI and
+  the HTTP API use), plus the per-call options `wait` and `timeout_ms`. `session_stop`
+  is not a tool: the connection's session ends with the connection.
+- One session per MCP connection, started on the first tool call and stopped when the
+  connection ends; `bsk mcp --session ID` (or `BSK_SESSION`) uses an existing session
+  instead and leaves it running.
+- Every call answers with structured content in the result shape (DESIGN §3: `status`,
+  `dispatched`, `retry_safe`, `error.code`, …) plus the short text `bsk` prints;
+  failures are tool errors (`isError`), never protocol errors. A screenshot also comes
+  back as an image.
+- A client's `notifications/cancelled` cancels the operation (each call names its
+  operation with `X-Op-Id`; the cancel is `POST /v1/ops/{id}/cancel`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from browserskill import __version__
+from browserskill.cli import render
+from browserskill.client import AsyncClient, BrowserSkillError, Result, new_op_id
+from browserskill.errors import CODES
+from browserskill.tools import catalog
+
+log = logging.getLogger(__name__)
+
+SKIPPED = {"session_stop"}
+STOP_TIMEOUT_S = 10.0  # stopping the connection's session at the end
+
+CALL_OPTIONS: dict[str, Any] = {
+    "wait": {"type": "boolean", "default": False,
+             "description": "if another call holds the session, queue behind it instead of "
+                            "failing session_busy"},
+    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000,
+                   "description": "the call's deadline; passing it cancels the operation"},
+}
+
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "The operation's result shape (DESIGN §3).",
+    "required": ["status", "dispatched", "retry_safe"],
+    "properties": {
+        "op_id": {"type": ["string", "null"]},
+        "session_id": {"type": ["string", "null"]},
+        "tool": {"type": ["string", "null"]},
+        "state": {"type": ["string", "null"]},
+        "status": {"enum": ["completed", "failed", "cancelled", "outcome_unknown"]},
+        "dispatched": {"enum": ["no", "yes", "unknown"]},
+        "retry_safe": {"type": "boolean"},
+        "result": {"type": ["object", "null"]},
+        "error": {"type": ["object", "null"], "properties": {
+            "code": {"enum": sorted(CODES)}, "message": {"type": "string"},
+            "hint": {"type": "string"}, "details": {"type": "object"}}},
+        "started_at": {"type": ["string", "null"]},
+        "ended_at": {"type": ["string", "null"]},
+    },
+}
+
+INSTRUCTIONS = """\
+A real browser. Loop: snapshot (refs like e12) → act on a ref → snapshot again after a
+navigation. Every result says status, dispatched and retry_safe:
+- session_busy: another call holds the session; retry, or pass wait=true.
+- stale_ref / ref_not_found: take a new snapshot and use its refs.
+- outcome_unknown / tool_page_unloaded: it may have happened; inspect the page before
+  acting again, never retry blindly.
+- user_interrupted: the user took over; ask them before acting again.
+An eval whose script throws completes with result.ok=false (error.code page_error)."""
+
+
+def tool_definitions() -> list[types.Tool]:
+    tools = []
+    for spec in catalog.TOOLS:
+        if spec.name in SKIPPED:
+            continue
+        schema = spec.input_schema()
+        schema["properties"] = {**schema["properties"], **CALL_OPTIONS}
+        read = spec.effect is catalog.Effect.READ
+        tools.append(types.Tool(
+            name=spec.name,
+            title=" ".join(spec.words),
+            description=f"{spec.summary} (CLI: `bsk {spec.usage()}`)",
+            input_schema=schema,
+            output_schema=OUTPUT_SCHEMA,
+            annotations=types.ToolAnnotations(
+                title=" ".join(spec.words), read_only_hint=read,
+                destructive_hint=False if read else None,
+                idempotent_hint=spec.effect.retry_safe, open_world_hint=True),
+        ))
+    return tools
+
+
+def answer_of(e: BrowserSkillError, session_id: str | None, tool: str) -> dict[str, Any]:
+    """The result shape of a failure, also for calls that never became an operation."""
+    if e.result is not None:
+        return e.result.raw
+    return {"op_id": e.op_id, "session_id": session_id, "tool": tool, "state": "ended",
+            "status": e.status, "dispatched": e.dispatched, "retry_safe": e.retry_safe,
+            "result": None, "error": {"code": e.code, "message": e.message, "hint": e.hint,
+                                      "details": e.details},
+            "started_at": None, "ended_at": None}
+
+
+def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any]) -> types.CallToolResult:
+    error = answer.get("error") or None
+    failed = bool(error) and error.get("code") != "page_error"
+    if failed:
+        text = render.error_text(answer)
+    else:
+        try:
+            text = render.result_text(spec.words if spec else (), answer)
+        except (KeyError, TypeError, ValueError):
+            text = render.result_text((), answer)
+        if error:
+            text += f"\npage error: {error.get('message', '')}"
+    content: list[Any] = [types.TextContent(text=text)]
+    result = answer.get("result") or {}
+    if not failed and spec is not None and spec.name == "screenshot" and result.get("path"):
+        try:
+            data = Path(result["path"]).read_bytes()
+            content.append(types.ImageContent(data=base64.b64encode(data).decode(),
+                                              mime_type="image/png"))
+        except OSError as e:  # a daemon on another machine (TCP): the path is not ours
+            content.append(types.TextContent(text=f"(image not readable here: {e})"))
+    return types.CallToolResult(content=content, structured_content=answer, is_error=failed)
+
+
+class Bridge:
+    """One MCP connection's view of the daemon: its session and its calls."""
+
+    def __init__(self, client: AsyncClient, session: str | None) -> None:
+        self.client = client
+        self.session_id = session
+        self.owns_session = False
+        self._lock = anyio.Lock()
+
+    async def session(self) -> str:
+        async with self._lock:
+            if self.session_id is None:
+                started = await self.client.session_start(label="mcp", use=False)
+                self.session_id = started.session_id
+                self.owns_session = True
+            return self.session_id
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        spec = catalog.BY_NAME.get(name)
+        if spec is None or name in SKIPPED:
+            known = ", ".join(t.name for t in catalog.TOOLS if t.name not in SKIPPED)
+            e = BrowserSkillError(f"tool: unknown tool {name!r} (tools: {known})",
+                                  code="invalid_params", hint="list the tools again")
+            return to_mcp(None, answer_of(e, self.session_id, name))
+        params = dict(arguments or {})
+        wait = params.pop("wait", False)
+        timeout_ms = params.pop("timeout_ms", None)
+        options: dict[str, Any] = {}
+        if isinstance(wait, bool):
+            options["wait"] = wait
+        else:
+            params["wait"] = wait  # the daemon says why it is wrong
+        if isinstance(timeout_ms, int) and not isinstance(timeout_ms, bool) and timeout_ms > 0:
+            options["timeout"] = timeout_ms / 1000
+        elif timeout_ms is not None:
+            params["timeout_ms"] = timeout_ms
+        try:
+            sid = await self.session()
+            result: Result = await self.client.call(name, params, session=sid,
+                                                    op_id=new_op_id(), **options)
+            answer = result.raw
+        except BrowserSkillError as e:
+            answer = answer_of(e, self.session_id, name)
+        return to_mcp(spec, answer)
+
+    async def close(self) -> None:
+        if self.owns_session and self.session_id:
+            try:
+                await self.client.session_stop(self.session_id, wait=True,
+                                               timeout=STOP_TIMEOUT_S)
+            except BrowserSkillError as e:
+                log.warning("could not stop session %s: %s", self.session_id, e)
+
+
+def build_server(bridge: Bridge) -> Server[Any]:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_definitions())
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await bridge.call(params.name, params.arguments)
+
+    return Server("browserskill", version=__version__, title="BrowserSkill",
+                  instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve(session: str | None = None, **client_options: Any) -> None:
+    """Serve one MCP connection on stdin/stdout; stop its session when it ends."""
+    main_task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    if main_task is not None:
+        loop.add_signal_handler(signal.SIGTERM, main_task.cancel)
+    async with AsyncClient(**client_options) as client:
+        bridge = Bridge(client, session)
+        server = build_server(bridge)
+        try:
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream,
+                                 server.create_initialization_options())
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_TIMEOUT_S + 5):
+                await bridge.close()
+
+
+def main(session: str | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="bsk mcp: %(levelname)s %(message)s")
+    try:
+        asyncio.run(serve(session))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
+    return 0

@@ -1,0 +1,353 @@
+"""Form tools — fill, select, check, uncheck, upload — acting on refs.
+
+Each first asks the element (without changing anything) whether the action fits it, so
+a wrong target fails with `action_failed` and `dispatched: "no"`. `fill` enters text as
+real input (`Input.insertText` after focusing and selecting the old value), `check`
+clicks like a user would; `select` and `upload` set the state the browser's own pickers
+would set and fire the same events. Results carry the element's new value or state.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from browserskill.browser import keys
+from browserskill.errors import BskError, invalid
+from browserskill.tools.context import ToolContext
+from browserskill.tools.input import Marks, after_input, press_release
+from browserskill.tools.keyboard import Keyboard
+from browserskill.tools.pointer import point_for
+from browserskill.tools.refs import Resolved, call_on, resolve
+from browserskill.tools.registry import implements
+
+# -- fill ------------------------------------------------------------------------------
+
+# What kind of text target this is, or why it is not one. Changes nothing.
+_FILL_KIND = """function() {
+  const el = this;
+  const tag = el.tagName ? el.tagName.toLowerCase() : "#" + el.nodeName;
+  const typing = ["", "text", "search", "url", "tel", "email", "password", "number"];
+  const setting = ["date", "time", "datetime-local", "month", "week", "color", "range"];
+  let mode;
+  if (tag === "input") {
+    if (typing.includes(el.type)) mode = "type";  // unknown types read as "text"
+    else if (setting.includes(el.type)) mode = "set";
+    else return {error: "not_editable", why: `<input type=${el.type}> takes no text`};
+  } else if (tag === "textarea") {
+    mode = "type";
+  } else if (el.isContentEditable) {
+    mode = "editable";
+  } else {
+    return {error: "not_editable", why: `<${tag}> is not a text field or contenteditable`};
+  }
+  if (mode !== "editable") {
+    if (el.disabled) return {error: "not_editable", why: "it is disabled"};
+    if (el.readOnly) return {error: "not_editable", why: "it is read-only"};
+  }
+  const style = getComputedStyle(el);
+  const boxes = [...el.getClientRects()].filter(r => r.width > 0 && r.height > 0);
+  if (!boxes.length || style.visibility === "hidden")
+    return {error: "not_visible", why: "it is hidden or has no size"};
+  return {mode};
+}"""
+
+# Focus the element and select all of its content, so inserted text replaces it.
+_FOCUS_SELECT = """function() {
+  this.scrollIntoView({block: "center", inline: "nearest", behavior: "instant"});
+  this.focus({preventScroll: true});
+  const root = this.getRootNode();
+  let active = root.activeElement || document.activeElement;
+  const focused = active === this || (this.isContentEditable && this.contains(active));
+  if (!focused) return {focused: false};
+  if ("value" in this && (this.tagName === "INPUT" || this.tagName === "TEXTAREA")) {
+    this.select();
+    return {focused: true, before: this.value};
+  }
+  const range = document.createRange();
+  range.selectNodeContents(this);
+  const sel = (root.getSelection ? root : window).getSelection();
+  sel.removeAllRanges();
+  sel.addRange(range);
+  return {focused: true, before: this.innerText};
+}"""
+
+# After the input: the new value. A field whose value changed commits it the way a user
+# does, by leaving it (the browser fires `change`, once), and takes focus back so that a
+# following `press Enter` still goes to it.
+_FILL_DONE = """function(before) {
+  if ("value" in this && (this.tagName === "INPUT" || this.tagName === "TEXTAREA")) {
+    const root = this.getRootNode();
+    if (this.value !== before && (root.activeElement || document.activeElement) === this) {
+      this.blur();
+      this.focus({preventScroll: true});
+    }
+    return {value: this.value};
+  }
+  return {value: this.innerText};
+}"""
+
+# Inputs without a text caret (date, color, range): set the value as their picker does.
+_FILL_SET = """function(text) {
+  const before = this.value;
+  this.focus();
+  this.value = text;
+  if (this.value !== text) {
+    this.value = before;
+    return {error: "invalid_value", value: before};
+  }
+  this.dispatchEvent(new Event("input", {bubbles: true, composed: true}));
+  this.dispatchEvent(new Event("change", {bubbles: true}));
+  return {value: this.value};
+}"""
+
+
+def _not_editable(ref: str, verdict: dict[str, Any]) -> BskError:
+    reason = verdict.get("error", "not_editable")
+    hint = ("fill takes a text input, textarea or contenteditable element: check the ref "
+            "with `bsk snapshot`" if reason == "not_editable"
+            else "scroll or open what hides it, then snapshot again")
+    return BskError("action_failed", f"{ref} can't be filled: {verdict.get('why', reason)}",
+                    hint=hint, details={"reason": reason, "ref": ref}, dispatched="no")
+
+
+@implements("fill")
+async def fill(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    ref, text = params["ref"], params["text"]
+    target = await resolve(ctx, ref)
+    kind: Any = await call_on(ctx, target, _FILL_KIND)
+    if not isinstance(kind, dict) or kind.get("error"):
+        raise _not_editable(ref, kind if isinstance(kind, dict) else {})
+    result: dict[str, Any] = {"ref": ref, "tab_id": target.tab.tab_id}
+    if kind["mode"] == "set":
+        done: Any = await call_on(ctx, target, _FILL_SET, text, act=True)
+        if done.get("error"):
+            raise BskError("action_failed", f"{ref} does not accept {text!r}",
+                           hint="use the format the field expects (e.g. 2024-05-31, #ff0000)",
+                           details={"reason": "invalid_value", "ref": ref,
+                                    "value": done.get("value")}, dispatched="no")
+    else:
+        focus: Any = await call_on(ctx, target, _FOCUS_SELECT, act=True)
+        if not focus.get("focused"):
+            raise BskError("action_failed", f"{ref} did not take focus, so it can't be filled",
+                           hint="something on the page keeps focus elsewhere; snapshot again",
+                           details={"reason": "not_focusable", "ref": ref}, dispatched="yes")
+        tab = target.tab
+        if text:
+            await ctx.step("insertText", "Input.insertText", {"text": text}, tab=tab)
+        else:
+            await Keyboard(ctx, tab).press(keys.parse_chord("Delete"))
+        done = await call_on(ctx, target, _FILL_DONE, focus.get("before", ""), act=True)
+    value = done.get("value", "")
+    result["value"] = value[:1000]
+    expected = text.replace("\r\n", "\n")
+    if kind["mode"] == "editable":
+        value, expected = value.strip(), expected.strip()
+    result["matches"] = value == expected
+    if not result["matches"]:
+        result["note"] = "the field's value differs from TEXT (a length limit, mask or format)"
+    return result
+
+
+# -- select ----------------------------------------------------------------------------
+
+_SELECT = """function(wanted, apply) {
+  if (this.tagName !== "SELECT") {
+    const tag = this.tagName ? this.tagName.toLowerCase() : this.nodeName;
+    return {error: "not_a_select", why: `<${tag}> is not a <select>`};
+  }
+  if (this.disabled) return {error: "not_editable", why: "it is disabled"};
+  const options = [...this.options];
+  const listed = options.slice(0, 200).map(o => {
+    const d = {value: o.value, label: o.label};
+    if (o.disabled) d.disabled = true;
+    return d;
+  });
+  const picked = [], missing = [], disabled = [];
+  for (const w of wanted) {
+    const o = options.find(o => o.value === w) || options.find(o => o.label === w)
+      || options.find(o => o.label.trim().toLowerCase() === w.trim().toLowerCase());
+    if (!o) missing.push(w);
+    else if (o.disabled) disabled.push(w);
+    else if (!picked.includes(o)) picked.push(o);
+  }
+  if (missing.length) return {error: "option_missing", missing, options: listed,
+                              count: options.length};
+  if (disabled.length) return {error: "option_disabled", disabled, options: listed,
+                               count: options.length};
+  if (!this.multiple && picked.length > 1) return {error: "not_multiple"};
+  if (!apply) return {ok: true};
+  const before = options.map(o => o.selected).join();
+  for (const o of options) o.selected = picked.includes(o);
+  this.dispatchEvent(new Event("input", {bubbles: true, composed: true}));
+  this.dispatchEvent(new Event("change", {bubbles: true}));
+  const now = options.filter(o => o.selected);
+  return {values: now.map(o => o.value), labels: now.map(o => o.label),
+          changed: before !== options.map(o => o.selected).join()};
+}"""
+
+
+@implements("select")
+async def select(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    ref, wanted = params["ref"], params["values"]
+    target = await resolve(ctx, ref)
+    check: Any = await call_on(ctx, target, _SELECT, wanted, False)
+    if check.get("error"):
+        raise _select_error(ref, wanted, check)
+    done: Any = await call_on(ctx, target, _SELECT, wanted, True, act=True)
+    if done.get("error"):  # the options changed between the check and the change
+        raise _select_error(ref, wanted, done)
+    return {"ref": ref, "tab_id": target.tab.tab_id, "values": done["values"],
+            "labels": done["labels"], "changed": done["changed"]}
+
+
+def _select_error(ref: str, wanted: list[str], v: dict[str, Any]) -> BskError:
+    reason = v["error"]
+    details: dict[str, Any] = {"reason": reason, "ref": ref}
+    if reason == "option_missing":
+        details.update(missing=v["missing"], options=v["options"], option_count=v["count"])
+        shown = ", ".join(f"{o['value']!r} ({o['label']})" if o["label"] != o["value"]
+                          else repr(o["value"]) for o in v["options"][:20])
+        more = f", … {v['count'] - 20} more" if v["count"] > 20 else ""
+        return BskError("action_failed",
+                        f"{ref} has no option {', '.join(map(repr, v['missing']))}; "
+                        f"options: {shown}{more}",
+                        hint="pass an option's value or label as listed",
+                        details=details, dispatched="no")
+    if reason == "option_disabled":
+        details.update(disabled=v["disabled"], options=v["options"])
+        return BskError("action_failed", f"option {', '.join(map(repr, v['disabled']))} of "
+                        f"{ref} is disabled", details=details, dispatched="no")
+    if reason == "not_multiple":
+        return invalid("values", f"{ref} takes one option, got {len(wanted)}")
+    return BskError("action_failed", f"{ref} can't be selected from: {v.get('why', reason)}",
+                    hint="select takes a <select> element; check the ref with `bsk snapshot`",
+                    details=details, dispatched="no")
+
+
+# -- check / uncheck -------------------------------------------------------------------
+
+_CHECK_STATE = """function() {
+  const el = this;
+  if (el.tagName === "INPUT" && (el.type === "checkbox" || el.type === "radio"))
+    return {kind: el.type, checked: el.checked, disabled: el.disabled};
+  const role = el.getAttribute && el.getAttribute("role");
+  if (["checkbox", "radio", "switch", "menuitemcheckbox", "menuitemradio"].includes(role)) {
+    const a = el.getAttribute("aria-checked");
+    return {kind: role, checked: a === "true" ? true : a === "mixed" ? "mixed" : false,
+            disabled: el.getAttribute("aria-disabled") === "true"};
+  }
+  const tag = el.tagName ? el.tagName.toLowerCase() : el.nodeName;
+  const what = `<${tag}${role ? ` role=${role}` : ""}>`;
+  return {kind: null, why: `${what} is not a checkbox, radio or switch`};
+}"""
+
+# A visually hidden checkbox is usually operated through its label.
+_LABEL = "function() { return (this.labels && this.labels[0]) || null; }"
+
+
+async def _set_checked(ctx: ToolContext, params: dict[str, Any], want: bool) -> dict[str, Any]:
+    ref = params["ref"]
+    target = await resolve(ctx, ref)
+    state: Any = await call_on(ctx, target, _CHECK_STATE)
+    if not state.get("kind"):
+        raise BskError("action_failed", f"{ref} can't be {'checked' if want else 'unchecked'}:"
+                       f" {state.get('why')}", hint="check the ref with `bsk snapshot`",
+                       details={"reason": "not_checkable", "ref": ref}, dispatched="no")
+    result: dict[str, Any] = {"ref": ref, "tab_id": target.tab.tab_id, "kind": state["kind"]}
+    if state["checked"] is want:
+        return {**result, "checked": want, "changed": False}
+    if state.get("disabled"):
+        raise BskError("action_failed", f"{ref} is disabled", details={
+            "reason": "not_editable", "ref": ref, "checked": state["checked"]}, dispatched="no")
+    if not want and state["kind"] in ("radio", "menuitemradio"):
+        raise BskError("action_failed", f"{ref} is a radio button: check another option of "
+                       "its group instead", details={"reason": "not_checkable", "ref": ref},
+                       dispatched="no")
+    tab = target.tab
+    x, y = await _click_point(ctx, target)
+    marks = Marks.take(ctx, tab)
+    await ctx.step("mouseMoved", "Input.dispatchMouseEvent",
+                   {"type": "mouseMoved", "x": x, "y": y}, tab=tab)
+    await press_release(ctx, tab, x, y, button="left", count=1, modifiers=0)
+    ctx.session.hover = None
+    result.update(await after_input(ctx, marks, "load"))
+    if result.get("navigated"):
+        return {**result, "changed": True}
+    after: Any = await call_on(ctx, target, _CHECK_STATE)
+    result.update(checked=after["checked"], changed=after["checked"] != state["checked"])
+    if after["checked"] is not want:
+        raise BskError("action_failed", f"clicking {ref} did not make it "
+                       f"{'checked' if want else 'unchecked'} (the page handled the click)",
+                       hint="snapshot to see the page's state",
+                       details={"reason": "state_unchanged", "ref": ref,
+                                "checked": after["checked"]}, dispatched="yes")
+    return result
+
+
+async def _click_point(ctx: ToolContext, target: Resolved) -> tuple[float, float]:
+    try:
+        return await point_for(ctx, target)
+    except BskError as e:
+        if e.details.get("reason") != "not_visible":
+            raise
+        label = await ctx.inspect("Runtime.callFunctionOn", {
+            "objectId": target.object_id, "functionDeclaration": _LABEL,
+        }, tab=target.tab, session_id=target.session_id)
+        object_id = label.get("result", {}).get("objectId")
+        if not object_id:
+            raise
+        via = Resolved(target.ref, target.tab, target.binding, object_id, target.session_id)
+        return await point_for(ctx, via)
+
+
+@implements("check")
+async def check(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    return await _set_checked(ctx, params, True)
+
+
+@implements("uncheck")
+async def uncheck(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    return await _set_checked(ctx, params, False)
+
+
+# -- upload ----------------------------------------------------------------------------
+
+_FILE_INPUT = """function() {
+  if (this.tagName !== "INPUT" || this.type !== "file") {
+    const tag = this.tagName ? this.tagName.toLowerCase() : this.nodeName;
+    const type = this.tagName === "INPUT" ? ` type=${this.type}` : "";
+    return {error: "not_file_input", why: `<${tag}${type}> is not a file input`};
+  }
+  if (this.disabled) return {error: "not_editable", why: "it is disabled"};
+  return {multiple: this.multiple, accept: this.accept};
+}"""
+_FILES = """function() {
+  return [...this.files].map(f => ({name: f.name, size: f.size, type: f.type}));
+}"""
+
+
+@implements("upload")
+async def upload(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    ref, files = params["ref"], params["files"]
+    for f in files:
+        if not os.path.isabs(f):
+            raise invalid("files", f"{f!r} must be an absolute path (the CLI makes it so)")
+        if not os.path.isfile(f):
+            why = "is a directory" if os.path.isdir(f) else "does not exist"
+            raise BskError("invalid_params", f"files: {f} {why}",
+                           hint="check the path; the daemon reads files on this machine",
+                           details={"field": "files", "file": f})
+    target = await resolve(ctx, ref)
+    kind: Any = await call_on(ctx, target, _FILE_INPUT)
+    if kind.get("error"):
+        raise BskError("action_failed", f"{ref} can't take files: {kind['why']}",
+                       hint="upload takes an <input type=file>; check the ref with "
+                            "`bsk snapshot`",
+                       details={"reason": kind["error"], "ref": ref}, dispatched="no")
+    if len(files) > 1 and not kind["multiple"]:
+        raise invalid("files", f"{ref} takes one file, got {len(files)}")
+    await ctx.act("DOM.setFileInputFiles", {"files": files, "objectId": target.object_id},
+                  tab=target.tab, session_id=target.session_id)
+    chosen = await call_on(ctx, target, _FILES)
+    return {"ref": ref, "tab_id": target.tab.tab_id, "files": chosen}

@@ -1,0 +1,153 @@
+"""Browser-native keyboard input — type, press — sent as recorded steps.
+
+Every key goes down and up through `Input.dispatchKeyEvent`, each half recorded as a
+step before it is sent. While a key is down a compensation is armed that releases every
+held key (modifiers last), so a cancel never leaves Control or Shift stuck. Characters
+that no key on the layout makes (é, 漢, emoji) are sent with `Input.insertText`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from browserskill.browser import keys
+from browserskill.browser.tab import Tab
+from browserskill.errors import BskError
+from browserskill.tools.context import ToolContext
+from browserskill.tools.input import Marks, after_input
+from browserskill.tools.registry import implements
+
+_FOCUSED = """(() => {
+  let el = document.activeElement;
+  while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+  if (!el || el === document.body || el === document.documentElement) return {focused: null};
+  let desc = el.tagName.toLowerCase();
+  if (el.id) desc += "#" + el.id;
+  else if (el.name) desc += `[name="${el.name}"]`;
+  const out = {focused: desc};
+  if (el.tagName === "IFRAME") return out;
+  if ("value" in el && typeof el.value === "string" && el.type !== "password")
+    out.value = el.value.slice(0, 1000);
+  else if (el.isContentEditable) out.value = el.innerText.slice(0, 1000);
+  return out;
+})()"""
+
+
+class Keyboard:
+    """Keys held down in one tab during one operation, released on cancel."""
+
+    def __init__(self, ctx: ToolContext, tab: Tab) -> None:
+        self.ctx = ctx
+        self.tab = tab
+        self.held: list[keys.KeyDef] = []
+        self.modifiers: list[str] = []
+        self._guard: Any = None
+
+    def _event(self, kind: str, k: keys.KeyDef, text: str = "") -> dict[str, Any]:
+        event: dict[str, Any] = {
+            "type": kind, "modifiers": keys.modifier_bits(self.modifiers), "key": k.key,
+            "code": k.code, "windowsVirtualKeyCode": k.key_code,
+            "nativeVirtualKeyCode": k.key_code, "location": k.location,
+        }
+        if text:
+            event["text"] = event["unmodifiedText"] = text
+        if k.location == 3:
+            event["isKeypad"] = True
+        return event
+
+    async def down(self, k: keys.KeyDef) -> None:
+        if not self.held:
+            self._guard = self.ctx.on_cancel("key_released", self.release_all,
+                                             undoes_effect=False)
+        self.held.append(k)
+        if keys.modifier_name(k):
+            self.modifiers.append(k.key)
+        kind = "keyDown" if k.text else "rawKeyDown"
+        await self.ctx.step(f"keyDown:{k.label}", "Input.dispatchKeyEvent",
+                            self._event(kind, k, k.text), tab=self.tab)
+
+    async def up(self, k: keys.KeyDef) -> None:
+        if keys.modifier_name(k) and k.key in self.modifiers:
+            self.modifiers.remove(k.key)
+        await self.ctx.step(f"keyUp:{k.label}", "Input.dispatchKeyEvent",
+                            self._event("keyUp", k), tab=self.tab)
+        if k in self.held:
+            self.held.remove(k)
+        if not self.held and self._guard is not None:
+            self.ctx.settled(self._guard)
+            self._guard = None
+
+    async def release_all(self) -> None:
+        """Compensation: let go of every key still down, the last pressed first."""
+        for k in reversed(self.held):
+            if keys.modifier_name(k) and k.key in self.modifiers:
+                self.modifiers.remove(k.key)
+            await self.tab.send("Input.dispatchKeyEvent", self._event("keyUp", k), timeout=2)
+        self.held.clear()
+
+    async def press(self, chord: keys.Chord) -> None:
+        for m in chord.modifiers:
+            await self.down(m)
+        await self.down(chord.key)
+        await self.up(chord.key)
+        for m in reversed(chord.modifiers):
+            await self.up(m)
+
+    async def type_char(self, ch: str) -> None:
+        k = keys.CHARS.get(ch)
+        if k is None:
+            await self.ctx.step(f"insertText:{ch}", "Input.insertText", {"text": ch},
+                                tab=self.tab)
+            return
+        await self.down(k)
+        await self.up(k)
+
+
+def parse_key(combo: str) -> keys.Chord:
+    try:
+        return keys.parse_chord(combo)
+    except keys.BadKeyError as e:
+        raise BskError(
+            "invalid_params", f"key: {e}",
+            hint="examples: " + ", ".join(keys.EXAMPLES),
+            details={"field": "key", "examples": list(keys.EXAMPLES)},
+        ) from None
+
+
+async def focused_state(ctx: ToolContext, tab: Tab) -> dict[str, Any]:
+    """Which element has focus and, cheaply, its value (never a password's)."""
+    try:
+        answer = await ctx.inspect("Runtime.evaluate", {"expression": _FOCUSED,
+                                                        "returnByValue": True}, tab=tab)
+    except Exception:
+        return {}
+    value = answer.get("result", {}).get("value")
+    return value if isinstance(value, dict) else {}
+
+
+@implements("press")
+async def press(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    chord = parse_key(params["key"])
+    tab = ctx.tab
+    marks = Marks.take(ctx, tab)
+    await Keyboard(ctx, tab).press(chord)
+    result: dict[str, Any] = {"key": params["key"], "tab_id": tab.tab_id}
+    result.update(await after_input(ctx, marks, params["wait_until"]))
+    if "navigated" not in result:
+        result.update(await focused_state(ctx, tab))
+    return result
+
+
+@implements("type")
+async def type_text(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    text: str = params["text"].replace("\r\n", "\n")
+    tab = ctx.tab
+    marks = Marks.take(ctx, tab)
+    board = Keyboard(ctx, tab)
+    for ch in text:
+        await board.type_char(ch)
+    result: dict[str, Any] = {"typed": len(text), "tab_id": tab.tab_id}
+    result.update(await after_input(ctx, marks, params["wait_until"]))
+    if "navigated" not in result:
+        result.update(await focused_state(ctx, tab))
+    return result

@@ -1,0 +1,75 @@
+"""Where to put the mouse for an element: in view, on the element itself, in page coordinates.
+
+A point is chosen in the element's own frame (scrolled into view, centre of its first
+visible box, checked with `elementFromPoint` so a covering element is named instead of
+clicked), then moved to top-level coordinates by adding the offsets of every <iframe>
+on the way up — including out-of-process ones, whose owners live in another session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from browserskill.browser.tab import Tab
+from browserskill.errors import BskError
+from browserskill.tools.context import ToolContext
+from browserskill.tools.refs import Resolved, call_on
+
+_LOCATE = """function() {
+  this.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
+  const style = getComputedStyle(this);
+  const rects = [...this.getClientRects()].filter(r => r.width >= 1 && r.height >= 1);
+  if (!rects.length || style.visibility === "hidden") return {hidden: true};
+  const r = rects[0];
+  const x = r.left + r.width / 2, y = r.top + r.height / 2;
+  const root = this.getRootNode();
+  const hit = (root.elementFromPoint ? root : document).elementFromPoint(x, y);
+  const label = hit && hit.closest && hit.closest("label");
+  const mine = hit && (hit === this || this.contains(hit) || (label && label.control === this));
+  if (mine) return {x, y};
+  if (!hit) return {covered: "nothing (outside the viewport)"};
+  let desc = hit.tagName.toLowerCase();
+  if (hit.id) desc += "#" + hit.id;
+  if (hit.classList && hit.classList.length) desc += "." + [...hit.classList].slice(0, 3).join(".");
+  const text = (hit.innerText || "").trim().replace(/\\s+/g, " ").slice(0, 60);
+  return {covered: desc + (text ? ` ("${text}")` : "")};
+}"""
+
+
+async def frame_origin(ctx: ToolContext, tab: Tab, frame_id: str) -> tuple[float, float]:
+    """Top-left of a frame's viewport in the top-level page's coordinates."""
+    if frame_id == tab.main_frame_id:
+        return 0.0, 0.0
+    child = tab.child_by_frame(frame_id)
+    owner_session = child.parent_session if child else tab.session_for_frame(frame_id)
+    owner = await ctx.inspect("DOM.getFrameOwner", {"frameId": frame_id}, tab=tab,
+                              session_id=owner_session)
+    box = await ctx.inspect("DOM.getBoxModel", {"backendNodeId": owner["backendNodeId"]},
+                            tab=tab, session_id=owner_session)
+    x, y = box["model"]["content"][0], box["model"]["content"][1]
+    if owner_session == tab.session_id:
+        return x, y
+    outer = tab.children.get(owner_session)
+    if outer is None:
+        return x, y
+    ox, oy = await frame_origin(ctx, tab, outer.target_id)
+    return x + ox, y + oy
+
+
+async def point_for(ctx: ToolContext, target: Resolved) -> tuple[float, float]:
+    """A top-level point that really hits the element, or action_failed saying why not."""
+    ref = target.ref
+    spot: Any = await call_on(ctx, target, _LOCATE)
+    if not isinstance(spot, dict):
+        spot = {}
+    if spot.get("hidden"):
+        raise BskError("action_failed", f"{ref} is hidden or has no size",
+                       hint="check it is visible (snapshot), or act on another element",
+                       details={"reason": "not_visible", "ref": ref}, dispatched="no")
+    if spot.get("covered"):
+        raise BskError("action_failed", f"{ref} is covered by {spot['covered']}",
+                       hint="close or scroll away what covers it, then snapshot again",
+                       details={"reason": "covered", "ref": ref,
+                                "covered_by": spot["covered"]}, dispatched="no")
+    ox, oy = await frame_origin(ctx, target.tab, target.binding.frame_id)
+    return spot["x"] + ox, spot["y"] + oy

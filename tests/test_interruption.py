@@ -1,0 +1,217 @@
+"""DESIGN §4: cancel, compensation, partial input, deadlines, Ctrl-C, disconnects, lost
+links and daemon death — each ends with an honest outcome."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+from typing import Any
+
+import httpx
+import pytest
+from conftest import Bsk, cdp, live_ops, wait_until
+
+
+def ref_of(snapshot: str, role: str, name: str) -> str:
+    match = re.search(rf'- {role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
+    assert match, f"no {role} {name!r} in:\n{snapshot}"
+    return match.group(1)
+
+
+def answer_of(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
+    out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    return proc.returncode, json.loads(out)
+
+
+def test_cancelling_a_queued_operation_sends_nothing(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    holder = bsk.popen("eval", "await slow('holder', 2000)")
+    wait_until(lambda: live_ops(bsk, "dispatched"), what="holder dispatched")
+    queued = bsk.popen("--wait", "eval", "window.effects += 1")
+    op = wait_until(lambda: live_ops(bsk, "queued"), what="second call queued")[0]
+    assert bsk.ok("op", "cancel", op["op_id"])["cancel"] == "requested"
+    code, answer = answer_of(queued)
+    assert code == 7
+    assert answer["status"] == "cancelled" and answer["dispatched"] == "no"
+    assert answer["op_id"] == op["op_id"]
+    assert answer_of(holder)[0] == 0
+    assert bsk("eval", "window.effects").value == 0
+    timeline = [e[1] for e in bsk.ok("op", "show", op["op_id"])["timeline"]]
+    assert timeline == ["queued", "cancel_requested", "ended"]
+
+
+def test_cancelling_a_running_eval_is_not_called_nothing(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    running = bsk.popen("eval", "await slow('x', 5000)")
+    op = wait_until(lambda: live_ops(bsk, "dispatched"), what="eval dispatched")[0]
+    cancel = bsk.ok("op", "cancel", op["op_id"])
+    assert cancel["cancel"] == "requested" and cancel["state"] != "ended"
+    code, answer = answer_of(running)
+    assert code == 9 and answer["status"] == "outcome_unknown"
+    assert answer["dispatched"] == "yes" and answer["error"]["details"]["reason"] == "cancel"
+    shown = bsk.ok("op", "show", op["op_id"])
+    events = [e[1] for e in shown["timeline"]]
+    assert events[:3] == ["queued", "dispatched", "cancel_requested"]
+    assert "cleaning_up" in events and events[-1] == "ended"
+
+
+def test_cancel_mid_click_releases_the_mouse(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/slow-input.html")
+    button = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Slow press")
+    clicking = bsk.popen("click", button)
+    op = wait_until(lambda: [o for o in live_ops(bsk, "dispatched")
+                             if "mousePressed" in json.dumps(bsk.ok("op", "show", o["op_id"]))],
+                    what="mousePressed sent")[0]
+    bsk.ok("op", "cancel", op["op_id"])
+    code, answer = answer_of(clicking)
+    assert code == 9 and answer["status"] == "outcome_unknown"
+    details = answer["error"]["details"]
+    assert details["steps_sent"][:2] == ["mouseMoved", "mousePressed"]
+    assert {"action": "mouse_released", "ok": True, "undoes_effect": False} in [
+        {k: c[k] for k in ("action", "ok", "undoes_effect")} for c in details["compensation"]]
+    # The page got its mouseup: no button is left held down.
+    assert "slow-down:up" in bsk("eval", "window.events").value
+
+
+def test_cleanup_past_its_deadline_is_outcome_unknown(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/slow-input.html")
+    button = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Slow release")
+    clicking = bsk.popen("click", button)
+    op = wait_until(lambda: [o for o in live_ops(bsk, "dispatched")
+                             if "mousePressed" in json.dumps(bsk.ok("op", "show", o["op_id"]))],
+                    what="mousePressed sent")[0]
+    bsk.ok("op", "cancel", op["op_id"])
+    busy = wait_until(lambda: (r := bsk("eval", "1")).code == 5
+                      and r.json["error"]["details"]["holder"]["state"] == "cleaning_up" and r,
+                      what="session busy while cleaning up")
+    assert busy.json["error"]["details"]["holder"]["op_id"] == op["op_id"]
+    code, answer = answer_of(clicking)
+    assert code == 9 and answer["error"]["details"]["cleanup"] == "timed_out"
+
+
+def test_deadline_before_any_step_is_cancelled_with_nothing_sent(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    button = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Add one")
+    r = bsk("--timeout", "0.001", "click", button)
+    assert r.code == 7 and r.json["status"] == "cancelled"
+    assert r.json["dispatched"] == "no" and r.json["error"]["details"]["reason"] == "deadline"
+    assert bsk("eval", "window.count").value is None
+
+
+def test_deadline_after_dispatch_is_a_cancel(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    r = bsk("--timeout", "0.5", "eval", "await slow('late', 5000)")
+    assert r.code == 9 and r.json["error"]["details"]["reason"] == "deadline"
+    # The session is free again right after: the call did not keep holding it.
+    assert bsk("eval", "1").code == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_and_sigterm_cancel_the_cli_operation(bsk: Bsk, site: str, sig: int) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    running = bsk.popen("eval", "await slow('s', 5000)")
+    wait_until(lambda: live_ops(bsk, "dispatched"), what="eval dispatched")
+    queued = bsk.popen("--wait", "eval", "window.effects += 1")
+    wait_until(lambda: live_ops(bsk, "queued"), what="second call queued")
+    queued.send_signal(sig)
+    code, answer = answer_of(queued)
+    assert code == 7 and answer["status"] == "cancelled" and answer["dispatched"] == "no"
+    running.send_signal(sig)
+    code, answer = answer_of(running)
+    assert code == 9 and answer["status"] == "outcome_unknown"
+    assert bsk("eval", "window.effects").value == 0
+
+
+def test_http_client_disconnect_cancels_unless_detached(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    transport = httpx.HTTPTransport(uds=str(bsk.home / "bsk.sock"))
+    path = f"/v1/sessions/{bsk.session}/tools/eval"
+    with httpx.Client(transport=transport, base_url="http://bsk") as http:
+        with pytest.raises(httpx.ReadTimeout):
+            http.post(path, json={"expression": "await slow('gone', 5000)"},
+                      headers={"X-Op-Id": "op_disconnect1"}, timeout=0.5)
+        ended = http.get("/v1/ops/op_disconnect1/wait?timeout_ms=10000").json()
+        assert ended["status"] == "outcome_unknown"
+        assert ended["error"]["details"]["reason"] == "client_disconnected"
+
+        detached = http.post(path, json={"expression": "await slow('kept', 300)",
+                                         "detach": True}, timeout=10)
+        assert detached.status_code == 202 and detached.json()["state"] != "ended"
+        op_id = detached.json()["op_id"]
+        done = http.get(f"/v1/ops/{op_id}/wait?timeout_ms=10000").json()
+        assert done["status"] == "completed" and done["result"]["value"]["tag"] == "kept"
+
+
+def test_renderer_crash_ends_the_call_and_the_tab_recovers(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    target = bsk.ok("tab", "list")["result"]["tabs"][0]["target_id"]
+    endpoint = bsk.ok("status")["browser"]["cdp_endpoint"]
+    running = bsk.popen("eval", "await slow('doomed', 20000)")
+    wait_until(lambda: live_ops(bsk, "dispatched"), what="eval dispatched")
+    cdp(endpoint, target, "Page.crash", wait_reply=False)
+    code, answer = answer_of(running)
+    assert code == 9 and answer["status"] == "outcome_unknown"
+    ended = (answer["ended_at"], answer["started_at"])
+    assert ended[0] > ended[1]
+    crashed = bsk("eval", "1")
+    assert crashed.code == 11 and crashed.json["error"]["details"]["reason"] == "tab_crashed"
+    assert "reload" in crashed.json["error"]["hint"]
+    bsk.ok("reload")
+    assert bsk("eval", "document.title").value == "Counter"
+
+
+def test_browser_death_ends_calls_and_the_next_call_relaunches(fresh_bsk: Bsk,
+                                                               site: str) -> None:
+    s = fresh_bsk.with_session("doomed")
+    s.ok("session", "start", "doomed")
+    s.ok("open", f"{site}/counter.html")
+    pid = s.ok("status")["browser"]["pid"]
+    running = s.popen("eval", "await slow('x', 20000)")
+    wait_until(lambda: live_ops(s, "dispatched"), what="eval dispatched")
+    queued = s.popen("--wait", "eval", "window.effects += 1")
+    wait_until(lambda: live_ops(s, "queued"), what="queued")
+    os.killpg(pid, signal.SIGKILL)
+    code, answer = answer_of(running)
+    assert code == 9 and answer["status"] == "outcome_unknown"
+    code, answer = answer_of(queued)
+    assert code == 10 and answer["error"]["code"] == "browser_unavailable"
+    assert answer["dispatched"] == "no"
+    # The session's tab died with the browser; a new tab relaunches the browser.
+    gone = s("eval", "1")
+    assert gone.code == 10 and gone.json["dispatched"] == "no"
+    assert s.ok("tab", "new", f"{site}/other.html")["status"] == "completed"
+    assert s("eval", "document.title").value == "Other"
+    assert s.ok("status")["browser"]["pid"] != pid
+
+
+def test_daemon_death_is_reconciled_and_sessions_readopted(fresh_bsk: Bsk, site: str) -> None:
+    s = fresh_bsk.with_session("survivor")
+    s.ok("session", "start", "survivor")
+    s.ok("open", f"{site}/counter.html")
+    s.ok("eval", "window.count = 41")
+    daemon_pid = s.ok("daemon", "status")["pid"]
+    running = s.popen("eval", "await slow('x', 20000)")
+    dispatched = wait_until(lambda: live_ops(s, "dispatched"), what="dispatched")[0]
+    queued = s.popen("--wait", "--key", "k-dead", "eval", "window.effects += 1")
+    waiting = wait_until(lambda: live_ops(s, "queued"), what="queued")[0]
+    os.kill(daemon_pid, signal.SIGKILL)
+
+    code, answer = answer_of(running)  # the CLI asks the new daemon what happened
+    assert code == 9 and answer["status"] == "outcome_unknown"
+    assert answer["op_id"] == dispatched["op_id"]
+    assert answer["error"]["details"]["reconciled"] is True
+    code, answer = answer_of(queued)
+    assert code == 7 and answer["status"] == "cancelled" and answer["dispatched"] == "no", answer
+
+    assert s.ok("daemon", "status")["pid"] != daemon_pid
+    assert s.ok("op", "show", waiting["op_id"])["status"] == "cancelled"
+    retry = s("--key", "k-dead", "eval", "window.effects += 1")
+    assert retry.code == 7 and retry.json["op_id"] == waiting["op_id"]
+    # The browser survived, so the session was re-adopted with its page as it was.
+    assert s("eval", "window.count").value == 41
+    assert s("eval", "window.effects").value == 0
+    assert [t["tab_id"] for t in s.ok("tab", "list")["result"]["tabs"]] == ["t1"]

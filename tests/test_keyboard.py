@@ -1,0 +1,132 @@
+"""Keyboard tools against real Chromium (type, press), and the key table itself."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import Bsk
+
+from browserskill.browser import keys
+
+
+def ref_of(snapshot: str, role: str, name: str) -> str:
+    match = re.search(rf'- {role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
+    assert match, f"no {role} {name!r} in:\n{snapshot}"
+    return match.group(1)
+
+
+@pytest.fixture
+def page(bsk: Bsk, site: str) -> tuple[Bsk, str]:
+    bsk.ok("open", f"{site}/keys.html")
+    return bsk, bsk.ok("snapshot")["result"]["snapshot"]
+
+
+def seen(bsk: Bsk) -> list[str]:
+    """Key events the page saw since the last call, then forget them."""
+    return bsk("eval", "window.keys.splice(0)").value
+
+
+def test_type_goes_key_by_key_into_the_focused_field(page: tuple[Bsk, str]) -> None:
+    bsk, _ = page
+    assert bsk("eval", "document.activeElement.id").value == "first"  # autofocus
+    typed = bsk.ok("type", "Hi 5!")
+    assert typed["retry_safe"] is False
+    result = typed["result"]
+    assert result["typed"] == 5 and result["focused"] == "input#first"
+    assert result["value"] == "Hi 5!"
+    assert seen(bsk) == ["keydown:H", "keyup:H", "keydown:i", "keyup:i", "keydown: ",
+                         "keyup: ", "keydown:5", "keyup:5", "keydown:!", "keyup:!"]
+    # Characters no key makes are inserted as text
+    assert bsk.ok("type", " é✓")["result"]["value"] == "Hi 5! é✓"
+
+
+def test_press_keys_and_chords(page: tuple[Bsk, str]) -> None:
+    bsk, _ = page
+    bsk.ok("type", "hello")
+    seen(bsk)
+    bsk.ok("press", "Control+A")
+    assert seen(bsk) == ["keydown:Control:ctrl", "keydown:a:ctrl", "keyup:a:ctrl",
+                         "keyup:Control"]
+    assert bsk.ok("press", "Backspace")["result"]["value"] == ""
+    bsk.ok("type", "abc")
+    bsk.ok("press", "ArrowLeft")
+    bsk.ok("press", "Shift+Home")
+    assert seen(bsk)[-4:] == ["keydown:Shift:shift", "keydown:Home:shift", "keyup:Home:shift",
+                              "keyup:Shift"]
+    assert bsk.ok("press", "Delete")["result"]["value"] == "c"
+    assert bsk.ok("press", "Escape")["result"]["value"] == "escaped"  # the page's handler
+    moved = bsk.ok("press", "Tab")["result"]
+    assert moved["focused"] == "input#second"
+    assert bsk.ok("press", "Shift+Tab")["result"]["focused"] == "input#first"
+    chord = bsk.ok("press", "Control+Shift+ArrowLeft")
+    assert chord["status"] == "completed"
+    assert seen(bsk)[-6:] == ["keydown:Control:ctrl", "keydown:Shift:ctrl+shift",
+                              "keydown:ArrowLeft:ctrl+shift", "keyup:ArrowLeft:ctrl+shift",
+                              "keyup:Shift:ctrl", "keyup:Control"]
+
+
+def test_enter_submits_a_form_and_waits_for_the_navigation(page: tuple[Bsk, str],
+                                                           site: str) -> None:
+    bsk, snap = page
+    bsk.ok("fill", ref_of(snap, "textbox", "Search"), "cats")
+    pressed = bsk.ok("press", "Enter")["result"]
+    assert pressed["navigated"] is True
+    assert pressed["url"] == f"{site}/other.html?q=cats"
+    assert bsk("eval", "document.title").value == "Other"
+
+
+def test_type_newlines_in_a_textarea(page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    bsk.ok("fill", ref_of(snap, "textbox", "Area"), "")
+    result = bsk.ok("type", "one\ntwo")["result"]
+    assert result["focused"] == "textarea#area" and result["value"] == "one\ntwo"
+
+
+def test_bad_keys_are_invalid_params(page: tuple[Bsk, str]) -> None:
+    bsk, _ = page
+    for combo in ("Hyper+x", "Control+", "a+b", "NoSuchKey", "Shift+Shift+a"):
+        r = bsk("press", combo)
+        assert r.code == 2, (combo, r.stdout)
+        answer = r.json
+        assert answer["error"]["code"] == "invalid_params" and answer["dispatched"] == "no"
+        assert "Control+A" in answer["error"]["details"]["examples"]
+    assert seen(bsk) == []
+
+
+def test_cancel_mid_typing_releases_the_held_key(page: tuple[Bsk, str]) -> None:
+    bsk, _ = page
+    r = bsk("--timeout", "0.5", "type", "x" * 10_000)
+    answer = r.json
+    assert answer["status"] == "outcome_unknown", answer  # some keys reached the page
+    details = answer["error"]["details"]
+    assert details["steps_sent"][0] == "keyDown:x"
+    assert [c["action"] for c in details["compensation"]] == ["key_released"]
+    assert details["compensation"][0]["ok"] is True
+    events = seen(bsk)
+    assert events[-1] == "keyup:x"  # nothing left held down
+    assert events.count("keydown:x") == events.count("keyup:x")
+
+
+# -- the key table, without a browser ---------------------------------------------------
+
+
+def test_chord_parsing() -> None:
+    c = keys.parse_chord("Control+Shift+ArrowLeft")
+    assert [m.key for m in c.modifiers] == ["Control", "Shift"] and c.key.key == "ArrowLeft"
+    plus = keys.parse_chord("Control++")
+    assert plus.key.key == "+" and plus.key.text == ""  # no text with Control held
+    assert keys.parse_chord("+").key.code == "Equal"
+    shifted = keys.parse_chord("Shift+a").key
+    assert (shifted.key, shifted.text, shifted.code) == ("A", "A", "KeyA")
+    assert keys.parse_chord("Control+A").key.key == "a"
+    assert keys.parse_chord("Shift+1").key.text == "!"
+    assert keys.parse_chord("enter").key.text == "\r"
+    assert keys.parse_chord("Ctrl+Esc").key.key == "Escape"
+    assert keys.parse_chord("Cmd+Enter").modifiers[0].key == "Meta"
+    assert keys.parse_chord("Space").key.text == " "
+    assert keys.parse_chord("F12").key.key_code == 123
+    for bad in ("", "Control+", "a+b", "Hyper", "Control+Control+a", " Enter"):
+        with pytest.raises(keys.BadKeyError):
+            keys.parse_chord(bad)
+    assert keys.modifier_bits(["Alt", "Control", "Meta", "Shift"]) == 15

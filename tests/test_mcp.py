@@ -1,0 +1,151 @@
+"""`bsk mcp` driven over stdio by the official MCP SDK's client: tools from the catalog,
+results in the result shape, errors as tool errors, images, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import re
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from conftest import Bsk, wait_until
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from browserskill import client as bc
+from browserskill.tools import catalog
+
+
+@contextlib.asynccontextmanager
+async def mcp(bsk: Bsk, *args: str) -> AsyncIterator[ClientSession]:
+    env = {k: v for k, v in bsk.env.items() if k.startswith("BSK_")}
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "browserskill", "mcp", *args], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def structured(result: Any) -> dict[str, Any]:
+    assert isinstance(result.structured_content, dict), result
+    return result.structured_content
+
+
+def text(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if c.type == "text")
+
+
+def ref_of(snapshot: str, role: str, name: str) -> str:
+    match = re.search(rf'- {role} "{re.escape(name)}".*\[ref=(e\d+)\]', snapshot)
+    assert match, snapshot
+    return match.group(1)
+
+
+async def test_tools_come_from_the_catalog(bsk: Bsk) -> None:
+    async with mcp(bsk) as session:
+        listed = {t.name: t for t in (await session.list_tools()).tools}
+    expected = {t.name for t in catalog.TOOLS} - {"session_stop"}
+    assert set(listed) == expected
+    click = listed["click"]
+    spec_schema = catalog.BY_NAME["click"].input_schema()
+    assert click.input_schema["required"] == spec_schema["required"] == ["ref"]
+    assert click.input_schema["properties"]["ref"] == spec_schema["properties"]["ref"]
+    assert {"wait", "timeout_ms"} <= set(click.input_schema["properties"])
+    assert listed["snapshot"].annotations.read_only_hint is True
+    assert listed["click"].annotations.read_only_hint is False
+    assert click.output_schema and "retry_safe" in click.output_schema["required"]
+
+
+async def test_snapshot_click_and_results(bsk: Bsk, site: str) -> None:
+    async with mcp(bsk, "--session", bsk.session) as session:
+        opened = await session.call_tool("open", {"url": f"{site}/counter.html"})
+        assert not opened.is_error and text(opened).startswith(f"{site}/counter.html")
+        answer = structured(opened)
+        assert (answer["status"], answer["dispatched"]) == ("completed", "yes")
+        assert answer["session_id"] == bsk.session and answer["op_id"].startswith("op_")
+
+        snap = await session.call_tool("snapshot", {"interactive": True})
+        assert structured(snap)["retry_safe"] is True and not snap.is_error
+        button = ref_of(text(snap), "button", "Add one")
+
+        clicked = await session.call_tool("click", {"ref": button})
+        assert not clicked.is_error and structured(clicked)["retry_safe"] is False
+        counted = await session.call_tool("eval", {"expression": "window.count"})
+        assert structured(counted)["result"]["value"] == 1 and text(counted) == "1"
+
+        thrown = await session.call_tool("eval", {"expression": "throw new Error('boom')"})
+        assert not thrown.is_error  # page_error: a result, not a failure
+        assert structured(thrown)["error"]["code"] == "page_error" and "boom" in text(thrown)
+
+        shot = await session.call_tool("screenshot", {})
+        images = [c for c in shot.content if c.type == "image"]
+        assert len(images) == 1 and images[0].mime_type == "image/png"
+        assert base64.b64decode(images[0].data)[:8] == b"\x89PNG\r\n\x1a\n"
+    # --session: the session was the caller's, so it outlives the connection.
+    assert bsk.ok("session", "list")["sessions"]
+
+
+async def test_errors_are_tool_results_with_the_outcome(bsk: Bsk, site: str) -> None:
+    async with mcp(bsk, "--session", bsk.session) as session:
+        await session.call_tool("open", {"url": f"{site}/counter.html"})
+        missing = await session.call_tool("click", {"ref": "e999"})
+        assert missing.is_error
+        answer = structured(missing)
+        assert answer["error"]["code"] == "ref_not_found" and answer["status"] == "failed"
+        assert answer["dispatched"] == "no" and answer["retry_safe"] is False
+        assert "[ref_not_found]" in text(missing) and "snapshot" in text(missing)
+
+        bad = await session.call_tool("eval", {"expression": "1", "nope": 1})
+        assert bad.is_error and structured(bad)["error"]["code"] == "invalid_params"
+        assert structured(bad)["op_id"] is None
+
+        unknown = await session.call_tool("session_stop", {})
+        assert unknown.is_error and structured(unknown)["error"]["code"] == "invalid_params"
+
+
+async def test_one_session_per_connection(bsk: Bsk, site: str) -> None:
+    async with mcp(bsk) as session:
+        first = structured(await session.call_tool("open", {"url": f"{site}/counter.html"}))
+        second = structured(await session.call_tool("eval", {"expression": "document.title"}))
+        sid = first["session_id"]
+        assert sid == second["session_id"] and sid not in (bsk.session, "default")
+        assert second["result"]["value"] == "Counter"  # the same tab
+        listed = {s["session_id"]: s for s in bsk.ok("session", "list")["sessions"]}
+        assert listed[sid]["label"] == "mcp"
+    # The connection ended: its session is stopped.
+    wait_until(lambda: sid not in {s["session_id"] for s in
+                                   bsk.ok("session", "list")["sessions"]},
+               what=f"session {sid} to stop")
+
+
+async def test_client_cancellation_cancels_the_operation(bsk: Bsk, site: str) -> None:
+    async with mcp(bsk, "--session", bsk.session) as session:
+        await session.call_tool("open", {"url": f"{site}/counter.html"})
+        call = asyncio.create_task(session.call_tool(
+            "eval", {"expression": "await new Promise(r => setTimeout(r, 20000))"}))
+
+        def running() -> dict[str, Any] | None:
+            ops = bsk.ok("op", "list")["ops"]
+            return next((o for o in ops if o["tool"] == "eval" and o["state"] == "dispatched"),
+                        None)
+
+        op = await asyncio.to_thread(wait_until, running, 20, "the eval to be dispatched")
+        call.cancel()  # the SDK sends notifications/cancelled for the request
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+
+        def ended() -> dict[str, Any] | None:
+            shown = bsk("op", "show", op["op_id"]).json
+            return shown if shown["state"] == "ended" else None
+
+        shown = await asyncio.to_thread(wait_until, ended, 20, "the eval to end")
+        assert shown["status"] == "outcome_unknown" and shown["dispatched"] == "yes"
+        with bc.Client(home=bsk.home) as c:
+            timeline = c.op_get(op["op_id"]).timeline or []
+        # Cancelled by request (POST /v1/ops/{id}/cancel), not by a dropped connection.
+        assert ["cancel_requested", "cancel"] in [e[1:3] for e in timeline]
+        # The connection goes on.
+        after = await session.call_tool("eval", {"expression": "1 + 1"})
+        assert structured(after)["result"]["value"] == 2

@@ -1,0 +1,189 @@
+"""Reading the page over time against real Chromium: wait, html, console, network, and
+screenshot's --full-page and --ref."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import Bsk
+
+from browserskill.tools.screenshot import png_size
+
+
+def ref_of(snapshot: str, role: str, name: str) -> str:
+    match = re.search(rf'- {role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
+    assert match, f"no {role} {name!r} in:\n{snapshot}"
+    return match.group(1)
+
+
+@pytest.fixture
+def page(bsk: Bsk, site: str) -> tuple[Bsk, str]:
+    bsk.ok("open", f"{site}/observe.html")
+    return bsk, bsk.ok("snapshot")["result"]["snapshot"]
+
+
+def test_wait_for_text_and_selector(page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    bsk.ok("click", ref_of(snap, "button", "Show later"))  # adds #arrived after 800 ms
+    assert bsk("eval", "!!document.querySelector('#arrived')").value is False
+    waited = bsk.ok("wait", "--text", "Arrived   late")  # whitespace-insensitive
+    assert waited["retry_safe"] is True and waited["status"] == "completed"
+    assert waited["result"]["text"] == "Arrived   late"
+    assert bsk("eval", "!!document.querySelector('#arrived')").value is True
+    found = bsk.ok("wait", "--selector", "p#arrived")["result"]
+    assert found["element"] == "p#arrived" and found["visible"] is True
+
+
+def test_wait_is_rearmed_in_a_new_document(page: tuple[Bsk, str], site: str) -> None:
+    bsk, snap = page
+    bsk.ok("click", ref_of(snap, "button", "Leave later"))  # navigates after 1 s
+    waited = bsk.ok("wait", "--text", "Other page")["result"]
+    assert waited["url"] == f"{site}/other.html"
+
+
+def test_wait_for_navigation_and_network_idle(page: tuple[Bsk, str], site: str) -> None:
+    bsk, snap = page
+    bsk.ok("click", ref_of(snap, "button", "Fetch"))
+    idle = bsk.ok("wait", "--network-idle")["result"]
+    assert idle["in_flight"] == 0
+    fetched = [e for e in bsk.ok("network")["result"]["entries"] if e["type"] == "Fetch"]
+    assert fetched and fetched[-1]["state"] == "finished" and fetched[-1]["status"] == 200
+
+    bsk.ok("click", ref_of(snap, "button", "Leave later"))
+    nav = bsk.ok("wait", "--navigation")["result"]
+    assert nav["navigated"] is True and nav["url"] == f"{site}/other.html"
+
+
+def test_wait_errors(page: tuple[Bsk, str]) -> None:
+    bsk, _ = page
+    r = bsk("--timeout", "1", "wait", "--text", "Never there")
+    assert r.code == 11
+    answer = r.json
+    assert answer["error"]["details"]["reason"] == "timeout" and answer["dispatched"] == "no"
+    assert answer["status"] == "failed"
+    for args in [(), ("--text", "a", "--ms", "5"), ("--selector", "##nope"),
+                 ("--ms", "50000"), ("--text", " ")]:
+        bad = bsk("wait", *args)
+        assert bad.code == 2, (args, bad.stdout)
+        assert bad.json["error"]["code"] == "invalid_params"
+    assert bsk.ok("wait", "--ms", "50")["result"]["waited_ms"] == 50
+
+
+def test_html_of_document_and_element(page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    whole = bsk.ok("html")["result"]
+    assert whole["html"].startswith("<!DOCTYPE html>") and whole["truncated"] is False
+    assert whole["chars"] == whole["total_chars"] == len(whole["html"])
+    cut = bsk.ok("html", "--max-chars", "100")["result"]
+    assert cut["truncated"] is True and cut["chars"] == 100
+    assert cut["total_chars"] == whole["total_chars"]
+    box = bsk.ok("html", ref_of(snap, "image", "Blue box"))["result"]
+    assert box["html"] == '<div id="box" role="img" aria-label="Blue box"></div>'
+    text = bsk("html", "--max-chars", "100", as_json=False)
+    assert "raise --max-chars" in text.stdout
+
+
+def test_console_buffer_and_cursor(page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    answer = bsk.ok("console")
+    assert answer["retry_safe"] is True  # a read
+    first = answer["result"]
+    texts = [(e["level"], e["text"]) for e in first["entries"] if e["source"] == "console"]
+    assert texts == [("log", "hello 42 {a: 1}"), ("warning", "careful"), ("error", "bad thing")]
+    assert all(e["url"].endswith("/observe.html") for e in first["entries"]
+               if e["source"] == "console")
+    cursor = first["next_since"]
+    assert bsk.ok("console", "--since", str(cursor))["result"]["entries"] == []
+
+    bsk.ok("click", ref_of(snap, "button", "Fail"))
+    bsk.ok("eval", "console.info('after')")
+    newer = bsk.ok("console", "--since", str(cursor))["result"]["entries"]
+    assert [e["level"] for e in newer] == ["error", "info"]
+    assert "boom from a timer" in newer[0]["text"] and newer[0]["source"] == "exception"
+
+    one = bsk.ok("console", "--since", "0", "--limit", "1")["result"]
+    assert len(one["entries"]) == 1 and one["more"] is True
+    rest = bsk.ok("console", "--since", str(one["next_since"]), "--limit", "1000")["result"]
+    assert rest["more"] is False and rest["entries"][-1]["text"] == "after"
+    human = bsk("console", "--since", str(cursor), as_json=False).stdout
+    assert "boom from a timer" in human and "next: --since" in human
+
+
+def test_network_buffer(page: tuple[Bsk, str], site: str) -> None:
+    bsk, _ = page
+    first = bsk.ok("network")["result"]
+    doc = [e for e in first["entries"] if e["url"] == f"{site}/observe.html"]
+    assert doc and doc[-1]["status"] == 200 and doc[-1]["type"] == "Document"
+    assert doc[-1]["state"] == "finished" and doc[-1]["method"] == "GET"
+    cursor = first["next_since"]
+    bsk.ok("eval", "fetch('/missing.json').then(r => r.status)")
+    bsk.ok("eval", "fetch('http://127.0.0.1:9/').catch(e => 'refused')")
+    newer = bsk.ok("network", "--since", str(cursor))["result"]
+    by_url = {e["url"]: e for e in newer["entries"]}
+    assert by_url[f"{site}/missing.json"]["status"] == 404
+    refused = by_url["http://127.0.0.1:9/"]
+    assert refused["state"] == "failed" and refused["error"].startswith("net::ERR_")
+    assert newer["in_flight"] == 0
+
+
+def test_screenshot_full_page_and_element(page: tuple[Bsk, str], tmp_path: Path) -> None:
+    bsk, snap = page
+    view = bsk.ok("screenshot", str(tmp_path / "view.png"))["result"]
+    full = bsk.ok("screenshot", "--full-page", str(tmp_path / "full.png"))["result"]
+    assert full["full_page"] is True
+    assert full["height"] > 3000 > view["height"]
+    assert png_size((tmp_path / "full.png").read_bytes()) == (full["width"], full["height"])
+    box = ref_of(snap, "image", "Blue box")
+    element = bsk.ok("screenshot", "--ref", box, str(tmp_path / "box.png"))["result"]
+    assert (element["width"], element["height"]) == (200, 100)
+    both = bsk("screenshot", "--ref", box, "--full-page")
+    assert both.code == 2 and both.json["dispatched"] == "no"
+
+
+# -- the ring buffers, without a browser ------------------------------------------------
+
+
+def test_ring_cursor_and_eviction() -> None:
+    from browserskill.browser.buffers import Ring
+
+    ring = Ring(3)
+    for n in range(5):
+        ring.put(n, {"n": n})
+    latest = ring.read(None, 2)  # no cursor: the latest entries
+    assert [e["n"] for e in latest["entries"]] == [3, 4] and latest["next_since"] == 5
+    old = ring.read(0, 10)
+    assert [e["n"] for e in old["entries"]] == [2, 3, 4] and old["missed"] is True
+    page = ring.read(2, 1)
+    assert [e["seq"] for e in page["entries"]] == [3] and page["more"] is True
+    assert ring.read(page["next_since"], 10)["missed"] is False
+    ring.put(3, {"n": 3, "again": True})  # an update moves the entry after the cursor
+    newer = ring.read(5, 10)
+    assert newer["entries"] == [{"n": 3, "again": True, "seq": 6}]
+    assert ring.read(99, 10) == {"entries": [], "next_since": 6, "more": False,
+                                 "missed": False}
+
+
+def test_network_entries_follow_a_request() -> None:
+    from browserskill.browser.buffers import TabBuffers
+
+    b = TabBuffers("main")
+    b.on_event("main", "Network.requestWillBeSent", {
+        "requestId": "1", "loaderId": "L1", "type": "Fetch", "timestamp": 10.0,
+        "request": {"url": "http://x/a", "method": "POST"}})
+    assert b.inflight and b.read_network(0, 10)["entries"][0]["state"] == "pending"
+    b.on_event("main", "Network.responseReceived", {
+        "requestId": "1", "response": {"status": 201, "statusText": "Created",
+                                       "mimeType": "application/json"}})
+    b.on_event("main", "Network.loadingFinished", {"requestId": "1", "timestamp": 10.25,
+                                                   "encodedDataLength": 42})
+    entry, = b.read_network(0, 10)["entries"]
+    assert (entry["id"], entry["method"], entry["status"], entry["state"]) == (
+        "r1", "POST", 201, "finished")
+    assert entry["duration_ms"] == 250.0 and entry["bytes"] == 42 and not b.inflight
+    b.on_event("child", "Runtime.consoleAPICalled", {
+        "type": "warning", "args": [{"type": "string", "value": "in frame"},
+                                    {"type": "number", "value": 1}]})
+    msg, = b.read_console(None, 10)["entries"]
+    assert (msg["level"], msg["text"], msg["iframe"]) == ("warning", "in frame 1", True)

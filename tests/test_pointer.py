@@ -1,0 +1,195 @@
+"""Pointer tools and refs: click variants, covered/hidden/detached elements, hover, drag,
+scroll, dialogs, new tabs, iframes (same-origin and out-of-process)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from conftest import Bsk
+
+
+def ref_of(snapshot: str, role: str, name: str) -> str:
+    match = re.search(rf'- {role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
+    assert match, f"no {role} {name!r} in:\n{snapshot}"
+    return match.group(1)
+
+
+@pytest.fixture
+def lab(bsk: Bsk, site: str) -> tuple[Bsk, str]:
+    bsk.ok("open", f"{site}/click.html")
+    return bsk, bsk.ok("snapshot")["result"]["snapshot"]
+
+
+def hits(bsk: Bsk) -> list[dict[str, Any]]:
+    return bsk("eval", "window.hits").value
+
+
+def test_click_variants(lab: tuple[Bsk, str]) -> None:
+    bsk, snap = lab
+    bsk.ok("click", ref_of(snap, "button", "Plain"), "--modifiers", "Control+Shift")
+    bsk.ok("dblclick", ref_of(snap, "button", "Double me"))
+    bsk.ok("click", ref_of(snap, "button", "Right me"), "--button", "right")
+    names = [(h["name"], h["ctrl"], h["shift"]) for h in hits(bsk)]
+    assert names == [("plain", True, True), ("dbl", False, False), ("context", False, False)]
+
+
+def test_click_far_element_scrolls_it_into_view(lab: tuple[Bsk, str]) -> None:
+    bsk, snap = lab
+    result = bsk.ok("click", ref_of(snap, "button", "Far away"))
+    assert result["dispatched"] == "yes"
+    assert [h["name"] for h in hits(bsk)] == ["far"]
+
+
+def test_covered_hidden_and_zero_size_fail_without_dispatch(lab: tuple[Bsk, str]) -> None:
+    bsk, snap = lab
+    covered = bsk("click", ref_of(snap, "button", "Covered"))
+    assert covered.code == 11 and covered.json["dispatched"] == "no"
+    details = covered.json["error"]["details"]
+    assert details["reason"] == "covered" and "overlay" in details["covered_by"]
+    assert "Cookie banner" in details["covered_by"]
+    # Hidden buttons are not in the accessibility tree; bind refs to them through a
+    # visible snapshot, then hide them.
+    zero = bsk("eval", "document.querySelector('#zero').getBoundingClientRect().width")
+    assert zero.value == 0
+    bsk.ok("eval", "document.querySelector('#plain').style.display = 'none'")
+    hidden = bsk("click", ref_of(snap, "button", "Plain"))
+    assert hidden.code == 11 and hidden.json["error"]["details"]["reason"] == "not_visible"
+    assert hidden.json["dispatched"] == "no"
+    assert hits(bsk) == []
+
+
+def test_detached_element_is_stale(lab: tuple[Bsk, str]) -> None:
+    bsk, snap = lab
+    ref = ref_of(snap, "button", "Remove me later")
+    bsk.ok("eval", "document.querySelector('#remove').remove()")
+    r = bsk("click", ref)
+    assert r.code == 4 and r.json["error"]["code"] == "stale_ref"
+    assert r.json["dispatched"] == "no"
+
+
+def test_stale_after_reload_and_ref_from_another_tab(lab: tuple[Bsk, str], site: str) -> None:
+    bsk, snap = lab
+    plain = ref_of(snap, "button", "Plain")
+    bsk.ok("reload")
+    assert bsk("click", plain).json["error"]["code"] == "stale_ref"
+    fresh = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Plain")
+    bsk.ok("tab", "new", f"{site}/counter.html")
+    other_tab = bsk("click", fresh)
+    assert other_tab.code == 4 and other_tab.json["error"]["code"] == "ref_not_found"
+    assert "t1" in other_tab.json["error"]["hint"]
+    # The first tab's refs survive a snapshot of the second tab.
+    bsk.ok("snapshot")
+    bsk.ok("tab", "select", "t1")
+    bsk.ok("click", fresh)
+    assert [h["name"] for h in hits(bsk)] == ["plain"]
+
+
+def test_hover_reveals_menu_and_is_kept(lab: tuple[Bsk, str]) -> None:
+    bsk, snap = lab
+    assert "Settings" not in snap
+    bsk.ok("hover", ref_of(snap, "button", "Menu"))
+    after = bsk.ok("snapshot")["result"]["snapshot"]
+    assert 'link "Settings"' in after
+    assert bsk("eval", "document.querySelector('#hover-zone').matches(':hover')").value is True
+
+
+def test_drag_and_drop(lab: tuple[Bsk, str]) -> None:
+    bsk, _ = lab
+    snap = bsk.ok("snapshot")["result"]["snapshot"]
+    assert "Card" in snap
+    # The slots are plain divs; give them refs through roles.
+    bsk.ok("eval", "for (const id of ['drag-src', 'drop']) "
+           "document.getElementById(id).setAttribute('role', 'button')")
+    snap = bsk.ok("snapshot")["result"]["snapshot"]
+    result = bsk.ok("drag", ref_of(snap, "button", "Card"), ref_of(snap, "button", "Drop here"))
+    assert result["status"] == "completed"
+    assert "dropped:card" in [h["name"] for h in hits(bsk)]
+
+
+def test_scroll_page_element_and_into_view(lab: tuple[Bsk, str]) -> None:
+    bsk, snap = lab
+    page = bsk.ok("scroll", "--dy", "400")["result"]
+    assert page["position"]["y"] >= 300
+    box = bsk.ok("scroll", ref_of(snap, "region", "Scroll box"), "--dy", "300")["result"]
+    assert box["position"]["y"] >= 200
+    far = ref_of(snap, "button", "Far away")
+    bsk.ok("scroll", far, "--into-view")
+    top = bsk("eval", "document.querySelector('#far').getBoundingClientRect().top").value
+    assert 0 <= top < bsk("eval", "innerHeight").value
+    missing = bsk("scroll")
+    assert missing.code == 2 and missing.json["error"]["code"] == "invalid_params"
+
+
+def test_dialogs_are_reported_and_never_hang(lab: tuple[Bsk, str]) -> None:
+    bsk, snap = lab
+    opened = bsk.ok("--timeout", "10", "click", ref_of(snap, "button", "Alert"))
+    assert opened["status"] == "completed"
+    assert opened["result"]["dialog"]["type"] == "alert"
+    assert opened["result"]["dialog"]["message"] == "Saved!"
+    blocked = bsk("eval", "1 + 1")
+    assert blocked.code == 11 and blocked.json["error"]["details"]["reason"] == "dialog_open"
+    assert blocked.json["dispatched"] == "no"
+    assert bsk.ok("dialog", "accept")["result"]["accepted"] is True
+    assert [h["name"] for h in hits(bsk)] == ["after-alert"]
+
+    assert bsk.ok("click", ref_of(snap, "button", "Confirm"))["result"]["dialog"]["type"] == (
+        "confirm")
+    bsk.ok("dialog", "dismiss")
+    bsk.ok("click", ref_of(snap, "button", "Prompt"))
+    bsk.ok("dialog", "accept", "Ada")
+    assert [h["name"] for h in hits(bsk)][1:] == ["confirm:false", "prompt:Ada"]
+    none = bsk("dialog", "accept")
+    assert none.code == 11 and none.json["error"]["details"]["reason"] == "no_dialog"
+
+
+def test_clicks_that_open_tabs_report_them(lab: tuple[Bsk, str]) -> None:
+    bsk, snap = lab
+    blank = bsk.ok("click", ref_of(snap, "link", "Open in new tab"))["result"]
+    assert blank["new_tabs"] == ["t2"]
+    popup = bsk.ok("click", ref_of(snap, "button", "Pop up"))["result"]
+    assert popup["new_tabs"] == ["t3"]
+    tabs = {t["tab_id"]: t for t in bsk.ok("tab", "list")["result"]["tabs"]}
+    assert tabs["t1"]["current"] and set(tabs) == {"t1", "t2", "t3"}
+    bsk.ok("tab", "select", "t2")
+    assert bsk("eval", "document.title").value == "Other"
+
+
+def test_iframes_same_origin_and_out_of_process(bsk: Bsk, site: str, cross_site: str) -> None:
+    port = cross_site.rsplit(":", 1)[1]
+    bsk.ok("open", f"{site}/frames.html?cross={port}")
+    snap = ""
+    for _ in range(50):  # both frames load after the page; snapshot until both are in
+        snap = bsk.ok("snapshot")["result"]["snapshot"]
+        if snap.count('button "Inner button"') == 2:
+            break
+    refs = re.findall(r'button "Inner button" \[ref=(\w+)\]', snap)
+    assert len(refs) == 2, snap
+    assert all(re.fullmatch(r"f\d+e\d+", r) for r in refs), refs
+    for ref in refs:
+        bsk.ok("click", ref)
+    same = bsk("eval", "document.querySelector('#same').contentWindow.clicked").value
+    assert same == 1
+    after = bsk.ok("snapshot")["result"]["snapshot"]
+    assert after.count('button "Inner clicked 1"') == 2, after
+
+
+def test_snapshot_options(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/big-table.html")
+    full = bsk.ok("snapshot")["result"]
+    assert "Customer 42" in full["snapshot"]
+    interactive = bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    assert 'searchbox "Filter orders"' in interactive and 'button "Export"' in interactive
+    assert "Customer" not in interactive
+    assert len(interactive) * 2 <= len(full["snapshot"])
+    cut = bsk.ok("snapshot", "--max-tokens", "200")["result"]
+    assert len(cut["snapshot"]) < 1200 and cut["truncated"]["lines_cut"] > 1000
+    assert "--max-tokens 200" in cut["snapshot"]
+    heading = ref_of(full["snapshot"], "heading", "Orders")
+    sub = bsk.ok("snapshot", "--ref", heading)["result"]["snapshot"]
+    assert sub.startswith('- heading "Orders"') and "Customer" not in sub
+    tree = bsk.ok("snapshot", "--interactive")["result"]
+    assert "tree" in tree  # the CLI's --json asks for the structured tree
+    roles = {n["role"] for n in tree["tree"]}
+    assert {"searchbox", "button"} <= roles
