@@ -103,9 +103,10 @@ def test_cancel_mid_typing_releases_the_held_key(page: tuple[Bsk, str]) -> None:
     assert details["steps_sent"][0] == "keyDown:x"
     assert [c["action"] for c in details["compensation"]] == ["key_released"]
     assert details["compensation"][0]["ok"] is True
-    events = seen(bsk)
-    assert events[-1] == "keyup:x"  # nothing left held down
-    assert events.count("keydown:x") == events.count("keyup:x")
+    held = 0  # nothing is left held down (a release for a press cut off before it
+    for event in seen(bsk):  # reached Chrome is harmless)
+        held = held + 1 if event == "keydown:x" else max(0, held - 1)
+    assert held == 0
 
 
 # -- the key table, without a browser ---------------------------------------------------

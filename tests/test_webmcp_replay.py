@@ -191,6 +191,21 @@ def test_answer_before_the_invoke_reply_is_matched() -> None:
     assert inv.outcome is not None and inv.outcome.response["output"] == 1
 
 
+def test_another_clients_call_of_the_same_tool_is_not_taken_for_ours() -> None:
+    inv = Invocation("echo", MAIN, "page", "page")
+    inv.sent(0.0)
+    theirs = {"toolName": "echo", "frameId": MAIN, "invocationId": "THEIRS"}
+    inv.on_event("page", "WebMCP.toolInvoked", theirs, 0.01)
+    inv.on_event("page", "WebMCP.toolResponded", {"invocationId": "THEIRS",
+                                                  "status": "Completed", "output": 1}, 0.02)
+    inv.replied({"invocationId": "OURS"}, 0.03)  # the reply names ours
+    assert inv.outcome is None and inv.invocation_id == "OURS" and not inv.started
+    inv.on_event("page", "WebMCP.toolInvoked", {**theirs, "invocationId": "OURS"}, 0.04)
+    inv.on_event("page", "WebMCP.toolResponded", {"invocationId": "OURS",
+                                                  "status": "Completed", "output": 2}, 0.05)
+    assert inv.started and inv.outcome is not None and inv.outcome.response["output"] == 2
+
+
 # -- the tool table on recorded orders ----------------------------------------------------
 
 

@@ -83,6 +83,8 @@ class Tab:
         self.crashed: str | None = None  # set while the renderer is dead (reload recovers)
         self.crash_seq = 0
         self.listeners: list[TabListener] = []
+        # (frame id, loader id) -> BrowserSkill's isolated world in that document
+        self.worlds: dict[tuple[str, str], int] = {}
         self.buffers = TabBuffers(handle.session_id)  # console and network ring buffers
         self.listeners.append(self.buffers.on_event)
         self.webmcp = TabTools(handle.session_id, handle.target_id)  # its frames' page tools

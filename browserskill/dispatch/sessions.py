@@ -24,12 +24,14 @@ _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 @dataclass(frozen=True)
 class RefBinding:
-    """What a snapshot ref points at; never re-resolved by role or name."""
+    """What a snapshot ref points at; never re-resolved by role or name.
+
+    The element itself is held by the frame's document (in BrowserSkill's isolated world),
+    so a ref dies with its document."""
 
     tab_id: str
     frame_id: str
     loader_id: str
-    backend_node_id: int
     role: str
     name: str
 
@@ -57,7 +59,7 @@ class Session:
     hover: HoverState | None = None
     popups: dict[str, list[str]] = field(default_factory=dict)  # opener tab -> tabs it opened
     tab_seq: int = 0
-    _ref_seq: int = 0
+    ref_seq: int = 0  # refs handed out so far (e1, e2, …; f1e3 in iframes)
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
@@ -66,9 +68,6 @@ class Session:
         self.tab_seq += 1
         return f"t{self.tab_seq}"
 
-    def next_ref(self) -> str:
-        self._ref_seq += 1
-        return f"e{self._ref_seq}"
 
     def tab(self, tab_id: str | None = None) -> Tab:
         tab_id = tab_id or self.current_tab_id

@@ -6,6 +6,7 @@ gone, the answer is `stale_ref` (nothing dispatched) and the agent snapshots aga
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from browserskill.browser.link import CdpError
@@ -51,16 +52,41 @@ def check_binding(ctx: ToolContext, ref: str) -> tuple[Tab, RefBinding]:
     return tab, binding
 
 
+async def isolated_world(ctx: ToolContext, tab: Tab, frame_id: str) -> int:
+    """BrowserSkill's own JavaScript world in a frame's current document (made on first use).
+
+    Page scripts share the DOM with it but not its globals, so they can't see or change
+    the ref registry kept there."""
+    loader = tab.frames.get(frame_id, "")
+    world = tab.worlds.get((frame_id, loader))
+    if world is None:
+        answer = await ctx.inspect("Page.createIsolatedWorld", {
+            "frameId": frame_id, "worldName": "browserskill"},
+            tab=tab, session_id=tab.session_for_frame(frame_id))
+        world = answer["executionContextId"]
+        for key in [k for k in tab.worlds if k[0] == frame_id]:
+            del tab.worlds[key]  # that document is gone
+        tab.worlds[(frame_id, loader)] = world
+    return world
+
+
 async def resolve(ctx: ToolContext, ref: str) -> Resolved:
     ref = ref.strip()
     tab, binding = check_binding(ctx, ref)
     session_id = tab.session_for_frame(binding.frame_id)
+    world = tab.worlds.get((binding.frame_id, binding.loader_id))
+    if world is None:
+        raise _stale(ref, "the daemon no longer holds its page's refs (it restarted)")
     try:
-        node = await ctx.inspect("DOM.resolveNode", {"backendNodeId": binding.backend_node_id},
-                                 tab=tab, session_id=session_id)
+        found = await ctx.inspect("Runtime.evaluate", {
+            "expression": f"globalThis.__bsk && __bsk.refs.get({json.dumps(ref)})",
+            "contextId": world}, tab=tab, session_id=session_id)
     except CdpError:
-        raise _stale(ref, "its element no longer exists") from None
-    object_id = node["object"]["objectId"]
+        raise _stale(ref, "its page is gone") from None
+    element = found.get("result", {})
+    if element.get("subtype") != "node":
+        raise _stale(ref, "its element no longer exists")
+    object_id = element["objectId"]
     connected = await ctx.inspect("Runtime.callFunctionOn", {
         "objectId": object_id, "functionDeclaration": "function(){return this.isConnected}",
         "returnByValue": True,

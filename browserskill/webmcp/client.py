@@ -203,8 +203,8 @@ class Call:
             now = self.loop.time()
             if m.tick(now):
                 continue
-            if self.tab.gone and m.outcome is None and not self.tab.crashed:
-                m.tab_gone(False, now)
+            if self.tab.gone and m.deadline is None:
+                m.tab_closed(now)
                 continue
             wake = [t for t in (m.deadline, deadline) if t is not None]
             if deadline is not None and now >= deadline:

@@ -12,8 +12,9 @@ tool's frame from the moment the command is sent (a reload can land before the r
   fail GRACE_S after the crash; a recovery navigation does not move that deadline;
 - the frame is detached or its target goes away: fail GRACE_S later;
 - the first `toolResponded` wins; later ones (Chromium sends a second after a
-  tool-initiated reload) are counted and ignored. Answers that arrive before the
-  `invokeTool` reply (they do) are matched through `toolInvoked` or kept until it comes.
+  tool-initiated reload) are counted and ignored. `toolInvoked` and `toolResponded`
+  often arrive before the `invokeTool` reply: they are kept until the reply names the
+  invocation (another client may be calling the same tool).
 
 Feed it with `sent`, `replied`, `reply_failed`, `on_event` and `tick`; read `outcome`
 and `deadline` (when `tick` must next be called).
@@ -62,6 +63,7 @@ class Invocation:
     ignored_responses: int = 0
     log: list[tuple[float, str]] = field(default_factory=list)
     _early: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)
+    _seen_invoked: list[str] = field(default_factory=list)  # before the reply: candidates
     _pending_reason: str = ""
 
     # -- inputs ----------------------------------------------------------------------
@@ -76,8 +78,10 @@ class Invocation:
         self._note(now, f"invokeTool answered {invocation_id}")
         if not invocation_id:
             return self._reject("Chromium answered invokeTool without an invocation id", now)
-        if self.invocation_id is None:
-            self.invocation_id = invocation_id
+        self.invocation_id = invocation_id  # the reply names it: authoritative
+        if invocation_id in self._seen_invoked:
+            self.started = True
+            self._note(now, "toolInvoked (before the reply)")
         early = self._early.pop(invocation_id, None)
         self._early.clear()
         if early is not None:
@@ -128,12 +132,10 @@ class Invocation:
             return self._fail_after(now, CLOSED, "the tab was closed", now)
         return False
 
-    def tab_gone(self, crashed: bool, now: float) -> bool:
-        """The tab reports itself gone without an event we saw (belt and braces)."""
+    def tab_closed(self, now: float) -> bool:
+        """The tab says it is gone though we saw no event for it (belt and braces)."""
         if self.outcome is not None:
             return False
-        if crashed:
-            return self.crashed_at is None and self._crashed(now)
         return self._fail_after(now, CLOSED, "the tab was closed", now)
 
     def tick(self, now: float) -> bool:
@@ -147,16 +149,19 @@ class Invocation:
 
     def _invoked(self, session_id: str, params: dict[str, Any], now: float) -> bool:
         invocation_id = params.get("invocationId")
-        if self.invocation_id is None and not self.started and session_id == self.session_id \
-                and params.get("toolName") == self.tool_name \
-                and params.get("frameId") == self.frame_id:
-            self.invocation_id = invocation_id  # before the invokeTool reply: it happens
+        if self.invocation_id is None:
+            # It often comes before the invokeTool reply; only the reply says which call is
+            # ours (another client may invoke the same tool), so keep it as a candidate.
+            if invocation_id and session_id == self.session_id \
+                    and params.get("toolName") == self.tool_name \
+                    and params.get("frameId") == self.frame_id:
+                self._seen_invoked.append(invocation_id)
+            return False
         if invocation_id != self.invocation_id or self.started:
             return False
         self.started = True
         self._note(now, "toolInvoked")
-        early = self._early.pop(invocation_id or "", None)
-        return self._respond(early, now) if early is not None else True
+        return True
 
     def _responded(self, params: dict[str, Any], now: float) -> bool:
         invocation_id = params.get("invocationId")
@@ -212,8 +217,12 @@ class Invocation:
     # -- reporting -------------------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"invocation_id": self.invocation_id,
-                               "tool_started": self.started}
+        invocation_id, started = self.invocation_id, self.started
+        if invocation_id is None and len(self._seen_invoked) == 1:
+            # No reply (the page crashed in the dispatch window), but the page did start
+            # exactly one call of this tool in this frame meanwhile: that was ours.
+            invocation_id, started = self._seen_invoked[0], True
+        out: dict[str, Any] = {"invocation_id": invocation_id, "tool_started": started}
         if self.doc_changed_at is not None and self.sent_at is not None:
             out["document_changed_after_s"] = round(self.doc_changed_at - self.sent_at, 3)
         if self.crashed_at is not None and self.sent_at is not None:

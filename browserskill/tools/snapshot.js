@@ -1,0 +1,267 @@
+// The accessibility snapshot of one frame, computed in the page (in BrowserSkill's own
+// isolated world, so page scripts can't see or change its ref registry).
+//
+// Chromium's Accessibility.getFullAXTree takes seconds and tens of megabytes on a
+// 5,000-row table; walking the DOM here takes tens of milliseconds. Roles and names
+// follow the ARIA/HTML-AAM mappings and a pragmatic subset of accname.
+//
+// Returns JSON text of {tree, next, iframes}: tree nodes are [role, name, value, states, ref, children]
+// (text nodes are ["text", text]); `iframes` are the <iframe> elements whose frames the
+// caller splices in, by index into `__bsk.iframes`.
+(options) => {
+  const {prefix, next: firstRef, refRoles, rootRef} = options;
+  const bsk = globalThis.__bsk || (globalThis.__bsk = {refs: new Map(), byEl: new WeakMap()});
+  let next = firstRef;
+  const REF_ROLES = new Set(refRoles);
+  bsk.iframes = [];
+
+  const INPUT_ROLES = {
+    button: "button", submit: "button", reset: "button", image: "button",
+    checkbox: "checkbox", radio: "radio", range: "slider", number: "spinbutton",
+    search: "searchbox", email: "textbox", tel: "textbox", text: "textbox", url: "textbox",
+    password: "textbox", date: "textbox", "datetime-local": "textbox", month: "textbox",
+    time: "textbox", week: "textbox", color: "button", file: "button",
+  };
+  const TAG_ROLES = {
+    button: "button", h1: "heading", h2: "heading", h3: "heading", h4: "heading",
+    h5: "heading", h6: "heading", textarea: "textbox", table: "table", tr: "row",
+    td: "cell", ul: "list", ol: "list", li: "listitem", nav: "navigation", main: "main",
+    aside: "complementary", form: "form", dialog: "dialog", option: "option",
+    progress: "progressbar", meter: "meter", hr: "separator", fieldset: "group",
+    details: "group", summary: "button", figure: "figure", article: "article",
+    menu: "list", optgroup: "group", output: "status", iframe: "Iframe", dl: "list",
+    dt: "term", dd: "definition", blockquote: "blockquote", caption: "caption",
+    thead: "rowgroup", tbody: "rowgroup", tfoot: "rowgroup", search: "search",
+  };
+  const NAME_FROM_CONTENT = new Set([
+    "button", "link", "heading", "cell", "gridcell", "columnheader", "rowheader", "option",
+    "tab", "menuitem", "menuitemcheckbox", "menuitemradio", "treeitem", "checkbox", "radio",
+    "switch", "tooltip", "caption", "term", "legend",
+  ]);
+  const SKIP_TAGS = new Set(["script", "style", "noscript", "template", "head", "meta",
+                             "link", "title", "svg"]);
+
+  function roleOf(el) {
+    const explicit = (el.getAttribute("role") || "").trim().split(/\s+/)[0];
+    if (explicit && explicit !== "none" && explicit !== "presentation") return explicit;
+    if (explicit) return "";
+    const tag = el.localName;
+    if (tag === "a" || tag === "area") return el.hasAttribute("href") ? "link" : "";
+    if (tag === "input") {
+      if (el.type === "hidden") return null;
+      if (el.type === "text" || el.type === "search" || el.type === "email" ||
+          el.type === "tel" || el.type === "url") {
+        if (el.list) return "combobox";
+      }
+      return INPUT_ROLES[el.type] || "textbox";
+    }
+    if (tag === "select") return el.multiple || el.size > 1 ? "listbox" : "combobox";
+    if (tag === "img") return el.getAttribute("alt") === "" ? "" : "img";
+    if (tag === "th") return el.closest("thead") || el.scope === "col" ? "columnheader"
+                                                                      : "rowheader";
+    if (tag === "section") return hasLabel(el) ? "region" : "";
+    if (tag === "header") return el.closest("article, aside, main, nav, section") ? ""
+                                                                                  : "banner";
+    if (tag === "footer") return el.closest("article, aside, main, nav, section") ? ""
+                                                                                  : "contentinfo";
+    if (el.isContentEditable && (!el.parentElement || !el.parentElement.isContentEditable))
+      return "textbox";
+    return TAG_ROLES[tag] || "";
+  }
+
+  function hasLabel(el) {
+    return el.hasAttribute("aria-label") || el.hasAttribute("aria-labelledby");
+  }
+
+  function clean(text, limit = 300) {
+    text = (text || "").replace(/\s+/g, " ").trim();
+    return text.length > limit ? text.slice(0, limit) + "…" : text;
+  }
+
+  function textOf(el) {
+    // A leaf's text is its textContent (no layout needed); innerText only when there
+    // are child elements, some of which may be hidden.
+    if (el.childElementCount === 0 || el.innerText === undefined) return clean(el.textContent);
+    return clean(el.innerText);
+  }
+
+  function nameOf(el, role) {
+    const by = el.getAttribute("aria-labelledby");
+    if (by) {
+      const doc = el.ownerDocument;
+      const text = by.split(/\s+/).map(id => {
+        const ref = doc.getElementById(id);
+        return ref ? textOf(ref) : "";
+      }).join(" ").trim();
+      if (text) return clean(text);
+    }
+    const label = el.getAttribute("aria-label");
+    if (label && label.trim()) return clean(label);
+    const tag = el.localName;
+    if (tag === "input" || tag === "textarea" || tag === "select") {
+      if (el.type === "submit" || el.type === "reset" || el.type === "button")
+        return clean(el.value) || (el.type === "submit" ? "Submit" :
+                                   el.type === "reset" ? "Reset" : "");
+      if (el.type === "image") return clean(el.alt) || "Submit";
+      if (el.labels && el.labels.length)
+        return clean([...el.labels].map(l => labelText(l, el)).join(" "));
+      return clean(el.getAttribute("title") || el.getAttribute("placeholder") || "");
+    }
+    if (tag === "img" || tag === "area") return clean(el.getAttribute("alt") || el.title);
+    if (tag === "fieldset") {
+      const legend = el.querySelector(":scope > legend");
+      if (legend) return textOf(legend);
+    }
+    if (tag === "table") {
+      const caption = el.querySelector(":scope > caption");
+      if (caption) return textOf(caption);
+    }
+    if (tag === "iframe") return clean(el.title);
+    if (NAME_FROM_CONTENT.has(role)) return textOf(el) || clean(el.title);
+    return clean(el.title);
+  }
+
+  function labelText(label, control) {
+    // The label's text without the control's own value (a label may wrap its input).
+    let text = "";
+    for (const node of label.childNodes) {
+      if (node === control) continue;
+      text += node.nodeType === 3 ? node.textContent
+            : node.nodeType === 1 && !node.contains(control) ? (node.innerText || "")
+            : node.nodeType === 1 ? labelText(node, control) : "";
+    }
+    return text;
+  }
+
+  function states(el, role) {
+    const out = [];
+    const aria = name => el.getAttribute("aria-" + name);
+    if (role === "checkbox" || role === "radio" || role === "switch" ||
+        role === "menuitemcheckbox" || role === "menuitemradio") {
+      const a = aria("checked");
+      if (a === "mixed") out.push("checked=mixed");
+      else if (el.localName === "input" ? el.checked : a === "true") out.push("checked");
+    }
+    if (el.matches(":disabled") || aria("disabled") === "true") out.push("disabled");
+    const expanded = el.localName === "summary" && el.parentElement &&
+                     el.parentElement.localName === "details"
+                     ? String(el.parentElement.open) : aria("expanded");
+    if (expanded === "true") out.push("expanded");
+    else if (expanded === "false") out.push("expanded=false");
+    if (role === "option" ? (el.localName === "option" ? el.selected
+                                                       : aria("selected") === "true")
+                          : aria("selected") === "true") out.push("selected");
+    const pressed = aria("pressed");
+    if (pressed === "true") out.push("pressed");
+    else if (pressed === "mixed") out.push("pressed=mixed");
+    if (el.required || aria("required") === "true") out.push("required");
+    if (role === "heading") {
+      const level = aria("level") || (/^h[1-6]$/.test(el.localName) ? el.localName[1] : "2");
+      out.push("level=" + level);
+    }
+    if ((el.readOnly && role === "textbox") || aria("readonly") === "true") out.push("readonly");
+    if (aria("invalid") === "true") out.push("invalid");
+    return out;
+  }
+
+  function valueOf(el, role) {
+    const tag = el.localName;
+    if (tag === "input") {
+      if (["checkbox", "radio", "button", "submit", "reset", "image", "file", "color"]
+          .includes(el.type)) return null;
+      if (el.type === "password") return el.value ? "••••" : null;
+      return el.value === "" ? null : clean(el.value, 500);
+    }
+    if (tag === "textarea") return el.value === "" ? null : clean(el.value, 500);
+    if (tag === "select" && role === "combobox") {
+      const opt = el.selectedOptions[0];
+      return opt ? clean(opt.textContent) : null;
+    }
+    if (role === "textbox" && el.isContentEditable) return clean(el.innerText, 500) || null;
+    if (role === "slider" || role === "spinbutton" || role === "progressbar")
+      return el.getAttribute("aria-valuenow") || (el.value !== undefined ? String(el.value)
+                                                                        : null);
+    return null;
+  }
+
+  function visible(el, role) {
+    if (el.getAttribute("aria-hidden") === "true") return false;
+    if (el.localName === "option" || el.localName === "optgroup") return true;
+    // `visibility: hidden` needs the computed style, which costs: checked only where it
+    // matters most, on elements an agent would act on.
+    const shown = REF_ROLES.has(role) ? el.checkVisibility({visibilityProperty: true})
+                                      : el.checkVisibility();
+    return shown || getComputedStyle(el).display === "contents";
+  }
+
+  function refFor(el) {
+    let ref = bsk.byEl.get(el);
+    if (ref && bsk.refs.get(ref) === el) return ref;
+    ref = prefix + "e" + (next++);
+    bsk.refs.set(ref, el);
+    bsk.byEl.set(el, ref);
+    return ref;
+  }
+
+  function children(el) {
+    if (el.shadowRoot) return el.shadowRoot.childNodes;
+    if (el.localName === "slot") return el.assignedNodes({flatten: true});
+    return el.childNodes;
+  }
+
+  // Walks `parent`'s children into `out`; `parentText` suppresses text nodes that only
+  // repeat their parent's name.
+  function walk(parent, out, parentText) {
+    for (const node of children(parent)) {
+      if (node.nodeType === 3) {
+        const text = clean(node.textContent);
+        if (text && text !== parentText && !(parentText && parentText.includes(text)))
+          out.push(["text", text]);
+        continue;
+      }
+      if (node.nodeType !== 1) continue;
+      const el = node;
+      if (SKIP_TAGS.has(el.localName)) continue;
+      const role = roleOf(el);
+      if (role === null) continue;
+      if (el.localName !== "slot" && !visible(el, role)) {
+        if (el.localName !== "select" && getComputedStyle(el).display === "none") continue;
+        if (getComputedStyle(el).visibility === "hidden") { walk(el, out, parentText); continue; }
+        continue;
+      }
+      if (!role || role === "generic" || role === "paragraph" || role === "rowgroup") {
+        // A label's words already name its control: don't repeat them as text.
+        const labelled = el.localName === "label" && el.control ? clean(el.textContent) : "";
+        walk(el, out, labelled || parentText);
+        continue;
+      }
+      const name = nameOf(el, role);
+      const item = [role, name, valueOf(el, role), states(el, role),
+                    REF_ROLES.has(role) ? refFor(el) : null, []];
+      if (role === "Iframe") {
+        item[5] = bsk.iframes.length;  // index: the caller splices the frame's tree in
+        bsk.iframes.push(el);
+      } else if (el.localName === "select") {
+        for (const opt of el.options) {
+          item[5].push(["option", clean(opt.textContent), null,
+                        opt.selected ? ["selected"] : [], null, []]);
+        }
+      } else if (!(el.localName === "input" || el.localName === "textarea")) {
+        walk(el, item[5], name);
+      }
+      out.push(item);
+    }
+  }
+
+  const tree = [];
+  if (rootRef) {
+    const el = bsk.refs.get(rootRef);
+    if (!el || !el.isConnected) return JSON.stringify({missing: true, next});
+    // Walk just this element: as the only child of a stand-in parent.
+    walk({childNodes: [el], localName: "", shadowRoot: null}, tree, "");
+  } else {
+    walk(document.body ? document.documentElement : document, tree, "");
+  }
+  // One string: the protocol serializes it far faster than a deep value.
+  return JSON.stringify({tree, next, iframes: bsk.iframes.length});
+}
