@@ -79,7 +79,7 @@ def test_html_of_document_and_element(page: tuple[Bsk, str]) -> None:
     cut = bsk.ok("html", "--max-chars", "100")["result"]
     assert cut["truncated"] is True and cut["chars"] == 100
     assert cut["total_chars"] == whole["total_chars"]
-    box = bsk.ok("html", ref_of(snap, "image", "Blue box"))["result"]
+    box = bsk.ok("html", ref_of(snap, "(?:img|image)", "Blue box"))["result"]
     assert box["html"] == '<div id="box" role="img" aria-label="Blue box"></div>'
     text = bsk("html", "--max-chars", "100", as_json=False)
     assert "raise --max-chars" in text.stdout
@@ -135,7 +135,7 @@ def test_screenshot_full_page_and_element(page: tuple[Bsk, str], tmp_path: Path)
     assert full["full_page"] is True
     assert full["height"] > 3000 > view["height"]
     assert png_size((tmp_path / "full.png").read_bytes()) == (full["width"], full["height"])
-    box = ref_of(snap, "image", "Blue box")
+    box = ref_of(snap, "(?:img|image)", "Blue box")
     element = bsk.ok("screenshot", "--ref", box, str(tmp_path / "box.png"))["result"]
     assert (element["width"], element["height"]) == (200, 100)
     both = bsk("screenshot", "--ref", box, "--full-page")
