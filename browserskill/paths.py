@@ -4,18 +4,33 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def socket_file() -> str:
+    """The daemon's socket, as a string, without importing pathlib (the CLI's fast path)."""
+    return os.path.join(state_dir_name(), "bsk.sock")
+
+
+def state_dir_name() -> str:
+    env = os.environ.get("BSK_HOME")
+    if env:
+        return os.path.realpath(os.path.expanduser(env))
+    home = os.path.expanduser("~")
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Application Support", "browserskill")
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(home, ".local", "state")
+    return os.path.join(base, "browserskill")
 
 
 def state_dir() -> Path:
     """`BSK_HOME`, else the platform's per-user state directory."""
-    env = os.environ.get("BSK_HOME")
-    if env:
-        return Path(env).expanduser().resolve()
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "browserskill"
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "browserskill"
+    from pathlib import Path
+
+    return Path(state_dir_name())
 
 
 def ensure_state_dir(home: Path | None = None) -> Path:

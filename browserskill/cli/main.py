@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import quote
+from collections import namedtuple
 
 from browserskill import __version__, paths
 from browserskill.cli import render
 from browserskill.cli.transport import DaemonLost, DaemonUnreachable, request
 from browserskill.errors import CODES, BskError, exit_code, invalid
 from browserskill.tools.catalog import BY_WORDS, TOOLS, Param, ToolSpec
+
+TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_SESSION = "default"
 
@@ -38,15 +39,17 @@ def valid_op_id(text: str) -> bool:
     return text.startswith("op_") and _id_like(text, "_-")
 
 
-@dataclass
 class Globals:
-    session: str = field(default_factory=lambda: os.environ.get("BSK_SESSION") or DEFAULT_SESSION)
-    json: bool = False
-    wait: bool = False
-    timeout: float | None = None
-    key: str | None = None
-    help: bool = False
-    session_given: bool = False  # -s/--session was on the line (not just the default)
+    """The options every command takes (a plain class: dataclasses cost start-up time)."""
+
+    def __init__(self) -> None:
+        self.session: str = os.environ.get("BSK_SESSION") or DEFAULT_SESSION
+        self.json = False
+        self.wait = False
+        self.timeout: float | None = None
+        self.key: str | None = None
+        self.help = False
+        self.session_given = False  # -s/--session was on the line (not just the default)
 
 
 _VALUE_OPTS = {"--session": "session", "-s": "session", "--timeout": "timeout", "--key": "key"}
@@ -181,7 +184,7 @@ def parse_tool_args(spec: ToolSpec, args: list[str]) -> dict[str, Any]:
 class Client:
     def __init__(self, g: Globals) -> None:
         self.g = g
-        self.sock = str(paths.socket_path())
+        self.sock = paths.socket_file()
         self._spawned = False
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None, *,
@@ -227,7 +230,7 @@ def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[st
         headers["Idempotency-Key"] = g.key
     try:
         _, _, answer = client.call(
-            "POST", f"/v1/sessions/{quote(g.session, safe='')}/tools/{spec.name}", body,
+            "POST", f"/v1/sessions/{g.session}/tools/{spec.name}", body,
             headers=headers, timeout=g.timeout or spec.default_timeout_s,
         )
     except KeyboardInterrupt:
@@ -345,7 +348,7 @@ def _stop_one(client: Client, sid: str) -> Any:
         raise invalid("session", f"{sid!r} is not a session id")
     query = "?wait=true" if client.g.wait else ""
     try:
-        return client.call("DELETE", f"/v1/sessions/{quote(sid, safe='')}{query}",
+        return client.call("DELETE", f"/v1/sessions/{sid}{query}",
                            spawn=False)[2]
     except DaemonUnreachable:
         raise BskError("session_not_found", f"no session {sid!r}: the daemon is not running",
@@ -374,7 +377,7 @@ def cmd_daemon_start(client: Client, args: list[str]) -> Any:
         sys.exit(daemon_main(daemon_args))
     from browserskill.cli.spawn import reachable
 
-    if reachable(paths.socket_path()):
+    if reachable(paths.socket_file()):
         info = client.call("GET", "/v1/daemon", spawn=False)[2]
         info["already_running"] = True
         if args:
@@ -409,7 +412,7 @@ def cmd_daemon_stop(client: Client, args: list[str]) -> Any:
     _no_args("daemon stop", args)
     from browserskill.cli.spawn import reachable
 
-    sock = paths.socket_path()
+    sock = paths.socket_file()
     try:
         answer = client.call("POST", "/v1/daemon/stop", spawn=False)[2]
     except DaemonUnreachable:
@@ -427,7 +430,7 @@ def cmd_daemon_status(client: Client, args: list[str]) -> Any:
     try:
         return {"running": True, **client.call("GET", "/v1/daemon", spawn=False)[2]}
     except DaemonUnreachable:
-        return {"running": False, "socket": str(paths.socket_path())}
+        return {"running": False, "socket": paths.socket_file()}
 
 
 def _op_id(args: list[str], usage: str) -> str:
@@ -458,7 +461,7 @@ def cmd_op_list(client: Client, args: list[str]) -> Any:
     if args[:1] == ["--all"]:
         args = args[1:]
     elif client.g.session:
-        query += "&session=" + quote(client.g.session, safe="")
+        query += "&session=" + client.g.session
     _no_args("op list [--all]", args)
     return client.call("GET", "/v1/ops" + query)[2]
 
@@ -488,12 +491,8 @@ def _no_args(command: str, args: list[str]) -> None:
         raise invalid("arguments", f"unexpected argument {args[0]!r}", hint=f"usage: bsk {command}")
 
 
-@dataclass(frozen=True)
-class Control:
-    words: tuple[str, ...]
-    run: Callable[[Client, list[str]], Any]
-    usage: str
-    summary: str
+# words: the command's words; run(client, args) -> answer; usage; summary.
+Control = namedtuple("Control", "words run usage summary")
 
 
 CONTROL: tuple[Control, ...] = (

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from browserskill.errors import CODES
+
+TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
+if TYPE_CHECKING:
+    from typing import Any
 
 Words = tuple[str, ...]
 

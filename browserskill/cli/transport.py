@@ -6,9 +6,12 @@ process with `Connection: close` needs none of it.
 
 from __future__ import annotations
 
+import _socket  # the C module: `socket` itself costs ~5 ms of enum set-up per call
 import json
-import socket
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class DaemonUnreachable(Exception):
@@ -37,7 +40,7 @@ def request(
         lines.append(f"{name}: {value}")
     raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
 
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         try:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import dataclass
-from typing import Any
+from collections import namedtuple
 
 from browserskill.errors import BskError, invalid
+
+TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Effect(enum.Enum):
@@ -28,21 +31,23 @@ class Effect(enum.Enum):
         return self is Effect.READ
 
 
-@dataclass(frozen=True)
-class Param:
-    name: str
-    type: str  # string | integer | number | boolean | array
-    help: str
-    required: bool = False
-    default: Any = None
-    choices: tuple[Any, ...] = ()
-    minimum: float | None = None
-    maximum: float | None = None
-    max_length: int | None = None
-    positional: bool = False  # on the CLI: a positional argument, not --flag
-    nargs: str | None = None  # CLI nargs for positional arrays ("+" or "*")
-    path: bool = False  # a local file path: the CLI makes it absolute
-    blank_ok: bool = False  # a required string that may be empty or blank (text to type)
+# Records are namedtuples, not dataclasses: dataclasses would add ~15 ms to every `bsk`.
+_ParamFields = namedtuple(
+    "_ParamFields",
+    [
+        "name", "type", "help",  # type: string | integer | number | boolean | array | object
+        "required", "default", "choices", "minimum", "maximum", "max_length",
+        "positional",  # on the CLI: a positional argument, not --flag
+        "nargs",  # CLI nargs for positional arrays ("+" or "*")
+        "path",  # a local file path: the CLI makes it absolute
+        "blank_ok",  # a required string that may be empty or blank (text to type)
+    ],
+    defaults=(False, None, (), None, None, None, False, None, False, False),
+)
+
+
+class Param(_ParamFields):
+    __slots__ = ()
 
     @property
     def flag(self) -> str:
@@ -65,17 +70,20 @@ class Param:
         return s
 
 
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    words: tuple[str, ...]  # CLI command words, e.g. ("tab", "new")
-    effect: Effect
-    summary: str
-    params: tuple[Param, ...] = ()
-    example: str = ""
-    default_timeout_s: float = 30.0
-    json_param: str | None = None  # a boolean param the CLI's --json also turns on
-    timeout_range_s: tuple[float, float] | None = None  # deadlines it accepts, if limited
+_ToolFields = namedtuple(
+    "_ToolFields",
+    [
+        "name", "words",  # words: CLI command words, e.g. ("tab", "new")
+        "effect", "summary", "params", "example", "default_timeout_s",
+        "json_param",  # a boolean param the CLI's --json also turns on
+        "timeout_range_s",  # (low, high) deadlines it accepts, if limited
+    ],
+    defaults=((), "", 30.0, None, None),
+)
+
+
+class ToolSpec(_ToolFields):
+    __slots__ = ()
 
     def input_schema(self) -> dict[str, Any]:
         return {
