@@ -453,7 +453,7 @@ class Client(_Base):
             except KeyboardInterrupt:
                 self._cancel_quietly(req.op_id)
                 raise
-            if attempt < self.retries and key is None and _should_retry(status, headers):
+            if attempt < self.retries and _should_retry(status, headers):
                 time.sleep(_retry_delay(headers, self.retry_max_delay))
                 continue
             return Result.from_dict(_check(status, headers, body))
@@ -592,7 +592,7 @@ class AsyncClient(_Base):
                                      timeout=timeout, key=key, detach=detach,
                                      op_id=op_id if attempt == 0 else None)
             status, headers, body = await self._send_cancellable(req)
-            if attempt < self.retries and key is None and _should_retry(status, headers):
+            if attempt < self.retries and _should_retry(status, headers):
                 await asyncio.sleep(_retry_delay(headers, self.retry_max_delay))
                 continue
             return Result.from_dict(_check(status, headers, body))

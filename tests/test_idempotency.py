@@ -56,3 +56,19 @@ def test_keys_survive_a_daemon_restart(fresh_bsk: Bsk, site: str) -> None:
     # Nothing ran again: the new daemon recorded no new operation for the session.
     ops = s.ok("op", "list")["ops"]
     assert [o["op_id"] for o in ops if o["tool"] == "eval"] == [first["op_id"]]
+
+
+def test_a_key_refused_as_busy_stays_free_for_the_retry(bsk: Bsk, site: str) -> None:
+    from conftest import live_ops, wait_until
+
+    bsk.ok("open", f"{site}/counter.html")
+    holder = bsk.popen("eval", "await slow('holder', 2000)")
+    wait_until(lambda: live_ops(bsk, "dispatched"), what="holder dispatched")
+    refused = bsk("--key", "k-5", "eval", "window.effects += 1")
+    assert refused.code == 5 and refused.json["retry_safe"] is True
+    holder.communicate(timeout=60)
+    retried = bsk.ok("--key", "k-5", "eval", "window.effects += 1")
+    assert retried["op_id"] != refused.json["op_id"] and retried["result"]["value"] == 1
+    again = bsk.ok("--key", "k-5", "eval", "window.effects += 1")
+    assert again["op_id"] == retried["op_id"]
+    assert bsk("eval", "window.effects").value == 1

@@ -145,13 +145,11 @@ def build_app(daemon: Daemon) -> Any:
     async def finish(op: Operation, detach: bool, request: Request) -> Response:
         """Answer when the operation ends; a caller that hangs up first cancels it."""
         if not detach:
-            ended = asyncio.ensure_future(op.done.wait())
             gone = asyncio.ensure_future(_disconnected(request))
             try:
-                await asyncio.wait({ended, gone}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({op.done.future, gone}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 gone.cancel()
-                ended.cancel()
             if not op.done.is_set():
                 dispatcher.cancel(op.op_id, "client_disconnected")
         return op_response(op.to_result())
@@ -195,12 +193,14 @@ def build_app(daemon: Daemon) -> Any:
     async def create_session(request: Request) -> Response:
         body = await json_body(request)
         sid, label = body.pop("session_id", None), body.pop("label", None)
-        for name, value in (("session_id", sid), ("label", label)):
+        browser = body.pop("browser", None)
+        for name, value in (("session_id", sid), ("label", label), ("browser", browser)):
             if value is not None and not isinstance(value, str):
                 raise invalid(name, "must be a string")
         if body:
-            raise invalid(next(iter(body)), "unknown field (accepted: session_id, label)")
-        session = await daemon.sessions.create(sid, label)
+            raise invalid(next(iter(body)), "unknown field (accepted: session_id, label, "
+                                            "browser)")
+        session = await daemon.sessions.create(sid, label, browser)
         return respond(session.summary(), status=201)
 
     @guarded
@@ -259,6 +259,14 @@ def build_app(daemon: Daemon) -> Any:
                         "sessions": len(daemon.sessions.sessions)})
 
     @guarded
+    async def browsers(request: Request) -> Response:
+        hub = daemon.extensions
+        if hub is None:
+            return respond({"listening": False, "browsers": [],
+                            "hint": "start the daemon with --extension-port PORT"})
+        return respond({"listening": True, **hub.info()})
+
+    @guarded
     async def doctor(request: Request) -> Response:
         return respond(await daemon.doctor())
 
@@ -294,6 +302,7 @@ def build_app(daemon: Daemon) -> Any:
         Route("/v1/daemon", daemon_info, methods=["GET"]),
         Route("/v1/daemon/stop", stop_daemon, methods=["POST"]),
         Route("/v1/doctor", doctor, methods=["GET"]),
+        Route("/v1/browsers", browsers, methods=["GET"]),
         Route("/v1/tools", tools, methods=["GET"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
         Route("/v1/sessions", create_session, methods=["POST"]),

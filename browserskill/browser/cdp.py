@@ -17,10 +17,10 @@ import websockets
 
 from browserskill.browser.link import (
     CdpError,
-    CommandTimeout,
     EventHandler,
     LinkClosed,
     TargetHandle,
+    await_reply,
 )
 
 log = logging.getLogger(__name__)
@@ -58,14 +58,14 @@ class CdpLink:
     def close_reason(self) -> str | None:
         return self._closed_reason
 
-    async def send(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, *,
         session_id: str | None = None,
-        timeout: float = 30.0,
-    ) -> dict[str, Any]:
+    ) -> asyncio.Future[dict[str, Any]]:
+        """Send a command; return the future of its reply (no task, no deadline yet).
+
+        Whoever holds the future may fail it early (a tab whose page opened a dialog);
+        the reply, if it still comes, is then dropped."""
         if self._closed_reason is not None:
             raise LinkClosed(self._closed_reason)
         self._next_id += 1
@@ -75,17 +75,27 @@ class CdpLink:
             message["sessionId"] = session_id
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = (method, fut)
+        fut.add_done_callback(lambda _: self._pending.pop(msg_id, None))
         try:
             await self._ws.send(json.dumps(message))
-            async with asyncio.timeout(timeout):
-                return await fut
-        except TimeoutError:
-            raise CommandTimeout(f"{method}: no answer within {timeout:g}s") from None
         except websockets.ConnectionClosed as e:
             self._mark_closed(f"connection closed: {e}")
             raise LinkClosed(self._closed_reason or "closed") from None
-        finally:
-            self._pending.pop(msg_id, None)
+        except BaseException:
+            fut.cancel()
+            raise
+        return fut
+
+    async def send(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+        timeout: float = 30.0,
+    ) -> dict[str, Any]:
+        fut = await self.request(method, params, session_id=session_id)
+        return await await_reply(method, fut, timeout)
 
     def subscribe(self, session_id: str | None, handler: EventHandler) -> Callable[[], None]:
         handlers = self._subscribers.setdefault(session_id, [])

@@ -7,6 +7,7 @@ DevTools WebSocket directly; an extension link relays the same messages through
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -36,6 +37,19 @@ class CdpError(LinkError):
         self.message = message
 
 
+async def await_reply(method: str, fut: asyncio.Future[dict[str, Any]],
+                      timeout: float) -> dict[str, Any]:
+    """Await a reply future with a deadline; a late reply is then dropped."""
+    try:
+        async with asyncio.timeout(timeout):
+            return await fut
+    except TimeoutError:
+        raise CommandTimeout(f"{method}: no answer within {timeout:g}s") from None
+    finally:
+        if not fut.done():
+            fut.cancel()
+
+
 @dataclass(frozen=True)
 class TargetHandle:
     target_id: str
@@ -45,6 +59,13 @@ class TargetHandle:
 class BrowserLink(Protocol):
     @property
     def closed(self) -> bool: ...
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, *,
+        session_id: str | None = None,
+    ) -> asyncio.Future[dict[str, Any]]:
+        """Send; return the reply's future (which the caller may fail early)."""
+        ...
 
     async def send(
         self,

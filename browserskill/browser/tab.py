@@ -18,7 +18,14 @@ from typing import Any
 
 from browserskill.browser.buffers import DOMAINS as OBSERVED_DOMAINS
 from browserskill.browser.buffers import TabBuffers
-from browserskill.browser.link import BrowserLink, CdpError, LinkClosed, LinkError, TargetHandle
+from browserskill.browser.link import (
+    BrowserLink,
+    CdpError,
+    LinkClosed,
+    LinkError,
+    TargetHandle,
+    await_reply,
+)
 from browserskill.webmcp.tools import TabTools
 
 log = logging.getLogger(__name__)
@@ -49,9 +56,6 @@ class DialogOpened(Exception):
         self.dialog = dialog
 
 
-def _consume(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()  # answered after we stopped waiting: nothing to do with it
 
 
 @dataclass
@@ -83,6 +87,7 @@ class Tab:
         self.crashed: str | None = None  # set while the renderer is dead (reload recovers)
         self.crash_seq = 0
         self.listeners: list[TabListener] = []
+        self._in_flight: set[asyncio.Future[dict[str, Any]]] = set()
         # (frame id, loader id) -> BrowserSkill's isolated world in that document
         self.worlds: dict[tuple[str, str], int] = {}
         self.buffers = TabBuffers(handle.session_id)  # console and network ring buffers
@@ -147,18 +152,19 @@ class Tab:
         """
         if self.gone:
             raise TabGone(self.gone)
-        reply = asyncio.ensure_future(self.link.send(
-            method, params, session_id=session_id or self.session_id, timeout=timeout))
-        reply.add_done_callback(lambda _: self._wake())
+        reply = await self.link.request(method, params, session_id=session_id or self.session_id)
+        self._in_flight.add(reply)
         try:
-            await self.until(reply.done, timeout + 1)
-        except DialogOpened:
-            reply.add_done_callback(_consume)
-            raise
-        except BaseException:
-            reply.cancel()
-            raise
-        return reply.result()
+            return await await_reply(method, reply, timeout)
+        finally:
+            self._in_flight.discard(reply)
+
+    def _fail_in_flight(self, error: Exception) -> None:
+        """The page can't answer what is pending (a dialog blocks it, it crashed, it closed)."""
+        for reply in list(self._in_flight):
+            if not reply.done():
+                reply.set_exception(error)
+                reply.exception()  # retrieved here if nobody is left to await it
 
     def session_for_frame(self, frame_id: str) -> str:
         return self.frame_session.get(frame_id, self.session_id)
@@ -237,6 +243,7 @@ class Tab:
             self.dialog = {k: params.get(k) for k in ("type", "message", "defaultPrompt", "url")}
             self.dialog_session = session_id
             self.dialog_seq += 1
+            self._fail_in_flight(DialogOpened(self.dialog))
         elif method == "Page.javascriptDialogClosed":
             self.dialog = None
         elif method == "Input.dragIntercepted":
@@ -278,11 +285,13 @@ class Tab:
         if not self.crashed:
             self.crashed = "the tab's renderer crashed"
             self.crash_seq += 1
+            self._fail_in_flight(TabCrashed(self.crashed))
         self._wake()
 
     def mark_gone(self, reason: str) -> None:
         if not self.gone:
             self.gone = reason
+            self._fail_in_flight(TabGone(reason))
         self._wake()
 
     def _wake(self) -> None:

@@ -21,7 +21,7 @@ from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, Operation
 from browserskill.dispatch.queue import CANCELLED, TIMED_OUT
 from browserskill.dispatch.sessions import Session, SessionManager
-from browserskill.errors import BskError, invalid
+from browserskill.errors import SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog, registry
 from browserskill.tools.context import ToolContext
 
@@ -84,7 +84,8 @@ class Dispatcher:
         timeout_s = timeout_ms / 1000 if timeout_ms else spec.default_timeout_s
         op.deadline = asyncio.get_running_loop().time() + timeout_s
         self._remember(op)
-        self.journal.record(op)
+        # Journaled when it starts waiting, or when it is dispatched (most calls find the
+        # session free: one write instead of two).
         op.task = asyncio.create_task(self._run(op, session, wait), name=op.op_id)
         return op
 
@@ -122,15 +123,23 @@ class Dispatcher:
 
     async def _run(self, op: Operation, session: Session, wait: bool) -> None:
         try:
-            got = await session.queue.acquire(op, wait=wait, deadline=op.deadline)
+            got = await session.queue.acquire(op, wait=wait, deadline=op.deadline,
+                                              on_queued=lambda: self.journal.record(op))
             if got == TIMED_OUT:
                 raise session.queue.busy_error(
                     f"session {session.id} was still busy when this call's deadline passed")
             if got == CANCELLED:
                 raise self._cancelled_before_dispatch(op)
+            if session.browser is not None:  # an extension browser: connected? user's Stop?
+                session.browser.before_dispatch(op, session)
             await self._dispatch(op, session)
         except BskError as e:
             op.fail(e)
+            if op.idempotency_key and e.code in SHOULD_RETRY and op.dispatched == "no":
+                # Refused before dispatch (busy, no browser): the key stays free for the
+                # retry the answer invites.
+                self._keys.pop((op.session_id, op.idempotency_key), None)
+                op.idempotency_key = None
         except Exception as e:
             log.exception("operation %s (%s) failed with a bug", op.op_id, op.tool)
             op.fail(BskError("internal", f"internal error: {e}",
@@ -148,15 +157,12 @@ class Dispatcher:
         op.state = DISPATCHED
         op.note(DISPATCHED)
         self.journal.record(op)
-        ctx = ToolContext(op, session, self.sessions, self.browser, self.state_dir)
+        ctx = ToolContext(op, session, self.sessions, session.browser or self.browser,
+                          self.state_dir)
         work = asyncio.create_task(self.handlers[op.tool](ctx, op.params))
-        tripped = asyncio.ensure_future(op.cancel_event.wait())
-        try:
-            timeout = max(0.0, op.deadline - asyncio.get_running_loop().time())
-            await asyncio.wait({work, tripped}, timeout=timeout,
-                               return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            tripped.cancel()
+        timeout = max(0.0, op.deadline - asyncio.get_running_loop().time())
+        await asyncio.wait({work, op.tripped.future}, timeout=timeout,
+                           return_when=asyncio.FIRST_COMPLETED)
         if not work.done():
             await self._interrupt(op, ctx, work, op.cancel_reason or "deadline")
             return
@@ -279,10 +285,16 @@ class Dispatcher:
                         hint="nothing reached the page; call again if you still want it",
                         details={"reason": reason}, dispatched="no")
 
-    def _link_lost(self, reason: str) -> None:
-        """A dead link ends everything on it at once: dispatched ops unknown, queued unavailable."""
+    def _link_lost(self, reason: str, session_ids: set[str] | None = None) -> None:
+        """A dead link ends everything on it at once: dispatched ops unknown, queued unavailable.
+
+        `session_ids`: the sessions on that link (an extension browser's); None: the
+        daemon's own browser, i.e. every session not bound to an extension browser."""
         for op in list(self.ops.values()):
-            if not op.ended:
+            session = self.sessions.sessions.get(op.session_id)
+            on_link = (op.session_id in session_ids if session_ids is not None
+                       else session is None or session.browser is None)
+            if not op.ended and on_link:
                 op.request_cancel("link_lost")
 
     # -- control ---------------------------------------------------------------------

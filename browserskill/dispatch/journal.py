@@ -63,11 +63,19 @@ class Journal:
             None if op.error is None else json.dumps(op.error),
             op.created_at, op.ended_at, json.dumps(op.timeline),
         )
-        self.db.execute(
-            f"INSERT OR REPLACE INTO ops ({', '.join(_COLUMNS)}) "
-            f"VALUES ({', '.join('?' * len(_COLUMNS))})",
-            row,
-        )
+        if op.journaled:  # later writes touch only what changes (no index rewrites)
+            self.db.execute(
+                "UPDATE ops SET idempotency_key=?, state=?, status=?, dispatched=?, "
+                "retry_safe=?, result=?, error=?, ended_at=?, timeline=? WHERE op_id=?",
+                (*row[4:11], row[12], row[13], op.op_id),
+            )
+        else:
+            self.db.execute(
+                f"INSERT OR REPLACE INTO ops ({', '.join(_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(_COLUMNS))})",
+                row,
+            )
+            op.journaled = True
         self._writes += 1
         if op.state == ENDED and self._writes % 500 == 0:
             self.prune()

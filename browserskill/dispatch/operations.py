@@ -26,6 +26,24 @@ def iso(ts: float | None) -> str | None:
     )
 
 
+class Once:
+    """A one-shot signal on a plain future: awaitable, and usable in `asyncio.wait`
+    without a task per waiter (the hot path of every call)."""
+
+    def __init__(self) -> None:
+        self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def set(self) -> None:
+        if not self.future.done():
+            self.future.set_result(None)
+
+    def is_set(self) -> bool:
+        return self.future.done()
+
+    async def wait(self) -> None:
+        await asyncio.shield(self.future)  # a cancelled waiter must not cancel the signal
+
+
 @dataclass
 class Operation:
     session_id: str
@@ -45,10 +63,11 @@ class Operation:
     # Live-only state (not journaled as columns):
     deadline: float = 0.0  # event-loop time
     effect_sent: bool = False  # a command that may change the page went out
+    journaled: bool = False  # its row exists in the journal
     steps_sent: list[str] = field(default_factory=list)
     cancel_reason: str | None = None  # why its scope was tripped: cancel, deadline, …
-    cancel_event: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
-    done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    tripped: Once = field(default_factory=lambda: Once(), repr=False)  # a cancel came
+    done: Once = field(default_factory=lambda: Once(), repr=False)  # it has ended
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -68,7 +87,7 @@ class Operation:
         if self.cancel_reason is None:
             self.cancel_reason = reason
             self.note("cancel_requested", reason)
-            self.cancel_event.set()
+            self.tripped.set()
         return True
 
     @property

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 
 from browserskill.dispatch.operations import Operation
 from browserskill.errors import BskError
@@ -36,9 +37,10 @@ class SessionQueue:
     def queued(self) -> list[Operation]:
         return [op for op, fut in self._waiting if not fut.done()]
 
-    async def acquire(self, op: Operation, *, wait: bool, deadline: float) -> str:
+    async def acquire(self, op: Operation, *, wait: bool, deadline: float,
+                      on_queued: Callable[[], None] | None = None) -> str:
         """Take the slot: at once, or (with wait) FIFO until the deadline or a cancel."""
-        if op.cancel_event.is_set():
+        if op.tripped.is_set():
             return CANCELLED
         if self.holder is None and not self._waiting:
             self.holder = op
@@ -48,20 +50,20 @@ class SessionQueue:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (op, fut)
         self._waiting.append(entry)
-        cancel = asyncio.ensure_future(op.cancel_event.wait())
+        if on_queued is not None:
+            on_queued()
         try:
             timeout = max(0.0, deadline - asyncio.get_running_loop().time())
-            await asyncio.wait({fut, cancel}, timeout=timeout,
+            await asyncio.wait({fut, op.tripped.future}, timeout=timeout,
                                return_when=asyncio.FIRST_COMPLETED)
         finally:
-            cancel.cancel()
             if not fut.done():
                 fut.cancel()
                 self._waiting.remove(entry)
-        if op.cancel_event.is_set() or fut.cancelled():
+        if op.tripped.is_set() or fut.cancelled():
             if not fut.cancelled():
                 self.release(op)  # handed the slot just as the cancel came: pass it on
-            return CANCELLED if op.cancel_event.is_set() else TIMED_OUT
+            return CANCELLED if op.tripped.is_set() else TIMED_OUT
         return ACQUIRED
 
     def release(self, op: Operation) -> None:

@@ -60,6 +60,9 @@ class Session:
     popups: dict[str, list[str]] = field(default_factory=dict)  # opener tab -> tabs it opened
     tab_seq: int = 0
     ref_seq: int = 0  # refs handed out so far (e1, e2, …; f1e3 in iframes)
+    # Set for a session in an extension browser (its AgentWindow); None: the daemon's own.
+    browser: Any = None
+    user_interrupted: bool = False  # the user pressed Stop: the next change is refused once
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
@@ -107,6 +110,7 @@ class Session:
             "current_tab": self.current_tab_id,
             "busy": holder.holder_summary() if holder else None,
             "queued": len(self.queue.queued),
+            **({"browser": self.browser.describe()} if self.browser is not None else {}),
         }
 
 
@@ -115,6 +119,7 @@ class SessionManager:
         self.browser = browser
         self.store = store
         self.sessions: dict[str, Session] = {}
+        self.extensions: Any = None  # ExtensionHub, when the extension listener is on
         browser.popup_handler = self._popup
 
     def persist(self, session: Session) -> None:
@@ -189,7 +194,8 @@ class SessionManager:
             return await self.create(DEFAULT_SESSION)
         return self.get(session_id)
 
-    async def create(self, session_id: str | None = None, label: str | None = None) -> Session:
+    async def create(self, session_id: str | None = None, label: str | None = None,
+                     browser: str | None = None) -> Session:
         if session_id is None:
             session_id = "s_" + secrets.token_hex(4)
         elif not _SESSION_ID.match(session_id):
@@ -198,11 +204,17 @@ class SessionManager:
             raise invalid("session_id", f"session {session_id!r} already exists",
                           hint="pick another id, or use it with --session")
         session = Session(session_id, label)
+        if browser not in (None, "embedded"):
+            from browserskill.browser.extension import bind_session
+
+            session.browser = bind_session(self.extensions, browser, session)
         self.sessions[session_id] = session  # reserve the id while the first tab opens
         try:
-            tab = await self.browser.new_tab(session.next_tab_id())
+            tab = await (session.browser or self.browser).new_tab(session.next_tab_id())
         except BaseException:
             del self.sessions[session_id]
+            if session.browser is not None:
+                await session.browser.session_ended()
             raise
         session.add_tab(tab)
         self.store.save(session)
@@ -210,10 +222,13 @@ class SessionManager:
 
     async def close(self, session: Session, reason: str = "stopped") -> list[str]:
         closed = []
+        browser = session.browser or self.browser
         for tab in list(session.tabs.values()):
-            await self.browser.close_tab(tab)
+            await browser.close_tab(tab)
             closed.append(tab.tab_id)
             session.forget_tab(tab.tab_id)
+        if session.browser is not None:
+            await session.browser.session_ended()
         self.sessions.pop(session.id, None)
         self.store.end(session.id, reason)
         return closed

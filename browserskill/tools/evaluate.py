@@ -14,22 +14,29 @@ _PRIMITIVES = ("undefined", "string", "number", "boolean", "bigint", "symbol")
 
 @implements("eval")
 async def evaluate(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    try:
-        answer = await ctx.act("Runtime.evaluate", {
-            "expression": params["expression"],
-            "awaitPromise": True,
-            # Console semantics: top-level await, re-declarable let/const.
-            "replMode": True,
-            "userGesture": True,
-            "objectGroup": _GROUP,
-        })
-        if "exceptionDetails" not in answer:
-            answer = await _settle(ctx, answer["result"])
-    finally:
-        await ctx.inspect("Runtime.releaseObjectGroup", {"objectGroup": _GROUP})
+    answer = await ctx.act("Runtime.evaluate", {
+        "expression": params["expression"],
+        "awaitPromise": True,
+        # Console semantics: top-level await, re-declarable let/const.
+        "replMode": True,
+        "userGesture": True,
+        "objectGroup": _GROUP,
+    })
+    holds_objects = "objectId" in answer.get("result", {}) or "exceptionDetails" in answer
+    if holds_objects:  # release the page objects this made (a primitive made none)
+        ctx.on_cancel("remote_objects_released", lambda: _release(ctx), undoes_effect=False)
+        try:
+            if "exceptionDetails" not in answer:
+                answer = await _settle(ctx, answer["result"])
+        finally:
+            await _release(ctx)
     if "exceptionDetails" in answer:
         return _thrown(ctx, answer["exceptionDetails"])
     return _value(answer["result"])
+
+
+async def _release(ctx: ToolContext) -> None:
+    await ctx.inspect("Runtime.releaseObjectGroup", {"objectGroup": _GROUP})
 
 
 async def _settle(ctx: ToolContext, remote: dict[str, Any]) -> dict[str, Any]:
