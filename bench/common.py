@@ -7,6 +7,7 @@ the project's venv (`.venv/bin/python bench/NAME.py`).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import http.server
 import json
 import math
@@ -15,6 +16,7 @@ import platform
 import resource
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -23,12 +25,15 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 BSK = ROOT / ".venv" / "bin" / "bsk"  # the console script, as users run it
+TEST_PAGES = ROOT / "tests" / "pages"
 PYTHON = ROOT / ".venv" / "bin" / "python"
 
 PAGE = b"""<!doctype html><html><head><title>Bench</title><link rel="icon" href="data:,">
@@ -205,6 +210,88 @@ def page_server() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextlib.contextmanager
+def fixture_sites(extra: dict[str, bytes] | None = None) -> Iterator[tuple[str, str]]:
+    """tests/pages (plus `extra` pages by path, e.g. {"/x.html": b"..."}) on two loopback
+    servers; yield their bases: "http://127.0.0.1:P" and "http://localhost:Q" (another
+    site, so Chromium runs its frames out of process, as in tests/conftest.py).
+    /favicon.ico answers 204, so no tool logs a 404 for it."""
+    pages = dict(extra or {})
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/favicon.ico" or path in pages:
+                body = pages.get(path, b"")
+                self.send_response(200 if body else 204)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            super().do_GET()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                               partial(Handler, directory=str(TEST_PAGES)))
+               for _ in range(2)]
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield (f"http://127.0.0.1:{servers[0].server_address[1]}",
+               f"http://localhost:{servers[1].server_address[1]}")
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
+# -- the HTTP API --------------------------------------------------------------------------
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("bsk", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self.unix_path)
+        self.sock = sock
+
+
+def api(sock: str, method: str, path: str, body: Any = None,
+        timeout: float = 120) -> tuple[int, dict[str, str], Any, float]:
+    """One call to the daemon's HTTP API on a new connection: status, headers, JSON body,
+    and the wall time (ms) from connect to the last byte of the answer."""
+    conn = _UnixHTTPConnection(sock, timeout)
+    payload = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"} if payload is not None else {}
+    try:
+        t0 = time.perf_counter()
+        conn.request(method, path, body=payload, headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+        wall = 1000 * (time.perf_counter() - t0)
+        return response.status, dict(response.getheaders()), json.loads(data), wall
+    finally:
+        conn.close()
+
+
+def stamp(iso: str) -> float:
+    """An API timestamp ("2026-11-30T09:07:27.391Z") as epoch seconds."""
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def op_ms(answer: dict[str, Any]) -> float:
+    """An operation's own time (ms), from its result's started_at to ended_at (1 ms
+    resolution: the stamps carry milliseconds)."""
+    return 1000 * (stamp(answer["ended_at"]) - stamp(answer["started_at"]))
 
 
 # -- figures -----------------------------------------------------------------------------

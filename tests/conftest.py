@@ -300,3 +300,120 @@ def cdp(endpoint: str, target_id: str, method: str, params: dict[str, Any] | Non
             msg = json.loads(ws.recv(timeout=10))
             if msg.get("id") == 2:
                 return msg
+
+
+# -- the user's own browser, through the BrowserSkill extension ------------------------
+
+EXTENSION_DIR = Path(__file__).resolve().parent.parent / "extension"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def browser_cdp(chromium: Chromium, method: str, params: dict[str, Any] | None = None,
+                *, session_of: str | None = None) -> dict[str, Any]:
+    """One CDP command over the browser's own DevTools endpoint (a second client, as a
+    user's DevTools would be); with `session_of`, to that target (attached flat)."""
+    from websockets.sync.client import connect
+
+    endpoint = chromium.devtools("/json/version")["webSocketDebuggerUrl"]
+    with connect(endpoint, max_size=None) as ws:
+        session = None
+        if session_of:
+            ws.send(json.dumps({"id": 1, "method": "Target.attachToTarget",
+                                "params": {"targetId": session_of, "flatten": True}}))
+            while session is None:
+                msg = json.loads(ws.recv(timeout=10))
+                if msg.get("id") == 1:
+                    if "error" in msg:
+                        raise AssertionError(msg["error"])
+                    session = msg["result"]["sessionId"]
+        out: dict[str, Any] = {"id": 2, "method": method, "params": params or {}}
+        if session:
+            out["sessionId"] = session
+        ws.send(json.dumps(out))
+        while True:
+            msg = json.loads(ws.recv(timeout=30))
+            if msg.get("id") == 2:
+                if "error" in msg:
+                    raise AssertionError(f"{method}: {msg['error']}")
+                return msg["result"]
+
+
+@dataclass
+class ExtensionBrowser:
+    """A headless Chromium with extension/ loaded, connected to a daemon of its own."""
+
+    chromium: Chromium
+    bsk: Bsk
+    port: int
+
+    def worker_eval(self, expression: str) -> Any:
+        """Evaluate in the extension's service worker (as its options page would act)."""
+        def worker() -> str | None:
+            targets = browser_cdp(self.chromium, "Target.getTargets")["targetInfos"]
+            return next((t["targetId"] for t in targets if t["type"] == "service_worker"
+                         and t["url"].startswith("chrome-extension://")), None)
+
+        target = wait_until(worker, 20, "the extension's service worker")
+        result = browser_cdp(self.chromium, "Runtime.evaluate",
+                             {"expression": expression, "awaitPromise": True,
+                              "returnByValue": True}, session_of=target)
+        assert "exceptionDetails" not in result, result["exceptionDetails"]
+        return result["result"].get("value")
+
+    def page_targets(self) -> list[dict[str, Any]]:
+        return [t for t in browser_cdp(self.chromium, "Target.getTargets")["targetInfos"]
+                if t["type"] == "page"]
+
+    def connected(self) -> list[dict[str, Any]]:
+        r = self.bsk("browsers")
+        return [b for b in r.json.get("browsers", []) if b["connected"]] if r.code == 0 else []
+
+
+@pytest.fixture
+def ext_browser(make_bsk: Callable[..., Bsk], tmp_path: Path) -> Iterator[ExtensionBrowser]:
+    """A daemon with its extension listener on a free port, and a headless Chromium
+    that loads extension/ and is pointed at that port; connected when yielded."""
+    port = free_port()
+    runner = make_bsk(BSK_EXTENSION_PORT=str(port))
+    runner.ok("daemon", "start")
+    executable = launcher.find_browser()
+    assert executable, "no Chromium on this machine"
+    profile = Path(tempfile.mkdtemp(prefix="bsk-test-ext-"))
+    args = launcher.launch_args(executable, profile)
+    args.insert(-1, f"--load-extension={EXTENSION_DIR}")
+    log = open(tmp_path / "chromium.log", "ab")
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                            start_new_session=True)
+    try:
+        port_file = profile / "DevToolsActivePort"
+
+        def devtools_port() -> int | None:
+            assert proc.poll() is None, f"Chromium exited with {proc.returncode}"
+            lines = port_file.read_text().splitlines() if port_file.exists() else []
+            return int(lines[0]) if len(lines) >= 2 else None
+
+        chromium = Chromium(proc, wait_until(devtools_port, 30, "Chromium's DevTools port"),
+                            profile)
+        ext = ExtensionBrowser(chromium, runner, port)
+        # What the options page does (remote DevTools don't see `chrome` in extensions).
+        assert ext.worker_eval(f"bsk.configure({{port: {port}, label: 'test-browser'}})")
+        wait_until(ext.connected, 20, "the extension to connect to the daemon")
+        yield ext
+    finally:
+        stop_for_good(runner)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        log.close()
+        shutil.rmtree(profile, ignore_errors=True)

@@ -306,23 +306,29 @@ def outcome(answer: Any) -> tuple[dict[str, Any], int]:
 
 
 def cmd_session_start(client: Client, args: list[str]) -> Any:
-    sid, label = None, None
+    sid, label, browser = None, None, None
     i = 0
     while i < len(args):
-        if args[i] in ("--label", "-l") and i + 1 < len(args):
-            label = args[i + 1]
+        if args[i] in ("--label", "-l", "--browser") and i + 1 < len(args):
+            if args[i] == "--browser":
+                browser = args[i + 1]
+            else:
+                label = args[i + 1]
             i += 2
             continue
         if args[i].startswith("--label="):
             label = args[i].split("=", 1)[1]
+        elif args[i].startswith("--browser="):
+            browser = args[i].split("=", 1)[1]
         elif _looks_like_option(args[i]):
-            raise invalid(args[i].lstrip("-"), "unknown option (accepted: --label)")
+            raise invalid(args[i].lstrip("-"), "unknown option (accepted: --label, --browser)")
         elif sid is None:
             sid = args[i]
         else:
             raise invalid("arguments", f"unexpected argument {args[i]!r}")
         i += 1
-    body = {k: v for k, v in (("session_id", sid), ("label", label)) if v is not None}
+    body = {k: v for k, v in (("session_id", sid), ("label", label), ("browser", browser))
+            if v is not None}
     return client.call("POST", "/v1/sessions", body)[2]
 
 
@@ -353,6 +359,11 @@ def _stop_one(client: Client, sid: str) -> Any:
     except DaemonUnreachable:
         raise BskError("session_not_found", f"no session {sid!r}: the daemon is not running",
                        details={"session_id": sid}) from None
+
+
+def cmd_browsers(client: Client, args: list[str]) -> Any:
+    _no_args("browsers", args)
+    return client.call("GET", "/v1/browsers")[2]
 
 
 def cmd_status(client: Client, args: list[str]) -> Any:
@@ -496,8 +507,12 @@ Control = namedtuple("Control", "words run usage summary")
 
 
 CONTROL: tuple[Control, ...] = (
-    Control(("session", "start"), cmd_session_start, "session start [ID] [--label L]",
-            "Start a session (its own tab); use it with -s ID or BSK_SESSION=ID."),
+    Control(("session", "start"), cmd_session_start,
+            "session start [ID] [--label L] [--browser extension|ID|LABEL]",
+            "Start a session (its own tab); use it with -s ID or BSK_SESSION=ID. With "
+            "--browser, in the user's browser (extension): its own Agent Window."),
+    Control(("browsers",), cmd_browsers, "browsers",
+            "Browsers connected through the BrowserSkill extension (id, label, version)."),
     Control(("session", "list"), cmd_session_list, "session list", "List sessions."),
     Control(("session", "stop"), cmd_session_stop, "session stop [ID | --all]",
             "Stop a session and close its tabs (after its running operation)."),

@@ -38,10 +38,21 @@ def parser() -> argparse.ArgumentParser:
                    default=env_float("BSK_IDLE_TIMEOUT", 1800),
                    help="exit after this many seconds with no sessions and no requests; "
                         "0 = never (default 1800) [env BSK_IDLE_TIMEOUT]")
+    tcp = os.environ.get("BSK_TCP_PORT")
+    p.add_argument("--tcp-port", type=int, default=int(tcp) if tcp and tcp.isdigit() else None,
+                   help="also serve the HTTP API on 127.0.0.1:PORT (0 = any free port), "
+                        "with the bearer token from STATE_DIR/token; off by default "
+                        "[env BSK_TCP_PORT]")
     p.add_argument("--cleanup-timeout", type=float,
                    default=env_float("BSK_CLEANUP_TIMEOUT", 2.0),
                    help="seconds a cancelled operation may spend on compensation before it "
                         "ends outcome_unknown (default 2) [env BSK_CLEANUP_TIMEOUT]")
+    p.add_argument("--extension-port", type=int,
+                   default=int(os.environ["BSK_EXTENSION_PORT"])
+                   if os.environ.get("BSK_EXTENSION_PORT", "").isdigit() else None,
+                   help="listen on 127.0.0.1:PORT for the BrowserSkill extension (the "
+                        "extension's default is 47800; off unless given) "
+                        "[env BSK_EXTENSION_PORT]"),
     p.add_argument("--journal-max-age", type=float,
                    default=env_float("BSK_JOURNAL_MAX_AGE", 7 * 86400),
                    help="drop ended operations older than this many seconds (default 7 days)")
@@ -70,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve(config, idle_timeout=args.idle_timeout,
                           journal_max_age_s=args.journal_max_age,
                           journal_max_count=args.journal_max_count,
-                          cleanup_timeout_s=args.cleanup_timeout))
+                          cleanup_timeout_s=args.cleanup_timeout,
+                          extension_port=args.extension_port,
+                          tcp_port=args.tcp_port))
     except AlreadyRunning as e:
         print(f"bsk daemon: {e}", file=sys.stderr)
         return 3

@@ -20,7 +20,7 @@ from browserskill.dispatch.sessions import SessionManager
 class Daemon:
     def __init__(self, home: Path, browser_config: BrowserConfig, *,
                  idle_timeout: float, journal_max_age_s: float, journal_max_count: int,
-                 cleanup_timeout_s: float = 2.0) -> None:
+                 cleanup_timeout_s: float = 2.0, extension_port: int | None = None) -> None:
         self.home = home
         self.version = __version__
         self.pid = os.getpid()
@@ -37,7 +37,14 @@ class Daemon:
         self.dispatcher = Dispatcher(self.journal, self.sessions, self.browser, home,
                                      cleanup_timeout_s=cleanup_timeout_s)
         self.readopted: dict[str, list[str]] = {}
+        self.extensions = None  # the extension listener (ExtensionHub), when asked for
+        if extension_port is not None:
+            from browserskill.browser.extension import ExtensionHub, wire
+
+            self.extensions = ExtensionHub(extension_port)
+            wire(self.extensions, self.sessions, self.dispatcher)
         self.requests_in_flight = 0
+        self.tcp_port: int | None = None  # the optional loopback TCP listener
         self._last_activity = time.monotonic()
         self.stop_event = asyncio.Event()
         self.stop_reason = ""
@@ -59,6 +66,7 @@ class Daemon:
             "pid": self.pid,
             "version": self.version,
             "socket": str(paths.socket_path(self.home)),
+            "tcp": f"http://127.0.0.1:{self.tcp_port}" if self.tcp_port else None,
             "home": str(self.home),
             "uptime_s": round(time.time() - self.started, 1),
             "idle_timeout_s": self.idle_timeout,

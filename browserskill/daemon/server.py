@@ -16,6 +16,7 @@ import uvicorn
 
 from browserskill import paths
 from browserskill.api.app import build_app
+from browserskill.api.tcp_guard import TcpGuard, load_token
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.core import Daemon
 
@@ -57,14 +58,15 @@ def bind_socket(path: Path) -> socket.socket:
 
 async def serve(
     browser_config: BrowserConfig, *, idle_timeout: float, journal_max_age_s: float,
-    journal_max_count: int, cleanup_timeout_s: float = 2.0,
+    journal_max_count: int, cleanup_timeout_s: float = 2.0, extension_port: int | None = None,
+    tcp_port: int | None = None,
 ) -> None:
     home = paths.ensure_state_dir()
     lock_fd = take_lock(home)
     sock_path = paths.socket_path(home)
     daemon = Daemon(home, browser_config, idle_timeout=idle_timeout,
                     journal_max_age_s=journal_max_age_s, journal_max_count=journal_max_count,
-                    cleanup_timeout_s=cleanup_timeout_s)
+                    cleanup_timeout_s=cleanup_timeout_s, extension_port=extension_port)
     if any(daemon.reconciled.values()):
         log.warning("reconciled operations left by a previous daemon: %s", daemon.reconciled)
     try:
@@ -73,8 +75,18 @@ async def serve(
         log.warning("re-adopting sessions failed: %s", e)
     if any(daemon.readopted.values()):
         log.warning("sessions after restart: %s", daemon.readopted)
-    sock = bind_socket(sock_path)
-    config = uvicorn.Config(build_app(daemon), log_level="warning", access_log=False,
+    if daemon.extensions is not None:
+        await daemon.extensions.start()  # a port already taken stops the start: say so
+    sockets = [bind_socket(sock_path)]
+    app = build_app(daemon)
+    if tcp_port is not None:
+        tcp = socket.create_server(("127.0.0.1", tcp_port))  # loopback only, by design
+        daemon.tcp_port = tcp.getsockname()[1]
+        app = TcpGuard(app, load_token(home), daemon.tcp_port)
+        sockets.append(tcp)
+        log.info("also listening on http://127.0.0.1:%d (bearer token in %s/token)",
+                 daemon.tcp_port, home)
+    config = uvicorn.Config(app, log_level="warning", access_log=False,
                             lifespan="off", timeout_graceful_shutdown=5, http="httptools")
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
@@ -82,7 +94,7 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, daemon.request_stop, f"signal {sig.name}")
     log.info("daemon %s listening on %s (pid %d)", daemon.version, sock_path, daemon.pid)
-    server_task = asyncio.create_task(server.serve(sockets=[sock]))
+    server_task = asyncio.create_task(server.serve(sockets=sockets))
     idle_task = asyncio.create_task(_idle_watch(daemon))
     try:
         stop_wait = asyncio.create_task(daemon.stop_event.wait())
@@ -94,6 +106,9 @@ async def serve(
         for session in list(daemon.sessions.sessions.values()):
             with contextlib.suppress(Exception):
                 await daemon.sessions.close(session, "the daemon was stopped")
+        if daemon.extensions is not None:
+            with contextlib.suppress(Exception):
+                await daemon.extensions.stop()
         await daemon.browser.shutdown()
         server.should_exit = True
         with contextlib.suppress(Exception):

@@ -1,0 +1,469 @@
+// BrowserSkill's service worker: one WebSocket to the daemon on 127.0.0.1, relaying CDP
+// through chrome.debugger for the sessions' tabs, tab/window operations through
+// chrome.tabs/windows, and the in-page UI (agent overlay with a stop button, borrow prompt).
+
+import {
+  DEFAULT_PORT, HEARTBEAT_MS, MIN_PROTOCOL, PROTOCOL, backoffDelay,
+  restrictedReason, validPort,
+} from "./lib.js";
+
+const HANDSHAKE_MS = 5_000;
+const KEEPALIVE_ALARM = "bsk-keepalive";
+
+let ws = null;
+const link = { state: "disconnected", error: "", port: null, since: Date.now(), daemon: null };
+let failures = 0;
+let reconnectTimer = null;
+let heartbeat = null;
+// session id -> {label, windowId}; tab id -> session id for borrowed tabs. Mirrored to
+// chrome.storage.session so a restarted worker (MV3 idles them) still knows them.
+let agent = {};
+let borrowed = {};
+const attached = new Set();
+const prompts = new Map(); // prompt token -> {tabId, finish(answer)}
+let ready = null;
+
+function restore() {
+  ready ??= chrome.storage.session.get(["agent", "borrowed"]).then((s) => {
+    agent = s.agent || {};
+    borrowed = s.borrowed || {};
+  });
+  return ready;
+}
+
+function save() {
+  return chrome.storage.session.set({ agent, borrowed });
+}
+
+async function settings() {
+  const s = await chrome.storage.local.get(["port", "label", "instance_id"]);
+  if (!s.instance_id) {
+    s.instance_id = crypto.randomUUID();
+    await chrome.storage.local.set({ instance_id: s.instance_id });
+  }
+  return { port: validPort(s.port) || DEFAULT_PORT, label: s.label || "", instanceId: s.instance_id };
+}
+
+async function browserInfo() {
+  const ua = navigator.userAgentData;
+  let brands = ua?.brands || [];
+  try {
+    brands = (await ua.getHighEntropyValues(["fullVersionList"])).fullVersionList || brands;
+  } catch { /* the plain brand list will do */ }
+  const pick = brands.find((b) => /Edge|Chrome|Chromium|Brave|Opera/.test(b.brand) && b.brand !== "Chromium")
+    || brands.find((b) => b.brand === "Chromium");
+  if (pick) return { name: pick.brand, version: pick.version };
+  const m = navigator.userAgent.match(/(Chrome|Chromium)\/([\d.]+)/);
+  return { name: m ? m[1] : "Chromium", version: m ? m[2] : "" };
+}
+
+// -- the connection -----------------------------------------------------------------
+
+async function connect() {
+  if (ws) return;
+  clearTimeout(reconnectTimer);
+  reconnectTimer = null;
+  await restore();
+  const cfg = await settings();
+  if (ws) return;
+  link.port = cfg.port;
+  setState("connecting");
+  let sock;
+  try {
+    sock = new WebSocket(`ws://127.0.0.1:${cfg.port}/`);
+  } catch (e) {
+    link.error = String(e);
+    return retry();
+  }
+  ws = sock;
+  const handshakeTimer = setTimeout(() => {
+    if (link.state !== "connected") {
+      link.error = "no handshake answer within 5 s";
+      sock.close();
+    }
+  }, HANDSHAKE_MS);
+  sock.onopen = async () => {
+    sock.send(JSON.stringify({
+      type: "hello", protocol: PROTOCOL, min_protocol: MIN_PROTOCOL,
+      instance_id: cfg.instanceId, label: cfg.label, browser: await browserInfo(),
+      extension_version: chrome.runtime.getManifest().version,
+      sessions: await openAgentSessions(),
+    }));
+  };
+  sock.onmessage = (e) => {
+    let msg;
+    try { msg = JSON.parse(e.data); } catch { return; }
+    if (msg.type === "welcome") {
+      clearTimeout(handshakeTimer);
+      failures = 0;
+      link.error = "";
+      link.daemon = { version: msg.daemon_version, protocol: msg.protocol };
+      setState("connected");
+      heartbeat = setInterval(() => send({ type: "ping", t: Date.now() }), msg.heartbeat_ms || HEARTBEAT_MS);
+      return;
+    }
+    if (msg.type === "sessions") {
+      reconcile(msg.sessions || []);
+      return;
+    }
+    if (msg.type === "refused") {
+      link.error = `the daemon refused: ${msg.reason}`;
+      return;
+    }
+    if (msg.type === "pong") return;
+    if (msg.id !== undefined) handle(msg);
+  };
+  sock.onerror = () => { link.error ||= `cannot reach the daemon on 127.0.0.1:${cfg.port}`; };
+  sock.onclose = () => {
+    clearTimeout(handshakeTimer);
+    if (ws !== sock) return;
+    ws = null;
+    clearInterval(heartbeat);
+    heartbeat = null;
+    setState("disconnected");
+    retry();
+  };
+}
+
+function retry() {
+  if (reconnectTimer) return;
+  const delay = backoffDelay(failures++);
+  reconnectTimer = setTimeout(() => { reconnectTimer = null; connect(); }, delay);
+}
+
+function reconnectNow() {
+  failures = 0;
+  if (ws) {
+    const old = ws;
+    ws = null;
+    clearInterval(heartbeat);
+    old.close();
+  }
+  clearTimeout(reconnectTimer);
+  reconnectTimer = null;
+  connect();
+}
+
+function setState(state) {
+  link.state = state;
+  link.since = Date.now();
+  chrome.action.setBadgeText({ text: state === "connected" ? "" : "off" }).catch(() => {});
+}
+
+function send(msg) {
+  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+}
+
+// -- requests from the daemon --------------------------------------------------------
+
+class OpError extends Error {
+  constructor(code, message) { super(message); this.code = code; }
+}
+
+async function handle(msg) {
+  try {
+    const fn = OPS[msg.op];
+    if (!fn) throw new OpError("unknown_op", `unknown operation ${msg.op}`);
+    const result = await fn(msg);
+    send({ id: msg.id, result: result ?? {} });
+  } catch (e) {
+    send({ id: msg.id, error: { code: e.code || "browser_error", message: String(e.message || e) } });
+  }
+}
+
+async function checkAllowed(tabId) {
+  let tab;
+  try { tab = await chrome.tabs.get(tabId); } catch { throw new OpError("no_tab", `no tab ${tabId}`); }
+  const why = restrictedReason(tab.pendingUrl || tab.url);
+  if (why) throw new OpError("restricted", `BrowserSkill does not touch ${why} (${tab.pendingUrl || tab.url})`);
+  return tab;
+}
+
+const OPS = {
+  async cdp({ tabId, sessionId, method, params }) {
+    const target = sessionId ? { tabId, sessionId } : { tabId };
+    try {
+      return await chrome.debugger.sendCommand(target, method, params || {});
+    } catch (e) {
+      // chrome.debugger folds the CDP error object into its message: {"code":..,"message":..}
+      const text = String(e.message || e);
+      try {
+        const err = JSON.parse(text);
+        throw new OpError("cdp", JSON.stringify({ code: err.code, message: err.message, data: err.data }));
+      } catch (parsed) {
+        if (parsed instanceof OpError) throw parsed;
+      }
+      throw new OpError("cdp", JSON.stringify({ code: -32000, message: text }));
+    }
+  },
+  async attach({ tabId }) {
+    await checkAllowed(tabId);
+    if (!attached.has(tabId)) {
+      try {
+        await chrome.debugger.attach({ tabId }, "1.3");
+      } catch (e) {
+        if (!/already attached/i.test(String(e.message))) throw new OpError("attach_failed", String(e.message || e));
+      }
+      attached.add(tabId);
+    }
+    const info = await chrome.debugger.sendCommand({ tabId }, "Target.getTargetInfo", {});
+    return { targetId: info.targetInfo.targetId, url: info.targetInfo.url, title: info.targetInfo.title };
+  },
+  async detach({ tabId }) {
+    attached.delete(tabId);
+    try { await chrome.debugger.detach({ tabId }); } catch { /* already gone */ }
+    return {};
+  },
+  async window_create({ session_id, label, url }) {
+    await restore();
+    const win = await chrome.windows.create({ url: url || "about:blank", focused: false, type: "normal" });
+    agent[session_id] = { label: label || "", windowId: win.id };
+    await save();
+    return { windowId: win.id, tabId: win.tabs[0].id };
+  },
+  async tab_create({ windowId, url }) {
+    const tab = await chrome.tabs.create({ windowId, url: url || "about:blank", active: true });
+    return { tabId: tab.id };
+  },
+  async tab_close({ tabId }) {
+    attached.delete(tabId);
+    try { await chrome.tabs.remove(tabId); } catch { /* already closed */ }
+    return {};
+  },
+  async tab_activate({ tabId }) {
+    await chrome.tabs.update(tabId, { active: true });
+    return {};
+  },
+  async window_close({ windowId }) {
+    try { await chrome.windows.remove(windowId); } catch { /* already closed */ }
+    return {};
+  },
+  async tabs_query() {
+    await restore();
+    const agentWindows = new Map(Object.entries(agent).map(([sid, a]) => [a.windowId, sid]));
+    const tabs = await chrome.tabs.query({});
+    return {
+      tabs: tabs.map((t) => ({
+        tabId: t.id, windowId: t.windowId, index: t.index, url: t.pendingUrl || t.url || "",
+        title: t.title || "", active: t.active, agent_session: agentWindows.get(t.windowId) || null,
+        borrowed_by: borrowed[t.id] || null, restricted: restrictedReason(t.pendingUrl || t.url),
+      })),
+    };
+  },
+  async tab_get({ tabId }) {
+    try {
+      const t = await chrome.tabs.get(tabId);
+      return { tab: { tabId: t.id, windowId: t.windowId, index: t.index, url: t.url, title: t.title } };
+    } catch {
+      return { tab: null };
+    }
+  },
+  async tab_move({ tabId, windowId, index, borrowed_by }) {
+    await restore();
+    const moved = await chrome.tabs.move(tabId, { windowId, index: index ?? -1 });
+    await chrome.tabs.update(tabId, { active: true });
+    if (borrowed_by) borrowed[tabId] = borrowed_by; else delete borrowed[tabId];
+    await save();
+    const t = Array.isArray(moved) ? moved[0] : moved;
+    return { windowId: t.windowId, index: t.index };
+  },
+  // Put a borrowed tab back: its original window and index, or the most recent normal
+  // window that is not an Agent Window, or a new window of its own.
+  async tab_restore({ tabId, windowId, index }) {
+    await restore();
+    await hideOverlay(tabId);
+    let fallback = null;
+    let win = null;
+    try { win = await chrome.windows.get(windowId); } catch { win = null; }
+    const agentWindows = new Set(Object.values(agent).map((a) => a.windowId));
+    if (!win) {
+      const normal = (await chrome.windows.getAll({ windowTypes: ["normal"] }))
+        .filter((w) => !agentWindows.has(w.id));
+      if (normal.length) {
+        win = normal.find((w) => w.focused) || normal[normal.length - 1];
+        fallback = "the original window is gone: moved to another window";
+        index = -1;
+      }
+    }
+    let t;
+    if (win) {
+      const moved = await chrome.tabs.move(tabId, { windowId: win.id, index: index ?? -1 });
+      t = Array.isArray(moved) ? moved[0] : moved;
+    } else {
+      const w = await chrome.windows.create({ tabId, focused: false });
+      t = w.tabs[0];
+      fallback = "the original window is gone: the tab is in a new window";
+    }
+    delete borrowed[tabId];
+    await save();
+    return { windowId: t.windowId, index: t.index, fallback };
+  },
+  async overlay({ tabId, session_id, label, on }) {
+    if (on) await showOverlay(tabId, { mode: "agent", session_id, label });
+    else await hideOverlay(tabId);
+    return {};
+  },
+  async borrow_prompt({ tabId, session_id, label, timeout_s }) {
+    return await askBorrow(tabId, session_id, label, timeout_s);
+  },
+  async session_bind({ session_id, label, windowId }) {
+    await restore();
+    agent[session_id] = { label: label || "", windowId };
+    await save();
+    return {};
+  },
+  async session_end({ session_id }) {
+    await restore();
+    delete agent[session_id];
+    for (const [tabId, sid] of Object.entries(borrowed)) if (sid === session_id) delete borrowed[tabId];
+    await save();
+    return {};
+  },
+};
+
+async function openAgentSessions() {
+  await restore();
+  const out = [];
+  for (const [sid, a] of Object.entries(agent)) {
+    try {
+      const win = await chrome.windows.get(a.windowId, { populate: true });
+      out.push({ session_id: sid, label: a.label, windowId: a.windowId,
+        tabs: win.tabs.map((t) => ({ tabId: t.id, url: t.url })) });
+    } catch {
+      delete agent[sid];
+    }
+  }
+  await save();
+  return out;
+}
+
+// The daemon says which sessions it still has for this browser; forget the others.
+async function reconcile(live) {
+  await restore();
+  const keep = new Set(live);
+  for (const sid of Object.keys(agent)) if (!keep.has(sid)) delete agent[sid];
+  for (const [tabId, sid] of Object.entries(borrowed)) if (!keep.has(sid)) delete borrowed[tabId];
+  await save();
+}
+
+// -- in-page UI ------------------------------------------------------------------------
+
+async function inject(tabId, config) {
+  await chrome.scripting.executeScript({ target: { tabId }, files: ["overlay.js"] });
+  return (await chrome.scripting.executeScript({
+    target: { tabId }, func: (cfg) => globalThis.__bskOverlay.show(cfg), args: [config],
+  }))[0]?.result;
+}
+
+async function showOverlay(tabId, config) {
+  try { await inject(tabId, config); } catch { /* a page we may not script: no overlay */ }
+}
+
+async function hideOverlay(tabId) {
+  try {
+    await chrome.scripting.executeScript({
+      target: { tabId }, func: () => globalThis.__bskOverlay?.hide(),
+    });
+  } catch { /* gone */ }
+}
+
+// Ask the user in the tab itself. Any answer but an explicit, trusted "approve" within the
+// countdown is a deny: it fails closed.
+function askBorrow(tabId, sessionId, label, timeoutS) {
+  const token = crypto.randomUUID();
+  const seconds = Math.max(1, Math.min(300, Number(timeoutS) || 30));
+  return new Promise((resolve) => {
+    let done = false;
+    const timer = setTimeout(() => finish({ approved: false, reason: "timeout" }), seconds * 1000);
+    function finish(answer) {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      prompts.delete(token);
+      hideOverlay(tabId);
+      resolve(answer);
+    }
+    prompts.set(token, { tabId, finish });
+    checkAllowed(tabId)
+      .then(() => inject(tabId, { mode: "borrow", token, session_id: sessionId, label, seconds }))
+      .catch((e) => finish({ approved: false, reason: "no_prompt", message: String(e.message || e) }));
+  });
+}
+
+chrome.runtime.onMessage.addListener((msg, sender, reply) => {
+  if (msg?.type === "status") {
+    restore().then(async () => reply({
+      link, agent, borrowed, instance_id: (await settings()).instanceId,
+    }));
+    return true;
+  }
+  if (msg?.type === "reconnect") {
+    reconnectNow();
+    reply({});
+    return false;
+  }
+  const tabId = sender.tab?.id;
+  if (msg?.type === "borrow_answer" && tabId !== undefined) {
+    const p = prompts.get(msg.token);
+    if (p && p.tabId === tabId) p.finish({ approved: msg.approved === true, reason: msg.approved === true ? "approved" : "denied" });
+    return false;
+  }
+  if (msg?.type === "stop" && tabId !== undefined) {
+    restore().then(() => send({ type: "interrupt", session_id: msg.session_id, tabId }));
+    return false;
+  }
+  return false;
+});
+
+// -- browser events ----------------------------------------------------------------------
+
+chrome.debugger.onEvent.addListener((source, method, params) => {
+  if (source.tabId === undefined) return;
+  send({ type: "event", tabId: source.tabId, sessionId: source.sessionId, method, params });
+});
+
+chrome.debugger.onDetach.addListener((source, reason) => {
+  if (source.tabId === undefined) return;
+  attached.delete(source.tabId);
+  send({ type: "detached", tabId: source.tabId, reason });
+});
+
+chrome.tabs.onRemoved.addListener((tabId, info) => {
+  attached.delete(tabId);
+  for (const p of prompts.values()) if (p.tabId === tabId) p.finish({ approved: false, reason: "tab_closed" });
+  send({ type: "tab_removed", tabId, windowId: info.windowId });
+});
+
+chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
+  if (change.status === "loading" && change.url !== undefined) {
+    for (const p of prompts.values()) if (p.tabId === tabId) p.finish({ approved: false, reason: "navigated" });
+  }
+  if (change.status !== "complete") return;
+  await restore();
+  const sid = borrowed[tabId] || Object.keys(agent).find((s) => agent[s].windowId === tab.windowId);
+  if (sid && !restrictedReason(tab.url)) showOverlay(tabId, { mode: "agent", session_id: sid, label: agent[sid]?.label });
+});
+
+chrome.windows.onRemoved.addListener(async (windowId) => {
+  await restore();
+  send({ type: "window_removed", windowId });
+  for (const [sid, a] of Object.entries(agent)) if (a.windowId === windowId) delete agent[sid];
+  await save();
+});
+
+chrome.storage.onChanged.addListener((changes, area) => {
+  if (area === "local" && (changes.port || changes.label)) reconnectNow();
+});
+
+// Keep-alive: an open WebSocket with traffic keeps an MV3 worker running (Chrome 116+);
+// the alarm wakes a worker that was stopped anyway, and reconnects it.
+chrome.alarms.create(KEEPALIVE_ALARM, { periodInMinutes: 0.5 });
+chrome.alarms.onAlarm.addListener((a) => { if (a.name === KEEPALIVE_ALARM) connect(); });
+chrome.runtime.onStartup.addListener(connect);
+chrome.runtime.onInstalled.addListener(connect);
+
+// For DevTools on the worker (and the tests): the link's state.
+globalThis.bsk = {
+  link, reconnectNow,
+  configure: (settings) => chrome.storage.local.set(settings).then(() => true), // as options.html get agent() { return agent; }, get borrowed() { return borrowed; } };
+connect();
