@@ -360,7 +360,17 @@ class ExtensionBrowser:
             return next((t["targetId"] for t in targets if t["type"] == "service_worker"
                          and t["url"].startswith("chrome-extension://")), None)
 
-        target = wait_until(worker, 20, "the extension's service worker")
+        def ready() -> str | None:  # the target shows up before the worker's script ran
+            target = worker()
+            try:
+                typed = browser_cdp(self.chromium, "Runtime.evaluate", {
+                    "expression": "typeof bsk", "returnByValue": True,
+                }, session_of=target)["result"].get("value") if target else None
+            except AssertionError:  # the worker restarted meanwhile
+                return None
+            return target if typed == "object" else None
+
+        target = wait_until(ready, 20, "the extension's service worker to start")
         result = browser_cdp(self.chromium, "Runtime.evaluate",
                              {"expression": expression, "awaitPromise": True,
                               "returnByValue": True}, session_of=target)
@@ -417,3 +427,12 @@ def ext_browser(make_bsk: Callable[..., Bsk], tmp_path: Path) -> Iterator[Extens
                 proc.wait(10)
         log.close()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def ref_of(snapshot: str, role: str, name: str) -> str:
+    """The ref of the node with this role and name in a snapshot's text."""
+    import re
+
+    match = re.search(rf'- {role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
+    assert match, f"no {role} {name!r} in:\n{snapshot}"
+    return match.group(1)

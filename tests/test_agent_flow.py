@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from conftest import Bsk
-
-
-def ref_of(snapshot: str, role: str, name: str) -> str:
-    match = re.search(rf'- {role} "{re.escape(name)}".*\[ref=(e\d+)\]', snapshot)
-    assert match, f"no {role} {name!r} in:\n{snapshot}"
-    return match.group(1)
+from conftest import Bsk, ref_of
 
 
 def test_open_snapshot_click_eval_screenshot(bsk: Bsk, site: str, tmp_path: Path) -> None:

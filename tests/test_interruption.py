@@ -5,20 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 from typing import Any
 
 import httpx
 import pytest
-from conftest import Bsk, cdp, live_ops, wait_until
-
-
-def ref_of(snapshot: str, role: str, name: str) -> str:
-    match = re.search(rf'- {role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
-    assert match, f"no {role} {name!r} in:\n{snapshot}"
-    return match.group(1)
+from conftest import Bsk, cdp, live_ops, ref_of, wait_until
 
 
 def answer_of(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:

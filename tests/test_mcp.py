@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import re
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-from conftest import Bsk, wait_until
+from conftest import Bsk, ref_of, wait_until
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from browserskill import client as bc
@@ -35,12 +34,6 @@ def structured(result: Any) -> dict[str, Any]:
 
 def text(result: Any) -> str:
     return "\n".join(c.text for c in result.content if c.type == "text")
-
-
-def ref_of(snapshot: str, role: str, name: str) -> str:
-    match = re.search(rf'- {role} "{re.escape(name)}".*\[ref=(e\d+)\]', snapshot)
-    assert match, snapshot
-    return match.group(1)
 
 
 async def test_tools_come_from_the_catalog(bsk: Bsk) -> None:

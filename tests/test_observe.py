@@ -3,19 +3,12 @@ screenshot's --full-page and --ref."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
-from conftest import Bsk
+from conftest import Bsk, ref_of
 
 from browserskill.tools.screenshot import png_size
-
-
-def ref_of(snapshot: str, role: str, name: str) -> str:
-    match = re.search(rf'- {role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
-    assert match, f"no {role} {name!r} in:\n{snapshot}"
-    return match.group(1)
 
 
 @pytest.fixture

@@ -7,13 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from conftest import Bsk
-
-
-def ref_of(snapshot: str, role: str, name: str) -> str:
-    match = re.search(rf'- {role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
-    assert match, f"no {role} {name!r} in:\n{snapshot}"
-    return match.group(1)
+from conftest import Bsk, ref_of
 
 
 @pytest.fixture
