@@ -347,8 +347,15 @@ def _log_abandoned(task: asyncio.Task[Any]) -> None:
         log.info("abandoned handler ended with %r", task.exception())
 
 
+_STEPS_SHOWN = 40  # a long `type` sends thousands of key steps; the last ones tell the story
+
+
 def _unknown(message: str, op: Operation, details: dict[str, Any] | None = None) -> BskError:
-    extra = {"steps_sent": op.steps_sent} if op.steps_sent else {}
+    extra: dict[str, Any] = {}
+    if op.steps_sent:
+        extra["steps_sent"] = op.steps_sent[-_STEPS_SHOWN:]
+        if len(op.steps_sent) > _STEPS_SHOWN:
+            extra["steps_sent_count"] = len(op.steps_sent)
     return BskError("outcome_unknown", message,
                     hint="the page may have changed: take a snapshot before acting again",
                     details={**extra, **(details or {})}, dispatched="yes")

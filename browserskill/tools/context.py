@@ -89,7 +89,8 @@ class ToolContext:
         tab = tab or self.tab
         self.mark_dispatched()
         self.op.steps_sent.append(name)
-        self.op.note("step", name)
+        if len(self.op.steps_sent) <= 200:  # the timeline stays readable; the count is kept
+            self.op.note("step", name)
         return await tab.send(method, params, timeout=self.remaining())
 
     def on_cancel(self, action: str, undo: Callable[[], Awaitable[Any]], *,
