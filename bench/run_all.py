@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
-SCRIPTS = ("cli_roundtrip.py", "daemon_overhead.py", "memory.py")
+SCRIPTS = ("cli_roundtrip.py", "daemon_overhead.py", "memory.py", "snapshot.py", "webmcp.py")
 
 
 def main() -> int:

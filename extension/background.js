@@ -182,6 +182,10 @@ async function checkAllowed(tabId) {
 const OPS = {
   async cdp({ tabId, sessionId, method, params }) {
     const target = sessionId ? { tabId, sessionId } : { tabId };
+    if (method === "Page.navigate" || method === "Target.createTarget") {
+      const why = restrictedReason(params?.url);
+      if (why) throw new OpError("restricted", `BrowserSkill does not open ${why} (${params.url})`);
+    }
     try {
       return await chrome.debugger.sendCommand(target, method, params || {});
     } catch (e) {
@@ -306,6 +310,10 @@ const OPS = {
   async borrow_prompt({ tabId, session_id, label, timeout_s }) {
     return await askBorrow(tabId, session_id, label, timeout_s);
   },
+  async prompt_cancel({ tabId }) {
+    for (const p of prompts.values()) if (p.tabId === tabId) p.finish({ approved: false, reason: "cancelled" });
+    return {};
+  },
   async session_bind({ session_id, label, windowId }) {
     await restore();
     agent[session_id] = { label: label || "", windowId };
@@ -386,7 +394,8 @@ function askBorrow(tabId, sessionId, label, timeoutS) {
     prompts.set(token, { tabId, finish });
     checkAllowed(tabId)
       .then(() => inject(tabId, { mode: "borrow", token, session_id: sessionId, label, seconds }))
-      .catch((e) => finish({ approved: false, reason: "no_prompt", message: String(e.message || e) }));
+      .catch((e) => finish({ approved: false, reason: e.code === "restricted" ? "restricted" : "no_prompt",
+        message: String(e.message || e) }));
   });
 }
 
@@ -465,5 +474,8 @@ chrome.runtime.onInstalled.addListener(connect);
 // For DevTools on the worker (and the tests): the link's state.
 globalThis.bsk = {
   link, reconnectNow,
-  configure: (settings) => chrome.storage.local.set(settings).then(() => true), // as options.html get agent() { return agent; }, get borrowed() { return borrowed; } };
+  configure: (settings) => chrome.storage.local.set(settings).then(() => true), // as options.html
+  get agent() { return agent; },
+  get borrowed() { return borrowed; },
+};
 connect();

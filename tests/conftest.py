@@ -436,3 +436,58 @@ def ref_of(snapshot: str, role: str, name: str) -> str:
     match = re.search(rf'- {role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
     assert match, f"no {role} {name!r} in:\n{snapshot}"
     return match.group(1)
+
+
+class PageDevTools:
+    """A second, direct DevTools client on one page target (as the user's own hand):
+    several commands in one CDP session, so node ids stay valid between them."""
+
+    def __init__(self, chromium: Chromium, target_id: str) -> None:
+        from websockets.sync.client import connect
+
+        endpoint = chromium.devtools("/json/version")["webSocketDebuggerUrl"]
+        self.ws = connect(endpoint, max_size=None)
+        self._id = 0
+        self.session = self.send("Target.attachToTarget",
+                                 {"targetId": target_id, "flatten": True},
+                                 browser=True)["sessionId"]
+
+    def send(self, method: str, params: dict[str, Any] | None = None, *,
+             browser: bool = False) -> dict[str, Any]:
+        self._id += 1
+        msg: dict[str, Any] = {"id": self._id, "method": method, "params": params or {}}
+        if not browser:
+            msg["sessionId"] = self.session
+        self.ws.send(json.dumps(msg))
+        while True:
+            got = json.loads(self.ws.recv(timeout=30))
+            if got.get("id") == self._id:
+                if "error" in got:
+                    raise AssertionError(f"{method}: {got['error']}")
+                return got["result"]
+
+    def find(self, attr: str, value: str) -> int | None:
+        """The node with attribute attr=value, shadow roots (closed ones too) pierced."""
+        root = self.send("DOM.getDocument", {"depth": -1, "pierce": True})["root"]
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            attrs = node.get("attributes", [])
+            if any(attrs[i] == attr and attrs[i + 1] == value for i in range(0, len(attrs), 2)):
+                return node["nodeId"]
+            stack.extend(node.get("children", []))
+            stack.extend(node.get("shadowRoots", []))
+            if node.get("contentDocument"):
+                stack.append(node["contentDocument"])
+        return None
+
+    def click(self, node_id: int) -> None:
+        """A real (trusted) mouse click in the middle of the node."""
+        quad = self.send("DOM.getBoxModel", {"nodeId": node_id})["model"]["content"]
+        x, y = (quad[0] + quad[4]) / 2, (quad[1] + quad[5]) / 2
+        for kind in ("mousePressed", "mouseReleased"):
+            self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y,
+                                                   "button": "left", "clickCount": 1})
+
+    def close(self) -> None:
+        self.ws.close()

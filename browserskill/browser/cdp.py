@@ -15,6 +15,7 @@ from typing import Any
 
 import websockets
 
+from browserskill.browser.conversation import Conversation
 from browserskill.browser.link import (
     CdpError,
     EventHandler,
@@ -33,11 +34,7 @@ class CdpLink:
     def __init__(self, ws: Any, endpoint: str) -> None:
         self._ws = ws
         self.endpoint = endpoint
-        self._next_id = 0
-        self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
-        self._subscribers: dict[str | None, list[EventHandler]] = {}
-        self._close_handlers: list[Callable[[str], None]] = []
-        self._closed_reason: str | None = None
+        self._conv = Conversation()
         self._reader = asyncio.create_task(self._read_loop(), name="cdp-reader")
 
     @classmethod
@@ -52,11 +49,11 @@ class CdpLink:
 
     @property
     def closed(self) -> bool:
-        return self._closed_reason is not None
+        return self._conv.closed
 
     @property
     def close_reason(self) -> str | None:
-        return self._closed_reason
+        return self._conv.closed_reason
 
     async def request(
         self, method: str, params: dict[str, Any] | None = None, *,
@@ -66,21 +63,15 @@ class CdpLink:
 
         Whoever holds the future may fail it early (a tab whose page opened a dialog);
         the reply, if it still comes, is then dropped."""
-        if self._closed_reason is not None:
-            raise LinkClosed(self._closed_reason)
-        self._next_id += 1
-        msg_id = self._next_id
+        msg_id, fut = self._conv.open(method)
         message: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
         if session_id:
             message["sessionId"] = session_id
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[msg_id] = (method, fut)
-        fut.add_done_callback(lambda _: self._pending.pop(msg_id, None))
         try:
             await self._ws.send(json.dumps(message))
         except websockets.ConnectionClosed as e:
-            self._mark_closed(f"connection closed: {e}")
-            raise LinkClosed(self._closed_reason or "closed") from None
+            self._conv.close(f"connection closed: {e}")
+            raise LinkClosed(self._conv.closed_reason or "closed") from None
         except BaseException:
             fut.cancel()
             raise
@@ -98,17 +89,10 @@ class CdpLink:
         return await await_reply(method, fut, timeout)
 
     def subscribe(self, session_id: str | None, handler: EventHandler) -> Callable[[], None]:
-        handlers = self._subscribers.setdefault(session_id, [])
-        handlers.append(handler)
-
-        def unsubscribe() -> None:
-            if handler in handlers:
-                handlers.remove(handler)
-
-        return unsubscribe
+        return self._conv.subscribe(session_id, handler)
 
     def on_close(self, handler: Callable[[str], None]) -> None:
-        self._close_handlers.append(handler)
+        self._conv.on_close(handler)
 
     async def create_tab(self, url: str = "about:blank") -> TargetHandle:
         created = await self.send("Target.createTarget", {"url": url})
@@ -143,7 +127,7 @@ class CdpLink:
         return await self.send("Browser.getVersion")
 
     async def close(self) -> None:
-        self._mark_closed("closed by the daemon")
+        self._conv.close("closed by the daemon")
         await self._ws.close()
         self._reader.cancel()
 
@@ -161,45 +145,16 @@ class CdpLink:
             log.exception("CDP reader failed")
             reason = f"CDP reader failed: {e}"
         finally:
-            self._mark_closed(reason)
+            self._conv.close(reason)
 
     def _dispatch(self, msg: dict[str, Any]) -> None:
         msg_id = msg.get("id")
         if msg_id is not None:
-            entry = self._pending.get(msg_id)
-            if entry is None:
-                return  # its caller gave up (deadline or cancel)
-            method, fut = entry
-            if fut.done():
-                return
-            if "error" in msg:
-                err = msg["error"]
-                fut.set_exception(
-                    CdpError(method, err.get("code", 0), err.get("message", ""),
-                             err.get("data", ""))
-                )
+            err = msg.get("error")
+            if err is None:
+                self._conv.answer(msg_id, msg.get("result"))
             else:
-                fut.set_result(msg.get("result", {}))
-            return
-        method = msg.get("method")
-        if not method:
-            return
-        params = msg.get("params", {})
-        for handler in list(self._subscribers.get(msg.get("sessionId"), ())):
-            try:
-                handler(method, params)
-            except Exception:
-                log.exception("event handler failed for %s", method)
-
-    def _mark_closed(self, reason: str) -> None:
-        if self._closed_reason is not None:
-            return
-        self._closed_reason = reason
-        for method, fut in list(self._pending.values()):
-            if not fut.done():
-                fut.set_exception(LinkClosed(f"{method}: {reason}"))
-        for handler in self._close_handlers:
-            try:
-                handler(reason)
-            except Exception:
-                log.exception("close handler failed")
+                self._conv.answer(msg_id, error=lambda method: CdpError(
+                    method, err.get("code", 0), err.get("message", ""), err.get("data", "")))
+        elif "method" in msg:
+            self._conv.emit(msg.get("sessionId"), msg["method"], msg.get("params", {}))

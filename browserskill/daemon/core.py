@@ -37,6 +37,11 @@ class Daemon:
         self.dispatcher = Dispatcher(self.journal, self.sessions, self.browser, home,
                                      cleanup_timeout_s=cleanup_timeout_s)
         self.readopted: dict[str, list[str]] = {}
+        self.faults: Any = None  # the test-only fault seam, on with BSK_TEST_FAULTS=1
+        if os.environ.get("BSK_TEST_FAULTS") == "1":
+            from browserskill.dispatch import faults
+
+            self.faults = faults.install(self.dispatcher)
         self.extensions = None  # the extension listener (ExtensionHub), when asked for
         if extension_port is not None:
             from browserskill.browser.extension import ExtensionHub, wire

@@ -33,6 +33,9 @@ RECENT_OPS = 1000  # ended operations kept in memory (the journal keeps the rest
 
 
 class Dispatcher:
+    # What handlers get; the test-only fault seam (dispatch/faults.py) swaps in a subclass.
+    context_class: type[ToolContext] = ToolContext
+
     def __init__(
         self, journal: Journal, sessions: SessionManager, browser: BrowserManager,
         state_dir: Path, *, cleanup_timeout_s: float = 2.0,
@@ -157,13 +160,13 @@ class Dispatcher:
         op.state = DISPATCHED
         op.note(DISPATCHED)
         self.journal.record(op)
-        ctx = ToolContext(op, session, self.sessions, session.browser or self.browser,
-                          self.state_dir)
+        ctx = self.context_class(op, session, self.sessions, session.browser or self.browser,
+                                 self.state_dir)
         work = asyncio.create_task(self.handlers[op.tool](ctx, op.params))
         timeout = max(0.0, op.deadline - asyncio.get_running_loop().time())
         await asyncio.wait({work, op.tripped.future}, timeout=timeout,
                            return_when=asyncio.FIRST_COMPLETED)
-        if not work.done():
+        if not work.done() or _ran_out_of_time(op, work):
             await self._interrupt(op, ctx, work, op.cancel_reason or "deadline")
             return
         self._settle(op, work)
@@ -242,6 +245,11 @@ class Dispatcher:
             op.note("completed_despite_cancel")
             op.complete(verdict, retry_safe=catalog.BY_NAME[op.tool].effect.retry_safe)
             return
+        if not op.effect_sent and reason == "link_lost":  # not a cancel: as if it were queued
+            raise BskError("browser_unavailable", "the browser connection was lost before "
+                           "this call sent anything that could change the page",
+                           hint="call again: the daemon relaunches or reconnects the browser",
+                           details=details)
         if not op.effect_sent:
             raise BskError("cancelled", _CANCEL_TEXT.get(reason, "cancelled"),
                            hint="nothing reached the page; call again if you still want it",
@@ -340,6 +348,14 @@ _CANCEL_TEXT = {
     "link_lost": "the browser connection was lost",
     "user_interrupt": "the user took over",
 }
+
+
+def _ran_out_of_time(op: Operation, work: asyncio.Task[Any]) -> bool:
+    """The handler's command timed out because the call's own deadline passed: its reply
+    deadline is the call's (`ctx.remaining()`), so the two timers fire together and either
+    may go first. That is the deadline, a cancel with compensation, not a silent browser."""
+    return (not work.cancelled() and isinstance(work.exception(), CommandTimeout)
+            and asyncio.get_running_loop().time() >= op.deadline - 0.002)
 
 
 def _log_abandoned(task: asyncio.Task[Any]) -> None:

@@ -262,7 +262,29 @@ TOOLS: tuple[ToolSpec, ...] = (
         (Param("text", "string", "text for a prompt", positional=True, max_length=100_000),),
     ),
     ToolSpec("dialog_dismiss", ("dialog", "dismiss"), _M, "Dismiss the open dialog."),
-    ToolSpec("tab_list", ("tab", "list"), _R, "List this session's tabs."),
+    ToolSpec("tab_list", ("tab", "list"), _R,
+             "List this session's tabs; in an extension browser, --scope user lists the "
+             "user's own tabs (ids like u123, to borrow) and all lists both.",
+             (Param("scope", "string", "whose tabs", default="agent",
+                    choices=("agent", "user", "all")),)),
+    ToolSpec(
+        "tab_borrow", ("tab", "borrow"), _M,
+        "Borrow one of the user's tabs (extension browser): the user approves in the tab "
+        "(no answer: denied), then it moves into the Agent Window and becomes current.",
+        (Param("tab_id", "string", "user tab id from `bsk tab list --scope user` (u123)",
+               required=True, positional=True, max_length=64),
+         Param("prompt_timeout", "number", "seconds the user has to answer (default 30)",
+               default=30, minimum=1, maximum=300)),
+        example="bsk tab borrow u123", default_timeout_s=330.0,
+    ),
+    ToolSpec(
+        "tab_return", ("tab", "return"), _M,
+        "Give a borrowed tab back: it goes back to its window and place (or a sensible "
+        "window if that one is gone, saying so).",
+        (Param("tab_id", "string", "the borrowed tab's id in this session (or its u123 id)",
+               required=True, positional=True, max_length=64),),
+        example="bsk tab return t2",
+    ),
     ToolSpec(
         "tab_new", ("tab", "new"), _M, "Open a new tab in this session and make it current.",
         (Param("url", "string", "address to open", positional=True, max_length=8192),

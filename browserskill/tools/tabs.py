@@ -22,7 +22,13 @@ def describe(tab: Tab, current: str | None) -> dict[str, Any]:
 @implements("tab_list")
 async def tab_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     current = ctx.session.current_tab_id
-    return {"tabs": [describe(t, current) for t in ctx.session.tabs.values()]}
+    tabs = [describe(t, current) for t in ctx.session.tabs.values()]
+    if params.get("scope", "agent") != "agent":
+        from browserskill.tools.borrow import user_tabs
+
+        users = await user_tabs(ctx)
+        return {"tabs": users if params["scope"] == "user" else tabs + users}
+    return {"tabs": tabs}
 
 
 @implements("tab_new")
@@ -63,6 +69,9 @@ async def tab_select(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
 @implements("tab_close")
 async def tab_close(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     tab = ctx.session.tab(params["tab_id"])
+    check_close = getattr(ctx.browser, "check_close", None)
+    if check_close is not None:  # a user's borrowed tab is returned, never closed
+        check_close(tab)
     ctx.mark_dispatched()
     ctx.session.forget_tab(tab.tab_id)
     await ctx.browser.close_tab(tab)

@@ -1,0 +1,180 @@
+"""`AgentWindow`: a session's place in the user's browser — its own window, its tabs,
+and the user tabs it borrowed (with where each came from, to put it back)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from browserskill.browser.extension_link import RestrictedPage, restricted_error
+from browserskill.browser.link import LinkError
+from browserskill.browser.tab import Tab
+from browserskill.errors import BskError
+
+log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from browserskill.browser.extension import ExtensionBrowser
+    from browserskill.browser.extension_link import ExtensionLink
+    from browserskill.dispatch.operations import Operation
+    from browserskill.dispatch.sessions import Session
+
+
+@dataclass
+class Borrow:
+    chrome_tab_id: int
+    window_id: int
+    index: int
+    url: str
+
+
+class AgentWindow:
+    """A session's place in an extension browser: its window, tabs and borrowed tabs.
+
+    Stands in for the `BrowserManager` in that session's tool calls (`new_tab`,
+    `close_tab`), so tools need not know which browser they are in."""
+
+    def __init__(self, browser: ExtensionBrowser, session: Session) -> None:
+        self.ext = browser
+        self.session = session
+        self.window_id: int | None = None
+        self.chrome_tabs: dict[str, int] = {}  # session tab id -> chrome tab id
+        self.borrowed: dict[str, Borrow] = {}  # session tab id -> where it came from
+        self.ended = False
+
+    # -- what the dispatcher and SessionManager call ---------------------------------
+
+    @property
+    def link(self) -> ExtensionLink | None:
+        return self.ext.link
+
+    def require_link(self) -> ExtensionLink:
+        link = self.ext.link
+        if link is None or link.closed:
+            raise BskError("browser_unavailable",
+                           f"the extension in browser {self.ext.describe()} is not connected",
+                           hint="wait for it to reconnect (its popup shows the state), then "
+                                "call again; `bsk browsers` lists connected browsers")
+        return link
+
+    def before_dispatch(self, op: Operation, session: Session) -> None:
+        """Checked when an operation gets the session, before anything is sent."""
+        from browserskill.tools import catalog
+
+        effect = catalog.BY_NAME[op.tool].effect
+        if session.user_interrupted and effect in (catalog.Effect.MUTATION,
+                                                   catalog.Effect.TRANSIENT_INPUT):
+            session.user_interrupted = False
+            raise BskError("user_interrupted", "the user pressed Stop in the browser and took "
+                           "over this session's tabs",
+                           hint="ask the user before acting again; the next call goes ahead",
+                           details={"session_id": session.id})
+        if op.tool != "session_stop":
+            self.require_link()
+
+    def check_close(self, tab: Tab) -> None:
+        if tab.tab_id in self.borrowed:
+            raise BskError("action_failed", f"tab {tab.tab_id} is the user's (borrowed): "
+                           "the agent can't close it",
+                           hint=f"give it back with `bsk tab return {tab.tab_id}`",
+                           details={"reason": "borrowed_tab"}, dispatched="no")
+
+    async def new_tab(self, tab_id: str, url: str = "about:blank") -> Tab:
+        link = self.require_link()
+        if self.window_id is None:
+            made = await link.call({"op": "window_create", "session_id": self.session.id,
+                                       "label": self.session.label or "", "url": url})
+            self.window_id = made["windowId"]
+        else:
+            made = await link.call({"op": "tab_create", "windowId": self.window_id,
+                                       "url": url})
+        chrome_tab = made["tabId"]
+        try:
+            return await self.attach(tab_id, chrome_tab)
+        except BaseException:
+            await asyncio.shield(self._quietly({"op": "tab_close", "tabId": chrome_tab}))
+            raise
+
+    async def attach(self, tab_id: str, chrome_tab: int) -> Tab:
+        link = self.require_link()
+        try:
+            handle = await link.attach(chrome_tab)
+        except RestrictedPage as e:
+            raise restricted_error(e) from None
+        tab = Tab(link, tab_id, handle)
+        self.chrome_tabs[tab_id] = chrome_tab
+        try:
+            await tab.start()
+        except BaseException:
+            tab.close()
+            self.chrome_tabs.pop(tab_id, None)
+            await asyncio.shield(self._quietly({"op": "detach", "tabId": chrome_tab}))
+            raise
+        await self._quietly({"op": "overlay", "tabId": chrome_tab, "on": True,
+                             "session_id": self.session.id, "label": self.session.label})
+        return tab
+
+    async def close_tab(self, tab: Tab) -> None:
+        tab.close()
+        if tab.tab_id in self.borrowed:  # session stop gives borrowed tabs back
+            await self.return_tab(tab)
+            return
+        chrome_tab = self.chrome_tabs.pop(tab.tab_id, None)
+        self._forget_window_if_empty()
+        if chrome_tab is not None:
+            await self._quietly({"op": "tab_close", "tabId": chrome_tab})
+
+    def _forget_window_if_empty(self) -> None:
+        """Our own last tab is leaving: Chrome closes the window by itself, and that is
+        not the user closing the Agent Window (the next new tab opens a new one)."""
+        if not self.chrome_tabs:
+            self.window_id = None
+
+    async def adopt_tab(self, tab_id: str, target_id: str) -> Tab:
+        raise BskError("action_failed", "adopting tabs by target id is not available in an "
+                       "extension browser", details={"reason": "unsupported"})
+
+    async def return_tab(self, tab: Tab) -> dict[str, Any]:
+        """Detach and put a borrowed tab back where it was (or somewhere sensible)."""
+        b = self.borrowed[tab.tab_id]
+        tab.close()
+        link = self.require_link()
+        if set(self.chrome_tabs) == {tab.tab_id}:
+            self.chrome_tabs.pop(tab.tab_id, None)
+            self._forget_window_if_empty()
+        await link.call({"op": "detach", "tabId": b.chrome_tab_id})
+        placed = await link.call({"op": "tab_restore", "tabId": b.chrome_tab_id,
+                                     "windowId": b.window_id, "index": b.index})
+        self.borrowed.pop(tab.tab_id, None)
+        self.chrome_tabs.pop(tab.tab_id, None)
+        self.ext.borrows.pop(b.chrome_tab_id, None)
+        out = {"tab_id": tab.tab_id, "user_tab": f"u{b.chrome_tab_id}",
+               "window_id": placed["windowId"], "index": placed["index"]}
+        if placed.get("fallback"):
+            out["note"] = placed["fallback"]
+        return out
+
+    async def session_ended(self) -> None:
+        self.ended = True
+        self.ext.sessions.pop(self.session.id, None)
+        for chrome_tab, sid in list(self.ext.borrows.items()):
+            if sid == self.session.id:
+                self.ext.borrows.pop(chrome_tab, None)
+        await self._quietly({"op": "session_end", "session_id": self.session.id})
+        if self.window_id is not None and not self.borrowed:
+            await self._quietly({"op": "window_close", "windowId": self.window_id})
+
+    async def _quietly(self, message: dict[str, Any]) -> None:
+        link = self.ext.link
+        if link is None or link.closed:
+            return
+        try:
+            await link.call(message, timeout=5)
+        except LinkError as e:
+            log.info("%s: %s", message.get("op"), e)
+
+    def describe(self) -> dict[str, Any]:
+        return {"browser": self.ext.instance_id, "window_id": self.window_id,
+                "borrowed": sorted(self.borrowed)}

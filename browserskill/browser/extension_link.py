@@ -1,0 +1,243 @@
+"""`ExtensionLink`: the BrowserLink over the extension's WebSocket, relaying CDP through
+`chrome.debugger` in the user's own browser. It is `CdpLink`'s sibling: the same
+conversation core (`conversation.py`), another transport; tools see no difference."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import websockets
+from websockets.asyncio.server import ServerConnection
+
+from browserskill.browser.conversation import Conversation
+from browserskill.browser.link import (
+    CdpError,
+    EventHandler,
+    LinkClosed,
+    LinkError,
+    TargetHandle,
+    await_reply,
+)
+from browserskill.errors import BskError
+
+if TYPE_CHECKING:
+    pass
+
+
+from browserskill.browser.extension_protocol import SILENCE_S
+
+if TYPE_CHECKING:
+    from browserskill.browser.extension import ExtensionBrowser
+
+log = logging.getLogger(__name__)
+
+def tab_session(chrome_tab_id: int) -> str:
+    return f"tab-{chrome_tab_id}"
+
+
+class ExtensionLink:
+    """One WebSocket connection to the extension: a BrowserLink over chrome.debugger."""
+
+    def __init__(self, ws: ServerConnection, browser: ExtensionBrowser) -> None:
+        self._ws = ws
+        self.browser = browser
+        self.endpoint = f"extension:{browser.instance_id}"
+        self._conv = Conversation()
+        self._children: dict[str, int] = {}  # iframe CDP session id -> chrome tab id
+        self._last_heard = time.monotonic()
+        self.message_handler: Callable[[dict[str, Any]], None] | None = None
+        self._reader = asyncio.create_task(self._read_loop(), name="extension-reader")
+        self._watchdog = asyncio.create_task(self._watch(), name="extension-watchdog")
+
+    @property
+    def closed(self) -> bool:
+        return self._conv.closed
+
+    @property
+    def close_reason(self) -> str | None:
+        return self._conv.closed_reason
+
+    async def _post(self, message: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        """Send one message that expects an answer; return the answer's future."""
+        msg_id, fut = self._conv.open(message.get("method") or message["op"])
+        try:
+            await self._ws.send(json.dumps({"id": msg_id, **message}))
+        except websockets.ConnectionClosed as e:
+            self._conv.close(f"extension connection closed: {e}")
+            raise LinkClosed(self._conv.closed_reason or "closed") from None
+        except BaseException:
+            fut.cancel()
+            raise
+        return fut
+
+    async def call(self, message: dict[str, Any], *, timeout: float = 30.0) -> dict[str, Any]:
+        """One tab/window operation of the extension (`op`), answered or failed."""
+        return await await_reply(message["op"], await self._post(message), timeout)
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, *,
+        session_id: str | None = None,
+    ) -> asyncio.Future[dict[str, Any]]:
+        if session_id is None:
+            fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            if method == "Browser.getVersion":
+                fut.set_result(await self.version())
+            else:
+                fut.set_exception(CdpError(
+                    method, -32601, "browser-level commands are not available through the "
+                    "extension (chrome.debugger attaches to tabs)"))
+            return fut
+        message: dict[str, Any] = {"op": "cdp", "method": method, "params": params or {}}
+        if session_id.startswith("tab-"):
+            message["tabId"] = int(session_id[4:])
+        elif session_id in self._children:
+            message["tabId"] = self._children[session_id]
+            message["sessionId"] = session_id
+        else:
+            raise CdpError(method, -32001, f"no session {session_id} on this link")
+        return await self._post(message)
+
+    async def send(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+        timeout: float = 30.0,
+    ) -> dict[str, Any]:
+        return await await_reply(method, await self.request(method, params,
+                                                            session_id=session_id), timeout)
+
+    def subscribe(self, session_id: str | None, handler: EventHandler) -> Callable[[], None]:
+        return self._conv.subscribe(session_id, handler)
+
+    def on_close(self, handler: Callable[[str], None]) -> None:
+        self._conv.on_close(handler)
+
+    async def create_tab(self, url: str = "about:blank") -> TargetHandle:
+        made = await self.call({"op": "tab_create", "url": url})
+        return await self.attach(made["tabId"])
+
+    async def attach(self, chrome_tab_id: int) -> TargetHandle:
+        info = await self.call({"op": "attach", "tabId": chrome_tab_id})
+        return TargetHandle(info["targetId"], tab_session(chrome_tab_id))
+
+    async def close_tab(self, target_id: str) -> None:
+        raise CdpError("close_tab", -32601, "close extension tabs through their Agent Window")
+
+    async def version(self) -> dict[str, Any]:
+        b = self.browser
+        return {"product": f"{b.name}/{b.version}", "protocolVersion": "1.3",
+                "userAgent": "", "jsVersion": "", "extension": b.extension_version}
+
+    async def close(self) -> None:
+        self._conv.close("closed by the daemon")
+        await self._ws.close()
+        self._reader.cancel()
+
+    async def wait_closed(self) -> None:
+        await asyncio.wait({self._reader})
+
+    async def _watch(self) -> None:
+        while not self._conv.closed:
+            await asyncio.sleep(5)
+            if time.monotonic() - self._last_heard > SILENCE_S:
+                log.warning("extension %s silent for %.0fs: dropping the link",
+                            self.browser.instance_id, SILENCE_S)
+                self._conv.close("the extension stopped sending heartbeats")
+                await self._ws.close(1011, "heartbeat timeout")
+                return
+
+    async def _read_loop(self) -> None:
+        reason = "extension connection closed"
+        try:
+            async for raw in self._ws:
+                self._last_heard = time.monotonic()
+                self._dispatch(json.loads(raw))
+        except websockets.ConnectionClosed as e:
+            reason = f"extension connection closed ({e})"
+        except asyncio.CancelledError:
+            reason = "closed by the daemon"
+            raise
+        except Exception as e:
+            log.exception("extension reader failed")
+            reason = f"extension reader failed: {e}"
+        finally:
+            self._watchdog.cancel()
+            self._conv.close(reason)
+
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        msg_id = msg.get("id")
+        if msg_id is not None:
+            err = msg.get("error")
+            if err is None:
+                self._conv.answer(msg_id, msg.get("result"))
+            else:
+                self._conv.answer(msg_id, error=lambda what: _error(what, err))
+            return
+        kind = msg.get("type")
+        if kind == "event":
+            self._event(msg)
+        elif kind == "ping":
+            asyncio.get_running_loop().create_task(self._pong(msg.get("t")))
+        elif kind in ("detached", "tab_removed"):
+            reason = msg.get("reason") or "target_closed"
+            self._conv.emit(tab_session(msg.get("tabId", -1)), "Inspector.detached",
+                            {"reason": reason})
+            if self.message_handler:
+                self.message_handler(msg)
+        elif self.message_handler is not None:
+            self.message_handler(msg)
+
+    async def _pong(self, t: Any) -> None:
+        try:
+            await self._ws.send(json.dumps({"type": "pong", "t": t}))
+        except websockets.ConnectionClosed:
+            pass
+
+    def _event(self, msg: dict[str, Any]) -> None:
+        method, params = msg.get("method", ""), msg.get("params") or {}
+        tab_id = msg.get("tabId")
+        key = msg.get("sessionId") or tab_session(tab_id)
+        if method == "Target.attachedToTarget" and isinstance(tab_id, int):
+            self._children[params.get("sessionId", "")] = tab_id
+        elif method == "Target.detachedFromTarget":
+            self._children.pop(params.get("sessionId", ""), None)
+        self._conv.emit(key, method, params)
+
+
+def _error(what: str, err: dict[str, Any]) -> LinkError:
+    code, message = err.get("code", ""), err.get("message", "")
+    if code == "cdp":
+        try:
+            inner = json.loads(message)
+        except ValueError:
+            inner = {"code": -32000, "message": message}
+        return CdpError(what, inner.get("code") or -32000, inner.get("message", ""),
+                        inner.get("data") or "")
+    if code == "restricted":
+        return RestrictedPage(message)
+    return ExtensionOpError(code, f"{what}: {message}")
+
+
+class ExtensionOpError(LinkError):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class RestrictedPage(LinkError):
+    """The extension refuses browser pages, the extension store and other extensions."""
+
+
+def restricted_error(e: RestrictedPage) -> BskError:
+    return BskError("action_failed", str(e), hint="BrowserSkill never touches chrome:// "
+                    "pages, the extension store or other extensions' pages",
+                    details={"reason": "restricted_page"}, dispatched="no")
+
+
