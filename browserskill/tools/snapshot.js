@@ -5,14 +5,17 @@
 // 5,000-row table; walking the DOM here takes tens of milliseconds. Roles and names
 // follow the ARIA/HTML-AAM mappings and a pragmatic subset of accname.
 //
-// Returns JSON text of {tree, next, iframes}: tree nodes are [role, name, value, states, ref, children]
-// (text nodes are ["text", text]); `iframes` are the <iframe> elements whose frames the
-// caller splices in, by index into `__bsk.iframes`.
+// Returns a JSON line {refs, next} (+ `tree` with `asTree`: nodes are
+// [role, name, value, states, ref, children], text nodes ["text", text]), then the text.
+// An <iframe>'s frame is read separately and spliced in by the caller: in the text at
+// the placeholder line "\u0000<index>", in the tree where a node's children are that
+// index — an index into `__bsk.iframes`.
 (options) => {
-  const {prefix, next: firstRef, refRoles, rootRef} = options;
+  const {prefix, next: firstRef, refRoles, actionable, rootRef} = options;
   const bsk = globalThis.__bsk || (globalThis.__bsk = {refs: new Map(), byEl: new WeakMap()});
   let next = firstRef;
   const REF_ROLES = new Set(refRoles);
+  const ACTIONABLE = new Set(actionable);
   bsk.iframes = [];
 
   const INPUT_ROLES = {
@@ -29,7 +32,7 @@
     aside: "complementary", form: "form", dialog: "dialog", option: "option",
     progress: "progressbar", meter: "meter", hr: "separator", fieldset: "group",
     details: "group", summary: "button", figure: "figure", article: "article",
-    menu: "list", optgroup: "group", output: "status", iframe: "Iframe", dl: "list",
+    menu: "list", optgroup: "group", output: "status", iframe: "iframe", dl: "list",
     dt: "term", dd: "definition", blockquote: "blockquote", caption: "caption",
     thead: "rowgroup", tbody: "rowgroup", tfoot: "rowgroup", search: "search",
   };
@@ -236,9 +239,11 @@
         continue;
       }
       const name = nameOf(el, role);
-      const item = [role, name, valueOf(el, role), states(el, role),
+      // States matter on what an agent acts on; elsewhere only when ARIA says so.
+      const stateful = ACTIONABLE.has(role) || role === "heading" || el.attributes.length > 0;
+      const item = [role, name, valueOf(el, role), stateful ? states(el, role) : [],
                     REF_ROLES.has(role) ? refFor(el) : null, []];
-      if (role === "Iframe") {
+      if (role === "iframe") {
         item[5] = bsk.iframes.length;  // index: the caller splices the frame's tree in
         bsk.iframes.push(el);
       } else if (el.localName === "select") {
@@ -253,15 +258,53 @@
     }
   }
 
-  const tree = [];
+  // Only actionable nodes, with the named containers around them (--interactive).
+  function pruneInteractive(nodes) {
+    const out = [];
+    for (const n of nodes) {
+      if (n[0] === "text") continue;
+      const kept = Array.isArray(n[5]) ? pruneInteractive(n[5]) : n[5];
+      if (ACTIONABLE.has(n[0]) || typeof n[5] === "number") {
+        out.push([n[0], n[1], n[2], n[3], n[4], kept]);
+      } else if (kept.length) {
+        if (n[1]) out.push([n[0], n[1], null, n[3], n[4], kept]);
+        else out.push(...kept);
+      }
+    }
+    return out;
+  }
+
+  // The text form, rendered here so a 5,000-row table crosses the wire once, as text.
+  // An iframe's frame goes where its placeholder line ("\u0000" + index) stands.
+  function render(nodes, depth, lines, refs) {
+    const pad = "  ".repeat(depth);
+    for (const n of nodes) {
+      if (n[0] === "text") { lines.push(pad + "- text: " + n[1]); continue; }
+      let line = pad + "- " + n[0];
+      if (n[1]) line += " " + JSON.stringify(n[1]);
+      for (const state of n[3]) line += " [" + state + "]";
+      if (n[4]) { line += " [ref=" + n[4] + "]"; refs.push([n[4], n[0], n[1]]); }
+      if (n[2] !== null) line += ": " + n[2];
+      lines.push(line);
+      if (typeof n[5] === "number") lines.push("  ".repeat(depth + 1) + "\u0000" + n[5]);
+      else render(n[5], depth + 1, lines, refs);
+    }
+    return lines;
+  }
+
+  let tree = [];
   if (rootRef) {
     const el = bsk.refs.get(rootRef);
-    if (!el || !el.isConnected) return JSON.stringify({missing: true, next});
+    if (!el || !el.isConnected) return JSON.stringify({missing: true, next}) + "\n";
     // Walk just this element: as the only child of a stand-in parent.
     walk({childNodes: [el], localName: "", shadowRoot: null}, tree, "");
   } else {
     walk(document.body ? document.documentElement : document, tree, "");
   }
-  // One string: the protocol serializes it far faster than a deep value.
-  return JSON.stringify({tree, next, iframes: bsk.iframes.length});
+  if (options.interactive) tree = pruneInteractive(tree);
+  const refs = [];
+  const text = render(tree, 0, [], refs).join("\n");
+  // One string, the protocol serializes it far faster than a deep value: a JSON head
+  // line, then the text as it is (not escaped a second time inside the JSON).
+  return JSON.stringify({refs, next, tree: options.asTree ? tree : undefined}) + "\n" + text;
 }

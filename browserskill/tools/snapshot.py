@@ -30,7 +30,7 @@ ACTIONABLE = frozenset({
     "spinbutton", "treeitem", "textarea", "MenuListPopup", "ListBoxOption",
 })
 # Roles that also get a ref: things an agent reads or targets by ref.
-REF_ROLES = ACTIONABLE | {"heading", "img", "image", "dialog", "alertdialog", "Iframe",
+REF_ROLES = ACTIONABLE | {"heading", "img", "image", "dialog", "alertdialog", "iframe",
                           "region", "form"}
 MAX_REFS_PER_SESSION = 50_000
 
@@ -81,26 +81,24 @@ def _nodes(raw: list[Any], holders: list[Node]) -> list[Node]:
     return out
 
 
-def _bind(session: Session, tab: Tab, frame_id: str, loader: str, nodes: list[Node]) -> None:
-    for node in nodes:
-        if node.ref and node.ref not in session.refs:
-            session.refs[node.ref] = RefBinding(tab.tab_id, frame_id, loader, node.role,
-                                                node.name)
-        _bind(session, tab, frame_id, loader, node.children)
+@dataclass
+class FrameView:
+    """One frame's snapshot, its iframes' frames spliced in."""
+
+    text: str
+    tree: list[Node] | None = None
 
 
-async def read_frame(ctx: ToolContext, tab: Tab, frame_id: str, root_ref: str | None = None,
-                     depth: int = 0) -> list[Node]:
-    """One frame's tree, computed in the page, with its iframes' trees spliced in."""
-    session = ctx.session
+async def _run_script(ctx: ToolContext, tab: Tab, frame_id: str,
+                      options: dict[str, Any]) -> tuple[dict[str, Any], str, int, str]:
+    """Run snapshot.js in the frame's isolated world; retried if the document changes."""
     sid = tab.session_for_frame(frame_id)
     for _attempt in range(3):
         loader = tab.frames.get(frame_id, "")
         world = await isolated_world(ctx, tab, frame_id)
-        options = {"prefix": "" if frame_id == tab.main_frame_id
-                   else f"f{tab.frame_ordinal(frame_id)}",
-                   "next": session.ref_seq + 1, "refRoles": sorted(REF_ROLES),
-                   "rootRef": root_ref}
+        options["prefix"] = ("" if frame_id == tab.main_frame_id
+                             else f"f{tab.frame_ordinal(frame_id)}")
+        options["next"] = ctx.session.ref_seq + 1
         try:
             answer = await ctx.inspect("Runtime.evaluate", {
                 "expression": f"({_SCRIPT})({json.dumps(options)})", "contextId": world,
@@ -113,28 +111,59 @@ async def read_frame(ctx: ToolContext, tab: Tab, frame_id: str, root_ref: str | 
             raise RuntimeError("snapshot script failed: "
                                + (details.get("exception", {}).get("description")
                                   or details.get("text", "")))
-        value = json.loads(answer["result"]["value"])
+        head, _, text = answer["result"]["value"].partition("\n")
+        value = json.loads(head)
+        value["text"] = text
+        ctx.session.ref_seq = max(ctx.session.ref_seq, value["next"] - 1)
         if tab.frames.get(frame_id, "") == loader:
-            break
-    else:
-        return [Node("text", "(the frame kept navigating; snapshot again)")]
-    session.ref_seq = max(session.ref_seq, value["next"] - 1)
+            return value, loader, world, sid
+    raise CdpError("snapshot", 0, "the frame kept navigating while it was read")
+
+
+async def read_frame(ctx: ToolContext, tab: Tab, frame_id: str, *, root_ref: str | None,
+                     interactive: bool, as_tree: bool, depth: int = 0) -> FrameView:
+    options = {"refRoles": sorted(REF_ROLES), "actionable": sorted(ACTIONABLE),
+               "rootRef": root_ref, "interactive": interactive, "asTree": as_tree}
+    value, loader, world, sid = await _run_script(ctx, tab, frame_id, options)
     if value.get("missing"):
         raise BskError("stale_ref", f"ref {root_ref} is not in the page any more",
                        hint="take a full snapshot", details={"ref": root_ref},
                        dispatched="no")
-    holders: list[Node] = []
-    nodes = _nodes(value["tree"], holders)
-    _bind(session, tab, frame_id, loader, nodes)
-    if depth < 4:
+    session = ctx.session
+    for ref, role, name in value["refs"]:
+        if ref not in session.refs:
+            session.refs[ref] = RefBinding(tab.tab_id, frame_id, loader, role, name)
+    children: dict[int, FrameView] = {}
+
+    async def child(index: int) -> FrameView:
+        if index not in children:
+            children[index] = await read_iframe(ctx, tab, world, sid, index, interactive,
+                                                as_tree, depth)
+        return children[index]
+
+    lines: list[str] = []
+    for line in value["text"].split("\n") if value["text"] else ():
+        body = line.lstrip(" ")
+        if not body.startswith("\x00"):
+            lines.append(line)
+            continue
+        pad = line[: len(line) - len(body)]
+        view = await child(int(body[1:]))
+        lines.extend(pad + inner for inner in view.text.split("\n") if view.text)
+    tree = None
+    if as_tree:
+        holders: list[Node] = []
+        tree = _nodes(value["tree"], holders)
         for holder in holders:
-            holder.children = await read_iframe(ctx, tab, world, sid, holder, depth)
-    return nodes
+            view = await child(holder.iframe_index or 0)
+            holder.children = view.tree or []
+    return FrameView("\n".join(lines), tree)
 
 
-async def read_iframe(ctx: ToolContext, tab: Tab, world: int, sid: str, holder: Node,
-                      depth: int) -> list[Node]:
-    index = holder.iframe_index
+async def read_iframe(ctx: ToolContext, tab: Tab, world: int, sid: str, index: int,
+                      interactive: bool, as_tree: bool, depth: int) -> FrameView:
+    if depth >= 4:
+        return FrameView("- text: (nested too deep; snapshot the frame by its ref)")
     try:
         element = await ctx.inspect("Runtime.evaluate", {
             "expression": f"globalThis.__bsk.iframes[{index}]", "contextId": world},
@@ -142,51 +171,16 @@ async def read_iframe(ctx: ToolContext, tab: Tab, world: int, sid: str, holder: 
         described = await ctx.inspect("DOM.describeNode", {
             "objectId": element["result"]["objectId"]}, tab=tab, session_id=sid)
     except (CdpError, KeyError):
-        return []
+        return FrameView("")
     frame_id = described["node"].get("frameId")
     if not frame_id or frame_id not in tab.frames:
-        return [Node("text", "(frame not loaded yet)")]
+        return FrameView("- text: (frame not loaded yet)", [Node("text", "(frame not loaded yet)")])
     try:
-        return await read_frame(ctx, tab, frame_id, depth=depth + 1)
+        return await read_frame(ctx, tab, frame_id, root_ref=None, interactive=interactive,
+                                as_tree=as_tree, depth=depth + 1)
     except CdpError:
-        return [Node("text", "(frame not readable yet)")]
-
-
-def prune_interactive(nodes: list[Node]) -> list[Node]:
-    """Keep actionable nodes and the named containers around them."""
-    out: list[Node] = []
-    for node in nodes:
-        kept = prune_interactive(node.children)
-        if node.role in ACTIONABLE:
-            out.append(Node(node.role, node.name, node.value, node.states, node.ref,
-                            children=kept))
-        elif kept:
-            if node.name and node.role != "text":
-                out.append(Node(node.role, node.name, None, node.states, node.ref,
-                                children=kept))
-            else:
-                out.extend(kept)
-    return out
-
-
-def render(nodes: list[Node], lines: list[str], depth: int = 0) -> list[str]:
-    pad = "  " * depth
-    for n in nodes:
-        if n.role == "text":
-            lines.append(f"{pad}- text: {n.name}")
-            continue
-        line = f"{pad}- {n.role}"
-        if n.name:
-            line += " " + json.dumps(n.name, ensure_ascii=False)
-        for state in n.states:
-            line += f" [{state}]"
-        if n.ref:
-            line += f" [ref={n.ref}]"
-        if n.value is not None:
-            line += f": {n.value}"
-        lines.append(line)
-        render(n.children, lines, depth + 1)
-    return lines
+        return FrameView("- text: (frame not readable yet)",
+                         [Node("text", "(frame not readable yet)")])
 
 
 def truncate(text: str, max_tokens: int | None) -> tuple[str, dict[str, Any] | None]:
@@ -220,15 +214,14 @@ def _prune_refs(session: Session) -> None:
 async def snapshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     tab = ctx.tab
     await restore_hover(ctx, tab)
+    frame_id = tab.main_frame_id or ""
     if params["ref"]:
         _, binding = check_binding(ctx, params["ref"])
-        nodes = await read_frame(ctx, tab, binding.frame_id, root_ref=params["ref"])
-    else:
-        nodes = await read_frame(ctx, tab, tab.main_frame_id or "")
+        frame_id = binding.frame_id
+    view = await read_frame(ctx, tab, frame_id, root_ref=params["ref"],
+                            interactive=params["interactive"], as_tree=params["tree"])
     _prune_refs(ctx.session)
-    if params["interactive"]:
-        nodes = prune_interactive(nodes)
-    text, cut = truncate("\n".join(render(nodes, [])), params["max_tokens"])
+    text, cut = truncate(view.text, params["max_tokens"])
     title = await ctx.inspect("Runtime.evaluate", {"expression": "document.title",
                                                    "returnByValue": True}, tab=tab)
     tab.title = title.get("result", {}).get("value", "") or ""
@@ -236,6 +229,6 @@ async def snapshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
                            "snapshot": text}
     if cut:
         out["truncated"] = cut
-    if params["tree"]:
-        out["tree"] = [n.to_json() for n in nodes]
+    if view.tree is not None:
+        out["tree"] = [n.to_json() for n in view.tree]
     return out
