@@ -60,7 +60,7 @@ def _param_rows(spec: Any) -> list[str]:
 
 def cli_markdown() -> str:
     from browserskill.cli import render
-    from browserskill.cli.main import _HIDDEN, CONTROL
+    from browserskill.cli.commands import CONTROL, HIDDEN_TOOLS
     from browserskill.tools.catalog import TOOLS
 
     out = [GENERATED, "", "# `bsk` command reference", "",
@@ -74,7 +74,7 @@ def cli_markdown() -> str:
             "Each tool is one operation in the session's queue. *Effect* says whether a "
             "completed call is safe to repeat (`read`) or may act again.", ""]
     for spec in TOOLS:
-        if spec.words in _HIDDEN:
+        if spec.words in HIDDEN_TOOLS:
             continue
         out += [f"### `bsk {spec.usage()}`", "", _cell(spec.summary), "",
                 f"Effect: `{spec.effect.value}`"

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from conftest import Bsk, Result
 
-from browserskill.cli.main import CONTROL, CONTROL_BY_WORDS
+from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS
 from browserskill.errors import CODES, SHOULD_RETRY
 from browserskill.tools.catalog import TOOLS, Param, ToolSpec
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from conftest import BSK, Bsk
 
 from browserskill import skill
-from browserskill.cli.main import CONTROL_BY_WORDS, find_command
+from browserskill.cli.commands import CONTROL_BY_WORDS
+from browserskill.cli.main import find_command
 
 ROOT = Path(__file__).resolve().parent.parent
 SKILL_MD = skill.SKILL_FILE.read_text(encoding="utf-8")

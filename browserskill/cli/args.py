@@ -1,0 +1,172 @@
+"""Reading the command line: global options from anywhere, tool arguments from the
+catalog's parameter definitions (no argparse tree per call: start-up time matters)."""
+
+from __future__ import annotations
+
+import os
+
+from browserskill.errors import invalid
+from browserskill.tools.catalog import Param, ToolSpec
+
+TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
+if TYPE_CHECKING:
+    from typing import Any
+
+DEFAULT_SESSION = "default"
+
+
+def _id_like(text: str, extra: str, first_alnum: bool = True) -> bool:
+    # `re` would add to every call's start-up; these ids are simple.
+    if not 0 < len(text) <= 67 or (first_alnum and not text[0].isalnum()):
+        return False
+    return all((c.isascii() and c.isalnum()) or c in extra for c in text)
+
+
+def valid_session_id(text: str) -> bool:
+    return len(text) <= 64 and _id_like(text, "_.-")
+
+
+def valid_op_id(text: str) -> bool:
+    return text.startswith("op_") and _id_like(text, "_-")
+
+
+class Globals:
+    """The options every command takes (a plain class: dataclasses cost start-up time)."""
+
+    def __init__(self) -> None:
+        self.session: str = os.environ.get("BSK_SESSION") or DEFAULT_SESSION
+        self.json = False
+        self.wait = False
+        self.timeout: float | None = None
+        self.key: str | None = None
+        self.help = False
+        self.session_given = False  # -s/--session was on the line (not just the default)
+
+
+_VALUE_OPTS = {"--session": "session", "-s": "session", "--timeout": "timeout", "--key": "key"}
+_BOOL_OPTS = {"--json": "json", "--wait": "wait", "--help": "help", "-h": "help"}
+
+
+def split_globals(argv: list[str], g: Globals) -> list[str]:
+    """Take global options from anywhere on the line (before `--`) into `g`; return the
+    rest in order. `--json` is read first, so even a bad option's error honours it."""
+    g.json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        name, eq, inline = arg.partition("=")
+        if name in _VALUE_OPTS:
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            else:
+                raise invalid(name.lstrip("-"), "needs a value")
+            setattr(g, _VALUE_OPTS[name], value)
+            g.session_given = g.session_given or _VALUE_OPTS[name] == "session"
+        elif arg in _BOOL_OPTS:
+            setattr(g, _BOOL_OPTS[arg], True)
+        else:
+            rest.append(arg)
+        i += 1
+    if isinstance(g.timeout, str):
+        try:
+            g.timeout = float(g.timeout)
+        except ValueError:
+            raise invalid("timeout", f"must be a number of seconds, got {g.timeout!r}") from None
+        if not 0 < g.timeout <= 600:
+            raise invalid("timeout", "must be more than 0 and at most 600 seconds")
+    if not valid_session_id(g.session):
+        raise invalid("session", f"{g.session!r} is not a session id (1-64 letters, digits, "
+                      "'_', '.', '-')")
+    return rest
+
+
+# -- tool arguments, from the catalog ---------------------------------------------------
+
+
+def _convert(p: Param, raw: str) -> Any:
+    if p.type == "integer":
+        try:
+            return int(raw)
+        except ValueError:
+            raise invalid(p.name, f"must be an integer, got {raw!r}") from None
+    if p.type == "number":
+        try:
+            return float(raw)
+        except ValueError:
+            raise invalid(p.name, f"must be a number, got {raw!r}") from None
+    if p.type == "object":
+        import json
+
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise invalid(p.name, f"not valid JSON ({e})",
+                          hint=f"give a JSON object, e.g. {p.flag} '{{\"q\": \"lamp\"}}'") from None
+    if p.path:
+        return os.path.abspath(os.path.expanduser(raw))
+    return raw
+
+
+def looks_like_option(arg: str) -> bool:
+    return arg.startswith("-") and len(arg) > 1 and not arg[1:2].isdigit() and arg != "-"
+
+
+def parse_tool_args(spec: ToolSpec, args: list[str]) -> dict[str, Any]:
+    by_flag = {p.flag: p for p in spec.params}
+    positionals = [p for p in spec.params if p.positional]
+    out: dict[str, Any] = {}
+    literal = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--" and not literal:
+            literal = True
+            continue
+        if not literal and looks_like_option(arg):
+            name, eq, inline = arg.partition("=")
+            p = by_flag.get(name)
+            if p is None and name.startswith("--no-") and f"--{name[5:]}" in by_flag:
+                p = by_flag[f"--{name[5:]}"]
+                if p.type == "boolean":
+                    out[p.name] = False
+                    continue
+            if p is None:
+                known = ", ".join(by_flag) or "none"
+                raise invalid(name.lstrip("-"), f"unknown option for `{' '.join(spec.words)}` "
+                              f"(options: {known})", hint=f"bsk {' '.join(spec.words)} --help")
+            if p.type == "boolean":
+                out[p.name] = True
+                continue
+            if not eq:
+                if i >= len(args):
+                    raise invalid(p.name, "needs a value")
+                inline = args[i]
+                i += 1
+            if p.type == "array":
+                out.setdefault(p.name, []).append(_convert(p, inline))
+            else:
+                out[p.name] = _convert(p, inline)
+            continue
+        while positionals and positionals[0].name in out and positionals[0].type != "array":
+            positionals.pop(0)
+        if not positionals:
+            raise invalid("arguments", f"unexpected argument {arg!r}",
+                          hint=f"usage: bsk {spec.usage()}")
+        p = positionals[0]
+        if p.type == "array":
+            out.setdefault(p.name, []).append(_convert(p, arg))
+        else:
+            out[p.name] = _convert(p, arg)
+            positionals.pop(0)
+    return out
+
+
+# -- talking to the daemon --------------------------------------------------------------

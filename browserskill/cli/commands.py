@@ -1,0 +1,260 @@
+"""The commands that are not browser tools: sessions, daemon, operations, status, doctor,
+MCP, skill. Each is `cmd_x(client, args) -> answer`; `CONTROL` lists them with usage."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import namedtuple
+
+from browserskill import __version__, paths
+from browserskill.cli.args import looks_like_option, valid_op_id, valid_session_id
+from browserskill.cli.transport import DaemonUnreachable
+from browserskill.errors import BskError, invalid
+
+TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
+if TYPE_CHECKING:
+    from typing import Any
+
+    from browserskill.cli.main import Client
+
+
+def cmd_session_start(client: Client, args: list[str]) -> Any:
+    sid, label, browser = None, None, None
+    i = 0
+    while i < len(args):
+        if args[i] in ("--label", "-l", "--browser") and i + 1 < len(args):
+            if args[i] == "--browser":
+                browser = args[i + 1]
+            else:
+                label = args[i + 1]
+            i += 2
+            continue
+        if args[i].startswith("--label="):
+            label = args[i].split("=", 1)[1]
+        elif args[i].startswith("--browser="):
+            browser = args[i].split("=", 1)[1]
+        elif looks_like_option(args[i]):
+            raise invalid(args[i].lstrip("-"), "unknown option (accepted: --label, --browser)")
+        elif sid is None:
+            sid = args[i]
+        else:
+            raise invalid("arguments", f"unexpected argument {args[i]!r}")
+        i += 1
+    body = {k: v for k, v in (("session_id", sid), ("label", label), ("browser", browser))
+            if v is not None}
+    return client.call("POST", "/v1/sessions", body)[2]
+
+
+def cmd_session_list(client: Client, args: list[str]) -> Any:
+    _no_args("session list", args)
+    return client.call("GET", "/v1/sessions")[2]
+
+
+def cmd_session_stop(client: Client, args: list[str]) -> Any:
+    if args == ["--all"]:
+        _status, _, listing = client.call("GET", "/v1/sessions", spawn=False)
+        results = []
+        for s in listing.get("sessions", []):
+            results.append(_stop_one(client, s["session_id"]))
+        return {"stopped": results}
+    if len(args) > 1 or (args and looks_like_option(args[0])):
+        raise invalid("arguments", "usage: bsk session stop [ID | --all]")
+    return _stop_one(client, args[0] if args else client.g.session)
+
+
+def _stop_one(client: Client, sid: str) -> Any:
+    if not valid_session_id(sid):
+        raise invalid("session", f"{sid!r} is not a session id")
+    query = "?wait=true" if client.g.wait else ""
+    try:
+        return client.call("DELETE", f"/v1/sessions/{sid}{query}",
+                           spawn=False)[2]
+    except DaemonUnreachable:
+        raise BskError("session_not_found", f"no session {sid!r}: the daemon is not running",
+                       details={"session_id": sid}) from None
+
+
+def cmd_browsers(client: Client, args: list[str]) -> Any:
+    _no_args("browsers", args)
+    return client.call("GET", "/v1/browsers")[2]
+
+
+def cmd_status(client: Client, args: list[str]) -> Any:
+    connect = "--connect" in args
+    _no_args("status", [a for a in args if a != "--connect"])
+    return client.call("GET", "/v1/status" + ("?connect=true" if connect else ""))[2]
+
+
+def cmd_doctor(client: Client, args: list[str]) -> Any:
+    _no_args("doctor", args)
+    from browserskill.cli.doctor import run_doctor
+
+    return run_doctor(client)
+
+
+def cmd_daemon_start(client: Client, args: list[str]) -> Any:
+    daemon_args = [a for a in args if a != "--foreground"]
+    check_daemon_args(daemon_args)
+    if "--foreground" in args:
+        from browserskill.daemon.__main__ import main as daemon_main
+
+        sys.exit(daemon_main(daemon_args))
+    from browserskill.cli.spawn import reachable
+
+    if reachable(paths.socket_file()):
+        info = client.call("GET", "/v1/daemon", spawn=False)[2]
+        info["already_running"] = True
+        if args:
+            info["note"] = "options not applied: stop the daemon first to change them"
+        return info
+    client.start_daemon(args)
+    return client.call("GET", "/v1/daemon", spawn=False)[2]
+
+
+def check_daemon_args(args: list[str]) -> None:
+    """Bad daemon options are the caller's mistake (invalid_params), not a dead browser."""
+    import argparse
+
+    from browserskill.daemon.__main__ import parser
+
+    class Raising(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]
+            # "argument --idle-timeout: invalid …" / "unrecognized arguments: --x y"
+            head, _, rest = message.partition(": ")
+            option = head.split()[-1] if head.startswith("argument") else rest.split()[0]
+            raise invalid(option.lstrip("-"), message, hint="bsk daemon start --help")
+
+    p = parser()
+    checker = Raising(prog=p.prog, add_help=False)
+    for action in p._actions:
+        if action.option_strings and action.dest != "help":
+            checker._add_action(action)
+    checker.parse_args(args)
+
+
+def cmd_daemon_stop(client: Client, args: list[str]) -> Any:
+    _no_args("daemon stop", args)
+    from browserskill.cli.spawn import reachable
+
+    sock = paths.socket_file()
+    try:
+        answer = client.call("POST", "/v1/daemon/stop", spawn=False)[2]
+    except DaemonUnreachable:
+        return {"stopped": False, "note": "no daemon was running"}
+    import time
+
+    deadline = time.monotonic() + 15
+    while reachable(sock) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return {"stopped": not reachable(sock), "pid": answer.get("pid")}
+
+
+def cmd_daemon_status(client: Client, args: list[str]) -> Any:
+    _no_args("daemon status", args)
+    try:
+        return {"running": True, **client.call("GET", "/v1/daemon", spawn=False)[2]}
+    except DaemonUnreachable:
+        return {"running": False, "socket": paths.socket_file()}
+
+
+def _op_id(args: list[str], usage: str) -> str:
+    if len(args) != 1 or looks_like_option(args[0]):
+        raise invalid("op_id", "give exactly one operation id", hint=f"usage: bsk {usage}")
+    if not valid_op_id(args[0]):
+        raise BskError("op_not_found", f"no operation {args[0]!r} (ids look like op_…)",
+                       hint="list recent ones with `bsk op list`", details={"op_id": args[0]})
+    return args[0]
+
+
+def cmd_op_show(client: Client, args: list[str]) -> Any:
+    return client.call("GET", f"/v1/ops/{_op_id(args, 'op show ID')}")[2]
+
+
+def cmd_op_cancel(client: Client, args: list[str]) -> Any:
+    return client.call("POST", f"/v1/ops/{_op_id(args, 'op cancel ID')}/cancel")[2]
+
+
+def cmd_op_wait(client: Client, args: list[str]) -> Any:
+    timeout = int((client.g.timeout or 30) * 1000)
+    op = _op_id(args, "op wait ID")
+    return client.call("GET", f"/v1/ops/{op}/wait?timeout_ms={timeout}")[2]
+
+
+def cmd_op_list(client: Client, args: list[str]) -> Any:
+    query = "?limit=50"
+    if args[:1] == ["--all"]:
+        args = args[1:]
+    elif client.g.session:
+        query += "&session=" + client.g.session
+    _no_args("op list [--all]", args)
+    return client.call("GET", "/v1/ops" + query)[2]
+
+
+def cmd_mcp(client: Client, args: list[str]) -> Any:
+    """Serve MCP on stdin/stdout until the client hangs up (stdout is the protocol)."""
+    _no_args("mcp [--session ID]", args)
+    from browserskill.mcp_server import main as mcp_main
+
+    explicit = client.g.session_given or bool(os.environ.get("BSK_SESSION"))
+    sys.exit(mcp_main(session=client.g.session if explicit else None))
+
+
+def cmd_install_skill(client: Client, args: list[str]) -> Any:
+    from browserskill.skill import cli_install
+
+    return cli_install(args)
+
+
+def cmd_version(client: Client, args: list[str]) -> Any:
+    _no_args("version", args)
+    return {"version": __version__}
+
+
+def _no_args(command: str, args: list[str]) -> None:
+    if args:
+        raise invalid("arguments", f"unexpected argument {args[0]!r}", hint=f"usage: bsk {command}")
+
+
+# words: the command's words; run(client, args) -> answer; usage; summary.
+Control = namedtuple("Control", "words run usage summary")
+
+
+CONTROL: tuple[Control, ...] = (
+    Control(("session", "start"), cmd_session_start,
+            "session start [ID] [--label L] [--browser extension|ID|LABEL]",
+            "Start a session (its own tab); use it with -s ID or BSK_SESSION=ID. With "
+            "--browser, in the user's browser (extension): its own Agent Window."),
+    Control(("browsers",), cmd_browsers, "browsers",
+            "Browsers connected through the BrowserSkill extension (id, label, version)."),
+    Control(("session", "list"), cmd_session_list, "session list", "List sessions."),
+    Control(("session", "stop"), cmd_session_stop, "session stop [ID | --all]",
+            "Stop a session and close its tabs (after its running operation)."),
+    Control(("status",), cmd_status, "status [--connect]",
+            "Daemon and browser status (--connect starts the browser to report it)."),
+    Control(("doctor",), cmd_doctor, "doctor", "Check the set-up and say how to fix problems."),
+    Control(("daemon", "start"), cmd_daemon_start,
+            "daemon start [--foreground] [--cdp-url URL] [--profile DIR | --ephemeral] "
+            "[--idle-timeout SEC] [--headed]", "Start the daemon (bsk starts it on first use)."),
+    Control(("daemon", "stop"), cmd_daemon_stop, "daemon stop",
+            "Stop the daemon; running operations end honestly."),
+    Control(("daemon", "status"), cmd_daemon_status, "daemon status",
+            "Daemon pid, socket, version and uptime."),
+    Control(("op", "show"), cmd_op_show, "op show ID", "One operation with its timeline."),
+    Control(("op", "list"), cmd_op_list, "op list [--all]",
+            "Recent operations of this session (--all: every session)."),
+    Control(("op", "cancel"), cmd_op_cancel, "op cancel ID", "Cancel an operation."),
+    Control(("op", "wait"), cmd_op_wait, "op wait ID", "Wait for an operation to end."),
+    Control(("mcp",), cmd_mcp, "mcp [--session ID]",
+            "Serve the browser tools over MCP on stdio (one session per connection)."),
+    Control(("install-skill",), cmd_install_skill,
+            "install-skill [--harness NAME]… [--dir DIR] [--list]",
+            "Install the agent skill (SKILL.md) where claude, codex, opencode or cursor "
+            "look for it."),
+    Control(("version",), cmd_version, "version", "Print the version."),
+)
+CONTROL_BY_WORDS = {c.words: c for c in CONTROL}
+HIDDEN_TOOLS = {("session", "stop")}  # a catalog tool, but the CLI form takes ID|--all
+# Control commands that describe an operation rather than end as one (`op wait` does end
+# with the operation's outcome, so its exit code is the operation's).
+REPORTS_AN_OP = {("op", "show"), ("op", "cancel")}
