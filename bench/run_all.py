@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
-SCRIPTS = ("cli_roundtrip.py", "daemon_overhead.py", "memory.py", "snapshot.py", "webmcp.py")
+SCRIPTS = ("cli_roundtrip.py", "daemon_overhead.py", "memory.py", "snapshot.py", "webmcp.py",
+           "extension_relay.py", "interruption.py")
 
 
 def main() -> int:

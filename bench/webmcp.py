@@ -164,12 +164,15 @@ class Runner:
 class Call:
     """One CLI call in the background; its exit time is taken by a thread waiting on it."""
 
+    started: list[subprocess.Popen[str]] = []  # killed (by pid) if the bench stops early
+
     def __init__(self, runner: Runner, argv: list[str], env: dict[str, str], cwd: Path | None,
                  kill_after: float) -> None:
         self.runner = runner
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(argv, env=env, cwd=cwd, text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        Call.started.append(self.proc)
         self.kill_after = kill_after
         self.result: Outcome | None = None
         self.thread = threading.Thread(target=self._wait, daemon=True)
@@ -517,12 +520,15 @@ def main(n: int = N) -> int:
             ok &= check("after recovery every add_item completes",
                         all(o.code == 0 for o in recovery[b])
                         and all(s == 200 for s, _, _ in recovery_api))
-            ok &= common.verdict("after recovery: op time per call, worst",
-                                 max([common.op_ms(o.answer) for o in recovery[b] if o.answer]
-                                     + [common.op_ms(a) for _, a, _ in recovery_api]),
-                                 TARGET_CALL_MS)
-            ok &= common.verdict("after recovery: HTTP round trip per call, worst",
-                                 max(w for _, _, w in recovery_api), TARGET_CALL_MS)
+            ops = ([common.op_ms(o.answer) for o in recovery[b] if o.answer]
+                   + [common.op_ms(a) for _, a, _ in recovery_api])
+            trips = [w for _, _, w in recovery_api]
+            print(f"  (after recovery, medians: op {common.median(ops):.1f} ms, "
+                  f"HTTP round trip {common.median(trips):.1f} ms)")
+            ok &= common.verdict(f"after recovery: op time per call, worst of {len(ops)}",
+                                 max(ops), TARGET_CALL_MS)
+            ok &= common.verdict(f"after recovery: HTTP round trip per call, worst of "
+                                 f"{len(trips)}", max(trips), TARGET_CALL_MS)
             if has_call:
                 theirs = {how: rows["playwright-cli"] for how, rows in fast.items()}
                 theirs["Page.crash"] = crash["playwright-cli"]
@@ -530,6 +536,9 @@ def main(n: int = N) -> int:
                     f"{how} {fmt_s(median_of([r.total for r in rows]))}"
                     for how, rows in theirs.items()))
     finally:
+        for proc in Call.started:
+            if proc.poll() is None:
+                proc.kill()
         peer.close_all()
         shutil.rmtree(workdir, ignore_errors=True)
     return 0 if ok else 1

@@ -211,7 +211,8 @@ const OPS = {
       attached.add(tabId);
     }
     const info = await chrome.debugger.sendCommand({ tabId }, "Target.getTargetInfo", {});
-    return { targetId: info.targetInfo.targetId, url: info.targetInfo.url, title: info.targetInfo.title };
+    return { targetId: info.targetInfo.targetId, url: info.targetInfo.url, title: info.targetInfo.title,
+      openerId: info.targetInfo.openerId || null };
   },
   async detach({ tabId }) {
     attached.delete(tabId);
@@ -435,6 +436,19 @@ chrome.debugger.onDetach.addListener((source, reason) => {
   if (source.tabId === undefined) return;
   attached.delete(source.tabId);
   send({ type: "detached", tabId: source.tabId, reason });
+});
+
+// A tab an agent tab opened itself (window.open, target=_blank): the daemon adopts it into
+// that tab's session. Only tabs opened from a tab we act in or in an Agent Window are
+// reported. Chrome's openerTabId is the tab strip's idea (often the active tab), so the
+// daemon checks the real opener (CDP's openerId) before adopting.
+chrome.tabs.onCreated.addListener(async (tab) => {
+  const opener = tab.openerTabId;
+  if (opener === undefined) return;
+  await restore();
+  const agentWindow = Object.values(agent).some((a) => a.windowId === tab.windowId);
+  if (!agentWindow && !attached.has(opener) && !borrowed[opener]) return;
+  send({ type: "tab_opened", tabId: tab.id, openerTabId: opener, windowId: tab.windowId });
 });
 
 chrome.tabs.onRemoved.addListener((tabId, info) => {

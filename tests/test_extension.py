@@ -4,10 +4,22 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 from typing import Any
 
-from conftest import Bsk, ExtensionBrowser, PageDevTools, live_ops, ref_of, wait_until
+from conftest import (
+    Bsk,
+    ExtensionBrowser,
+    PageDevTools,
+    alive,
+    browser_cdp,
+    daemon_pid,
+    live_ops,
+    ref_of,
+    wait_until,
+)
 
 
 def answer_of(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
@@ -240,3 +252,146 @@ def test_borrow_cancelled_while_asking_is_undone(ext_browser: ExtensionBrowser,
     answer_prompt(hand, "approve")
     assert answer_of(again)[0] == 0
     hand.close()
+
+
+def test_webmcp_list_and_invoke_through_the_relay(ext_browser: ExtensionBrowser,
+                                                  site: str) -> None:
+    s = agent_session(ext_browser)
+    s.ok("open", f"{site}/webmcp.html")
+    tools = {t["name"]: t for t in s.ok("webmcp", "list")["result"]["tools"]}
+    assert {"echo", "add_item", "fail"} <= set(tools)
+    assert tools["echo"]["tool_ref"] == "t1/f0/echo"
+    answer = s.ok("webmcp", "invoke", "echo", "--input", '{"text": "hi"}')["result"]
+    assert answer["status"] == "completed" and answer["ok"] is True
+    assert answer["output"] == {"echo": {"text": "hi"}, "title": "WebMCP tools"}
+    added = s.ok("webmcp", "invoke", "t1/f0/add_item", "--input", '{"item": "lamp"}')
+    assert added["result"]["output"]["added"] == "lamp"
+    assert s("eval", "window.runs").value == ["echo", "add_item:lamp"]  # each ran once
+    failed = s("webmcp", "invoke", "fail")
+    assert failed.code == 0 and "out of stock" in failed.json["result"]["exception"]
+    # A deadline under a pending call: WebMCP.cancelInvocation goes through the relay too.
+    r = s("--timeout", "1", "webmcp", "invoke", "hang")
+    assert r.code == 9 and r.json["status"] == "outcome_unknown"
+    assert r.json["error"]["details"]["tool_status"] == "Canceled"
+
+
+def test_daemon_killed_then_extension_sessions_are_readopted(ext_browser: ExtensionBrowser,
+                                                              site: str) -> None:
+    s = agent_session(ext_browser)
+    s.ok("open", f"{site}/counter.html")
+    s.ok("eval", "window.kept = 42")
+    (tab,) = s.ok("tab", "list")["result"]["tabs"]
+    gone = agent_session(ext_browser, "gone")
+    (gone_tab,) = gone.ok("tab", "list")["result"]["tabs"]
+    pid = daemon_pid(ext_browser.bsk.home)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not alive(pid), what="the daemon to die")
+    # While no daemon runs, the user closes one session's Agent Window.
+    browser_cdp(ext_browser.chromium, "Target.closeTarget", {"targetId": gone_tab["target_id"]})
+    wait_until(lambda: gone_tab["target_id"] not in {t["targetId"] for t in
+                                                     ext_browser.page_targets()},
+               what="the closed Agent Window's tab to go")
+    # The next call spawns a new daemon (with the extension port from the environment);
+    # until the extension has reconnected, calls are browser_unavailable.
+    first = s("eval", "window.kept")
+    assert first.code == 0 or first.json["error"]["code"] == "browser_unavailable", first
+    wait_until(lambda: s("eval", "window.kept").code == 0, what="the re-adopted session")
+    assert daemon_pid(ext_browser.bsk.home) not in (None, pid)
+    assert s("eval", "window.kept").value == 42  # the same page, its state intact
+    (again,) = s.ok("tab", "list")["result"]["tabs"]
+    assert (again["tab_id"], again["target_id"]) == ("t1", tab["target_id"])
+    assert sum(t["targetId"] == tab["target_id"] for t in ext_browser.page_targets()) == 1
+    snap = s.ok("snapshot")["result"]["snapshot"]
+    s.ok("click", ref_of(snap, "button", "Add one"))
+    # The session whose window was closed meanwhile ended, saying why.
+    r = wait_until(lambda: (lambda r: r if r.code != 0 and r.json["error"]["code"] ==
+                            "session_not_found" else None)(gone("eval", "1")),
+                   what="the closed window's session to end")
+    assert "Agent Window was closed" in r.json["error"]["message"]
+    assert ext_browser.bsk.ok("status")["sessions_at_start"][
+        "awaiting_browser"] == ["agent", "gone"]
+    assert len(ext_browser.connected()) == 1
+
+
+def test_gone_tab_versus_gone_browser_is_judged_by_the_sessions_own_link(
+        ext_browser: ExtensionBrowser, site: str) -> None:
+    s = agent_session(ext_browser)
+    s.ok("open", f"{site}/counter.html")
+    second = s.ok("tab", "new", f"{site}/login.html")["result"]["tab_id"]
+    (closed,) = [t for t in s.ok("tab", "list")["result"]["tabs"] if t["tab_id"] == second]
+    # The user closes one agent tab (the daemon's own browser is not even running): the
+    # tab is gone, the browser is not.
+    browser_cdp(ext_browser.chromium, "Target.closeTarget", {"targetId": closed["target_id"]})
+    r = wait_until(lambda: (lambda r: r if r.code != 0 else None)(
+        s("eval", "1")), what="the closed (current) tab to fail")
+    assert r.json["error"]["code"] == "action_failed", r.stdout
+    assert r.json["error"]["details"]["reason"] == "tab_gone"
+    # The extension disconnected while the daemon's own browser runs (another session):
+    # the extension session's calls are browser_unavailable, nothing sent.
+    ext_browser.bsk.ok("session", "start", "embedded")
+    assert ext_browser.worker_eval("bsk.configure({port: 1})")  # pointed nowhere
+    wait_until(lambda: not ext_browser.connected(), what="the extension to disconnect")
+    for args in (("eval", "1"), ("click", "e1"), ("snapshot",)):  # on the gone tab
+        r = s(*args)
+        assert r.json["error"]["code"] == "browser_unavailable", r.stdout
+        assert r.json["dispatched"] == "no"
+    assert ext_browser.bsk.with_session("embedded")("eval", "1 + 1").value == 2
+    assert ext_browser.worker_eval(f"bsk.configure({{port: {ext_browser.port}}})")
+    wait_until(lambda: s("tab", "list").code == 0 and ext_browser.connected(),
+               what="the extension to reconnect")
+    wait_until(lambda: s("tab", "select", "t1").code == 0, what="the re-adopted tab")
+    assert s("eval", "document.title").value == "Counter"
+
+
+def test_tabs_the_agents_page_opens_join_its_session(ext_browser: ExtensionBrowser,
+                                                     site: str) -> None:
+    before = {t["targetId"] for t in ext_browser.page_targets()}
+    s = agent_session(ext_browser)
+    s.ok("open", f"{site}/click.html")
+    snap = s.ok("snapshot")["result"]["snapshot"]
+    assert s.ok("click", ref_of(snap, "link", "Open in new tab"))["result"]["new_tabs"] == [
+        "t2"]
+    assert s.ok("click", ref_of(snap, "button", "Pop up"))["result"]["new_tabs"] == ["t3"]
+    tabs = {t["tab_id"]: t for t in s.ok("tab", "list")["result"]["tabs"]}
+    assert set(tabs) == {"t1", "t2", "t3"} and tabs["t1"]["current"]
+    s.ok("tab", "select", "t2")
+    assert s("eval", "document.title").value == "Other"
+    s.ok("tab", "select", "t3")
+    assert s("eval", "location.pathname").value == "/other.html"
+    # A tab the user opens from their own tab is not the agent's.
+    (user_target,) = [t["targetId"] for t in ext_browser.page_targets()
+                      if t["targetId"] in before and t["url"] == "about:blank"][:1]
+    browser_cdp(ext_browser.chromium, "Runtime.evaluate",
+                {"expression": f"window.open('{site}/other.html')", "userGesture": True},
+                session_of=user_target)
+    wait_until(lambda: sum(t["url"].endswith("/other.html")
+                           for t in ext_browser.page_targets()) == 3, what="the user's tab")
+    assert set(t["tab_id"] for t in s.ok("tab", "list")["result"]["tabs"]) == {
+        "t1", "t2", "t3"}
+    # The agent's own new tab is not taken for one its page opened.
+    assert s.ok("tab", "new", f"{site}/counter.html")["result"]["tab_id"] == "t4"
+    assert s("eval", "document.title").value == "Counter"
+    assert len(s.ok("tab", "list")["result"]["tabs"]) == 4
+    s.ok("session", "stop")
+    wait_until(lambda: sum(t["url"].endswith("/other.html")
+                           for t in ext_browser.page_targets()) == 1,
+               what="the session's tabs to close, the user's to stay")
+
+
+def test_session_store_gains_the_browser_column_on_an_older_database() -> None:
+    import sqlite3
+
+    from browserskill.dispatch.session_store import SessionStore
+
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.executescript("""CREATE TABLE sessions (session_id TEXT PRIMARY KEY, label TEXT,
+        created_at REAL NOT NULL, tabs TEXT NOT NULL, current_tab TEXT,
+        tab_seq INTEGER NOT NULL, ended_at REAL, ended_reason TEXT);
+        INSERT INTO sessions VALUES ('old', NULL, 1.0, '[["t1", "T"]]', 't1', 1, NULL, NULL);
+    """)
+    store = SessionStore(db)
+    (old,) = store.open_sessions()
+    assert (old.session_id, old.tabs, old.browser) == ("old", [("t1", "T")], None)
+    SessionStore(db)  # a second start finds the column there
+    assert [r[1] for r in db.execute("PRAGMA table_info(sessions)")].count("browser") == 1

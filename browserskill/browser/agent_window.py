@@ -43,6 +43,9 @@ class AgentWindow:
         self.chrome_tabs: dict[str, int] = {}  # session tab id -> chrome tab id
         self.borrowed: dict[str, Borrow] = {}  # session tab id -> where it came from
         self.ended = False
+        # The link was lost (or the daemon restarted): until the extension reconnects and
+        # its tabs are re-attached, calls are browser_unavailable and nothing is sent.
+        self.waiting = False
 
     # -- what the dispatcher and SessionManager call ---------------------------------
 
@@ -73,6 +76,10 @@ class AgentWindow:
                            details={"session_id": session.id})
         if op.tool != "session_stop":
             self.require_link()
+            if self.waiting:
+                raise BskError("browser_unavailable", f"the extension in browser "
+                               f"{self.ext.describe()} is reconnecting this session's tabs",
+                               hint="call again in a moment")
 
     def check_close(self, tab: Tab) -> None:
         if tab.tab_id in self.borrowed:
@@ -132,9 +139,10 @@ class AgentWindow:
         if not self.chrome_tabs:
             self.window_id = None
 
-    async def adopt_tab(self, tab_id: str, target_id: str) -> Tab:
-        raise BskError("action_failed", "adopting tabs by target id is not available in an "
-                       "extension browser", details={"reason": "unsupported"})
+    async def adopt_tab(self, tab_id: str, chrome_tab: str) -> Tab:
+        """A tab the session's own page opened (window.open, target=_blank): attached as
+        one of the session's (it stays in the window Chrome opened it in)."""
+        return await self.attach(tab_id, int(chrome_tab))
 
     async def return_tab(self, tab: Tab) -> dict[str, Any]:
         """Detach and put a borrowed tab back where it was (or somewhere sensible)."""
@@ -174,6 +182,23 @@ class AgentWindow:
             await link.call(message, timeout=5)
         except LinkError as e:
             log.info("%s: %s", message.get("op"), e)
+
+    def stored(self) -> dict[str, Any]:
+        """What the session store keeps, to re-adopt this window after a daemon restart."""
+        return {"id": self.ext.instance_id, "window_id": self.window_id,
+                "tabs": dict(self.chrome_tabs),
+                "borrowed": {t: [b.chrome_tab_id, b.window_id, b.index, b.url]
+                             for t, b in self.borrowed.items()}}
+
+    def restore(self, stored: dict[str, Any]) -> None:
+        """The stored window, waiting for its browser to reconnect (its tabs unattached)."""
+        self.waiting = True
+        self.window_id = stored.get("window_id")
+        self.chrome_tabs = {str(t): int(c) for t, c in (stored.get("tabs") or {}).items()}
+        for tab_id, (chrome_tab, window_id, index, url) in (stored.get("borrowed")
+                                                            or {}).items():
+            self.borrowed[tab_id] = Borrow(int(chrome_tab), window_id, index, url)
+            self.ext.borrows[int(chrome_tab)] = self.session.id
 
     def describe(self) -> dict[str, Any]:
         return {"browser": self.ext.instance_id, "window_id": self.window_id,

@@ -11,7 +11,9 @@ window of their own, and user tabs it borrows are remembered with where they cam
 Lost connection: every tab on it is marked gone and the dispatcher ends that browser's
 operations (dispatched → outcome_unknown, queued → browser_unavailable). The extension
 reconnects with the same instance id; its still-open Agent Windows are re-adopted with
-the same session and tab ids, never duplicated.
+the same session and tab ids, never duplicated. After a daemon restart the session store
+brings those sessions back bound to their browser's instance id (`expect`), waiting for
+it to reconnect; the same reconciliation then re-adopts or ends them.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from browserskill.browser.extension_protocol import (
     PROTOCOL,
     negotiate,
 )
+from browserskill.browser.link import LinkError
 from browserskill.errors import BskError, invalid
 
 log = logging.getLogger(__name__)
@@ -91,7 +94,9 @@ class ExtensionHub:
         # window closed by hand; sessions to re-create after a daemon restart.
         self.on_lost: Callable[[str, set[str]], None] = lambda reason, sids: None
         self.on_interrupt: Callable[[str], None] = lambda sid: None
-        self.on_window_closed: Callable[[str], None] = lambda sid: None
+        self.on_window_closed: Callable[..., None] = lambda sid, reason="": None
+        self.on_readopted: Callable[[Session], None] = lambda session: None
+        self.on_tab_opened: Callable[[AgentWindow, str, int], None] = lambda w, t, c: None
         self.on_connected: Callable[[ExtensionBrowser, list[dict[str, Any]]], Any] | None = None
 
     async def start(self) -> None:
@@ -225,13 +230,16 @@ class ExtensionHub:
             if win.borrowed.get(tab_id):
                 await win._quietly({"op": "session_bind", "session_id": session.id,
                                     "label": session.label, "windowId": win.window_id})
+        win.waiting = False
         if session.tabs:
             if session.current_tab_id not in session.tabs:
                 session.current_tab_id = next(iter(session.tabs))
             await win._quietly({"op": "session_bind", "session_id": session.id,
                                 "label": session.label or "", "windowId": win.window_id})
+            self.on_readopted(session)
         else:
-            self.on_window_closed(session.id)
+            self.on_window_closed(session.id, "its Agent Window was closed while the "
+                                  "extension was not connected to the daemon")
 
     def _on_message(self, browser: ExtensionBrowser, msg: dict[str, Any]) -> None:
         kind = msg.get("type")
@@ -240,14 +248,46 @@ class ExtensionHub:
             if isinstance(sid, str) and sid in browser.sessions:
                 log.info("user interrupt for session %s", sid)
                 self.on_interrupt(sid)
+        elif kind == "tab_opened" and isinstance(msg.get("tabId"), int):
+            wins = [w for w in browser.sessions.values() if not w.waiting and (
+                w.window_id == msg.get("windowId")
+                or msg.get("openerTabId") in w.chrome_tabs.values())]
+            if wins:
+                asyncio.get_running_loop().create_task(
+                    self._opened(wins, msg["tabId"], msg.get("openerTabId")))
         elif kind == "window_removed":
             for sid, win in list(browser.sessions.items()):
                 if win.window_id == msg.get("windowId"):
                     self.on_window_closed(sid)
 
+    async def _opened(self, wins: list[AgentWindow], chrome_tab: int, opener: Any) -> None:
+        """A new tab near a session's tabs: its session's if one of them really opened it
+        (CDP's openerId); otherwise left alone."""
+        link = wins[0].link
+        if link is None or link.closed:
+            return
+        try:
+            info = await link.call({"op": "attach", "tabId": chrome_tab}, timeout=10)
+        except LinkError as e:  # closed at once, say: the opener's click must not wait for it
+            log.info("a tab opened near an agent tab: %s", e)
+            for win in wins:
+                opener_id = next((t for t, c in win.chrome_tabs.items() if c == opener), None)
+                if opener_id is not None:
+                    self.on_tab_opened(win, opener_id, chrome_tab)  # fails, and says so
+                    return
+            return
+        for win in wins:
+            opener = next((t for t in win.session.tabs.values()
+                           if info.get("openerId") and t.target_id == info["openerId"]), None)
+            if opener is not None:
+                self.on_tab_opened(win, opener.tab_id, chrome_tab)
+                return
+        await wins[0]._quietly({"op": "detach", "tabId": chrome_tab})
+
     def _lost(self, browser: ExtensionBrowser, reason: str) -> None:
         log.warning("extension link of %s closed: %s", browser.describe(), reason)
         for win in browser.sessions.values():
+            win.waiting = True
             for tab in win.session.tabs.values():
                 tab.mark_gone(f"the extension's connection was lost ({reason})")
         self.on_lost(reason, set(browser.sessions))
@@ -284,6 +324,17 @@ class ExtensionHub:
     def agent_window(self, wanted: str, session: Session) -> AgentWindow:
         browser = self.choose(wanted)
         win = AgentWindow(browser, session)
+        browser.sessions[session.id] = win
+        return win
+
+    def expect(self, session: Session, stored: dict[str, Any]) -> AgentWindow:
+        """After a daemon restart: a stored session's Agent Window, bound to its browser
+        (known by instance id) before that browser reconnects; `_reconcile` re-attaches
+        its tabs, with the same tab ids, when it does."""
+        instance = str(stored["id"])
+        browser = self.browsers.setdefault(instance, ExtensionBrowser(instance))
+        win = AgentWindow(browser, session)
+        win.restore(stored)
         browser.sessions[session.id] = win
         return win
 
@@ -326,25 +377,34 @@ def wire(hub: ExtensionHub, sessions: Any, dispatcher: Any) -> None:
             if op.session_id == sid and not op.ended and op.state != "queued":
                 dispatcher.cancel(op.op_id, "user_interrupt")
 
-    async def end_session(sid: str) -> None:
+    async def end_session(sid: str, reason: str) -> None:
         session = sessions.sessions.get(sid)
         if session is None:
             return
         for tab in session.tabs.values():
-            tab.mark_gone("its Agent Window was closed")
+            tab.mark_gone(reason)
         live = [op for op in dispatcher.ops.values() if op.session_id == sid and not op.ended]
         for op in live:
             op.request_cancel("window_closed")
         for op in live:
             await op.done.wait()
         if sessions.sessions.get(sid) is session:
-            await sessions.close(session, "its Agent Window was closed")
+            await sessions.close(session, reason)
 
-    def window_closed(sid: str) -> None:
-        asyncio.get_running_loop().create_task(end_session(sid))
+    def window_closed(sid: str, reason: str = "its Agent Window was closed") -> None:
+        asyncio.get_running_loop().create_task(end_session(sid, reason))
 
     hub.on_lost = dispatcher._link_lost
     hub.on_interrupt = interrupt
     hub.on_window_closed = window_closed
+    hub.on_readopted = sessions.persist
+
+    def tab_opened(win: AgentWindow, opener_id: str, chrome_tab: int) -> None:
+        opener = win.session.tabs.get(opener_id)
+        if opener is not None and sessions.sessions.get(win.session.id) is win.session:
+            asyncio.get_running_loop().create_task(
+                sessions.adopt(win.session, opener, str(chrome_tab)))
+
+    hub.on_tab_opened = tab_opened
     sessions.extensions = hub
 

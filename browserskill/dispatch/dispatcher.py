@@ -194,18 +194,20 @@ class Dispatcher:
         except (LinkClosed, TabGone) as e:
             if op.effect_sent:
                 raise _unknown(f"lost the page mid-call: {e}", op) from None
-            raise self._gone(e) from None
+            raise self._gone(e, self.sessions.sessions.get(op.session_id)) from None
         except LinkError as e:
             raise BskError("action_failed", str(e), details={"reason": "browser_error"},
                            dispatched="yes" if op.effect_sent else "no") from None
         op.complete(result, retry_safe=catalog.BY_NAME[op.tool].effect.retry_safe)
 
-    def _gone(self, e: Exception) -> BskError:
+    def _gone(self, e: Exception, session: Session | None = None) -> BskError:
         if isinstance(e, TabCrashed):
             return BskError("action_failed", "the tab's renderer crashed; nothing was sent",
                             hint="`bsk reload` brings the tab back (or `bsk tab new URL`)",
                             details={"reason": "tab_crashed"}, dispatched="no")
-        if self.browser.link is None or self.browser.link.closed:
+        # The session's own link: an extension browser's, or the daemon's browser.
+        owner = session.browser if session is not None and session.browser else self.browser
+        if owner.link is None or owner.link.closed or getattr(owner, "waiting", False):
             return BskError("browser_unavailable", f"the browser went away: {e}",
                             hint="call again: the daemon relaunches or reconnects it; "
                                  "then open a tab with `bsk tab new URL`")

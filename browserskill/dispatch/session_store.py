@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS sessions (
   current_tab TEXT,
   tab_seq INTEGER NOT NULL,
   ended_at REAL,
-  ended_reason TEXT
+  ended_reason TEXT,
+  browser TEXT                 -- extension browser: {"id", "window_id", "tabs", "borrowed"}
 );
 """
 
@@ -36,20 +37,26 @@ class StoredSession:
     current_tab: str | None
     tab_seq: int
     ended_reason: str | None
+    browser: dict[str, Any] | None = None  # the extension browser it was bound to, if any
 
 
 class SessionStore:
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
         self.db.executescript(_SCHEMA)
+        columns = {r[1] for r in self.db.execute("PRAGMA table_info(sessions)")}
+        if "browser" not in columns:  # a database from before extension sessions
+            self.db.execute("ALTER TABLE sessions ADD COLUMN browser TEXT")
 
     def save(self, session: Any) -> None:
         tabs = [[t.tab_id, t.target_id] for t in session.tabs.values()]
+        browser = session.browser.stored() if session.browser is not None else None
         self.db.execute(
             "INSERT OR REPLACE INTO sessions (session_id, label, created_at, tabs, current_tab,"
-            " tab_seq, ended_at, ended_reason) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)",
+            " tab_seq, ended_at, ended_reason, browser) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?)",
             (session.id, session.label, session.created_at, json.dumps(tabs),
-             session.current_tab_id, session.tab_seq),
+             session.current_tab_id, session.tab_seq,
+             json.dumps(browser) if browser is not None else None),
         )
 
     def end(self, session_id: str, reason: str) -> None:
@@ -58,10 +65,10 @@ class SessionStore:
 
     def open_sessions(self) -> list[StoredSession]:
         rows = self.db.execute(
-            "SELECT session_id, label, created_at, tabs, current_tab, tab_seq, ended_reason "
-            "FROM sessions WHERE ended_at IS NULL").fetchall()
+            "SELECT session_id, label, created_at, tabs, current_tab, tab_seq, ended_reason, "
+            "browser FROM sessions WHERE ended_at IS NULL").fetchall()
         return [StoredSession(r[0], r[1], r[2], [tuple(t) for t in json.loads(r[3])], r[4],
-                              r[5], r[6]) for r in rows]
+                              r[5], r[6], json.loads(r[7]) if r[7] else None) for r in rows]
 
     def ended_reason(self, session_id: str) -> str | None:
         row = self.db.execute("SELECT ended_reason FROM sessions WHERE session_id = ? AND "

@@ -133,10 +133,13 @@ class SessionManager:
         if not stored:
             return report
         alive: set[str] = set()
-        if await self.browser.adopt_running():
+        if any(row.browser is None for row in stored) and await self.browser.adopt_running():
             alive = await self.browser.page_targets()
         for row in stored:
             session = Session(row.session_id, row.label, row.created_at, tab_seq=row.tab_seq)
+            if row.browser is not None:  # in an extension browser: wait for it to reconnect
+                self._await_browser(session, row, report)
+                continue
             for tab_id, target_id in row.tabs:
                 if target_id in alive:
                     try:
@@ -155,17 +158,33 @@ class SessionManager:
             report["readopted"].append(session.id)
         return report
 
+    def _await_browser(self, session: Session, row: Any, report: dict[str, list[str]]) -> None:
+        """An extension session after a daemon restart: its Agent Window waits for its
+        browser to reconnect (calls meanwhile are browser_unavailable); the extension's
+        handshake then says which of its tabs are still open."""
+        if self.extensions is None:
+            self.store.end(session.id, "its browser's extension listener is off in this "
+                           "daemon (start it with --extension-port)")
+            report["ended"].append(session.id)
+            return
+        session.browser = self.extensions.expect(session, row.browser)
+        session.current_tab_id = row.current_tab
+        self.sessions[session.id] = session
+        report.setdefault("awaiting_browser", []).append(session.id)
+
     def _popup(self, opener: Tab, info: dict[str, Any]) -> None:
         for session in self.sessions.values():
             if session.tabs.get(opener.tab_id) is opener:
                 asyncio.get_running_loop().create_task(
-                    self._adopt(session, opener, info["targetId"]))
+                    self.adopt(session, opener, info["targetId"]))
                 return
 
-    async def _adopt(self, session: Session, opener: Tab, target_id: str) -> None:
-        """A tab our page opened belongs to the same session; the opener's result lists it."""
+    async def adopt(self, session: Session, opener: Tab, target_id: str) -> None:
+        """A tab our page opened belongs to the same session; the opener's result lists it.
+        (`target_id`: in an extension browser, the Chrome tab id.)"""
         try:
-            tab = await self.browser.adopt_tab(session.next_tab_id(), target_id)
+            tab = await (session.browser or self.browser).adopt_tab(session.next_tab_id(),
+                                                                    target_id)
         except Exception as e:
             log.warning("could not adopt tab %s opened by %s: %s", target_id, opener.tab_id, e)
             opener.popups_requested = max(0, opener.popups_requested - 1)

@@ -79,15 +79,24 @@ async def mouse(ctx: ToolContext, tab: Tab, step: str, x: float, y: float, **ext
                    {"type": kind, "x": x, "y": y, **extra}, tab=tab)
 
 
+async def release_off_page(tab: Tab, button: str) -> None:
+    """Compensation for a pressed button: release it off the page, so the button is no
+    longer held but the element it was pressed on gets no click (Chromium then sends
+    mouseup and click to <html>, the common ancestor, never to the pressed element)."""
+    for kind in ("mouseMoved", "mouseReleased"):
+        await tab.send("Input.dispatchMouseEvent",
+                       {"type": kind, "x": -1, "y": -1, "button": button,
+                        "buttons": BUTTONS[button] if kind == "mouseMoved" else 0,
+                        "clickCount": 1}, timeout=2)
+
+
 async def press_release(ctx: ToolContext, tab: Tab, x: float, y: float, *, button: str,
                         count: int, modifiers: int) -> None:
     """Press and release `count` times; a cancel mid-way releases the button."""
     base = {"button": button, "modifiers": modifiers}
 
     async def release() -> None:
-        await tab.send("Input.dispatchMouseEvent",
-                       {"type": "mouseReleased", "x": x, "y": y, **base, "clickCount": 1},
-                       timeout=2)
+        await release_off_page(tab, button)
 
     for n in range(1, count + 1):
         held = ctx.on_cancel("mouse_released", release, undoes_effect=False)
@@ -191,9 +200,7 @@ async def drag(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
         await mouse(ctx, tab, "move", sx, sy)
 
         async def release() -> None:
-            await tab.send("Input.dispatchMouseEvent",
-                           {"type": "mouseReleased", "x": sx, "y": sy, "button": "left",
-                            "clickCount": 1}, timeout=2)
+            await release_off_page(tab, "left")
 
         held = ctx.on_cancel("mouse_released", release, undoes_effect=False)
         await mouse(ctx, tab, "press", sx, sy, button="left", buttons=1, clickCount=1)
