@@ -13,6 +13,7 @@ from conftest import Bsk, wait_until
 
 from browserskill import client as bc
 from browserskill.client import AsyncClient, BrowserSkillError, Client, Result
+from browserskill.client.core import _check as check_answer
 from browserskill.errors import CODES
 
 SLOW = "await slow('{tag}', {ms})"  # counter.html's instrumented slow eval
@@ -246,7 +247,7 @@ def test_codes_not_produced_here_map_to_their_class(code: str) -> None:
               "result": None, "error": {"code": code, "message": "m", "hint": "h",
                                         "details": {"x": 1}}}
     with pytest.raises(BrowserSkillError) as e:
-        bc._check(CODES[code].http, httpx.Headers({"X-Should-Retry": "false"}), answer)
+        check_answer(CODES[code].http, httpx.Headers({"X-Should-Retry": "false"}), answer)
     err = e.value
     assert type(err) is bc.error_class(code) and err.code == code
     assert (err.op_id, err.session_id, err.tool) == ("op_abcdef123456", "s", "click")
@@ -256,7 +257,7 @@ def test_codes_not_produced_here_map_to_their_class(code: str) -> None:
     assert err.result is not None and err.result.error and err.result.error.code == code
     # Without op fields (refused before an operation existed): the table's defaults.
     with pytest.raises(BrowserSkillError) as e2:
-        bc._check(CODES[code].http, httpx.Headers(), {"error": {"code": code, "message": "m"}})
+        check_answer(CODES[code].http, httpx.Headers(), {"error": {"code": code, "message": "m"}})
     assert e2.value.op_id is None and e2.value.dispatched == CODES[code].dispatched
 
 

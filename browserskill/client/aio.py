@@ -1,0 +1,175 @@
+"""`AsyncClient`: the asyncio client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+import httpx
+
+from browserskill.client.core import (
+    _Base,
+    _check,
+    _decode,
+    _q,
+    _Request,
+    _retry_delay,
+    _should_retry,
+    _spawn_error,
+)
+from browserskill.client.results import (
+    _WIRE_MARGIN_S,
+    CANCEL_ARRIVAL_S,
+    CANCEL_GRACE_S,
+    Result,
+    Session,
+)
+
+
+class AsyncClient(_Base):
+    """The same API as `Client`, awaitable. Cancelling the task awaiting a call cancels its
+    operation (POST /v1/ops/{id}/cancel) and waits briefly for it to end before the
+    cancellation goes on."""
+
+    def __init__(self, socket: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(socket, **kwargs)
+        transport = None if self.base_url else httpx.AsyncHTTPTransport(uds=str(self.socket))
+        self._http = httpx.AsyncClient(transport=transport,
+                                       timeout=httpx.Timeout(60.0, connect=5.0),
+                                       **self._transport_kwargs())
+        self.last_cancelled: Result | None = None  # how the last cancelled call ended
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _send(self, req: _Request) -> tuple[int, httpx.Headers, Any]:
+        started = False
+        for attempt in (0, 1):
+            try:
+                response = await self._http.request(
+                    req.method, req.path, json=req.body, headers=req.headers,
+                    timeout=httpx.Timeout(req.read_timeout, connect=5.0))
+                return response.status_code, response.headers, _decode(response)
+            except (httpx.ConnectError, FileNotFoundError) as e:
+                if attempt or not self.autostart or started:
+                    raise self._unreachable(e) from None
+                await self._start_daemon()
+                started = True
+            except (httpx.TimeoutException, httpx.ReadError, httpx.RemoteProtocolError) as e:
+                raise self._lost(e, req) from None
+        raise AssertionError("unreachable")
+
+    async def _start_daemon(self) -> None:
+        from browserskill.cli.spawn import DaemonStartError, spawn
+
+        try:
+            await asyncio.to_thread(spawn, home=self.home)
+        except DaemonStartError as e:
+            raise _spawn_error(e) from None
+
+    async def _json(self, method: str, path: str,
+                    body: dict[str, Any] | None = None) -> dict[str, Any]:
+        return _check(*await self._send(_Request(method, path, body)))
+
+    async def call(self, tool: str, params: dict[str, Any] | None = None, /, *,
+                   session: str | None = None, wait: bool = False,
+                   timeout: float | None = None, key: str | None = None,
+                   detach: bool = False, op_id: str | None = None,
+                   **kwparams: Any) -> Result:
+        merged = {**(params or {}), **kwparams}
+        for attempt in range(self.retries + 1):
+            req = self._tool_request(tool, merged, session=session, wait=wait,
+                                     timeout=timeout, key=key, detach=detach,
+                                     op_id=op_id if attempt == 0 else None)
+            status, headers, body = await self._send_cancellable(req)
+            if attempt < self.retries and _should_retry(status, headers):
+                await asyncio.sleep(_retry_delay(headers, self.retry_max_delay))
+                continue
+            return Result.from_dict(_check(status, headers, body))
+        raise AssertionError("unreachable")
+
+    async def _send_cancellable(self, req: _Request) -> tuple[int, httpx.Headers, Any]:
+        """Send a tool call; if our caller is cancelled meanwhile, cancel the operation by
+        its id first (so it ends "cancelled by request", not "the caller went away"), let
+        it end, then let the cancellation go on."""
+        import anyio
+
+        inner = asyncio.ensure_future(self._send(req))
+        try:
+            return await asyncio.shield(inner)
+        except BaseException:
+            if inner.done():
+                raise
+            with anyio.CancelScope(shield=True):
+                try:
+                    deadline = time.monotonic() + CANCEL_ARRIVAL_S
+                    while (await self._http.post(f"/v1/ops/{_q(req.op_id or '')}/cancel",
+                                                 timeout=CANCEL_GRACE_S)).status_code == 404:
+                        if time.monotonic() > deadline or inner.done():
+                            break
+                        await asyncio.sleep(0.05)  # the call is still on its way
+                    with anyio.move_on_after(CANCEL_GRACE_S):
+                        _, _, body = await asyncio.shield(inner)
+                        if isinstance(body, dict) and "op_id" in body:
+                            self.last_cancelled = Result.from_dict(body)
+                except Exception:
+                    pass
+                finally:
+                    if not inner.done():
+                        inner.cancel()
+            raise
+
+    async def session_start(self, session_id: str | None = None, *, label: str | None = None,
+                            use: bool = True) -> Session:
+        body = {k: v for k, v in (("session_id", session_id), ("label", label)) if v}
+        session = Session.from_dict(await self._json("POST", "/v1/sessions", body))
+        if use:
+            self.session_id = session.session_id
+        return session
+
+    async def session_list(self) -> list[Session]:
+        answer = await self._json("GET", "/v1/sessions")
+        return [Session.from_dict(s) for s in answer["sessions"]]
+
+    async def session_stop(self, session_id: str | None = None, *, wait: bool = True,
+                           timeout: float | None = None) -> Result:
+        req = self._stop_request(session_id, wait, timeout)
+        return Result.from_dict(_check(*await self._send(req)))
+
+    async def op_get(self, op_id: str) -> Result:
+        return Result.from_dict(await self._json("GET", f"/v1/ops/{_q(op_id)}"))
+
+    async def op_list(self, session: str | None = None, *, all_sessions: bool = False,
+                      limit: int = 50) -> list[Result]:
+        sid = None if all_sessions else (session or self.session_id)
+        answer = await self._json("GET", self._ops_query(sid, limit))
+        return [Result.from_dict(o) for o in answer["ops"]]
+
+    async def op_cancel(self, op_id: str) -> Result:
+        return Result.from_dict(await self._json("POST", f"/v1/ops/{_q(op_id)}/cancel"))
+
+    async def op_wait(self, op_id: str, timeout: float = 30.0) -> Result:
+        ms = max(0, int(timeout * 1000))
+        req = _Request("GET", f"/v1/ops/{_q(op_id)}/wait?timeout_ms={ms}",
+                       read_timeout=timeout + _WIRE_MARGIN_S)
+        return Result.from_dict(_check(*await self._send(req)))
+
+    async def health(self) -> dict[str, Any]:
+        return await self._json("GET", "/v1/health")
+
+    async def status(self, connect: bool = False) -> dict[str, Any]:
+        return await self._json("GET", "/v1/status" + ("?connect=true" if connect else ""))
+
+    async def tools(self) -> list[dict[str, Any]]:
+        return list((await self._json("GET", "/v1/tools"))["tools"])
+
+
+# -- one method per catalog tool ----------------------------------------------------------

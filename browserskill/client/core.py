@@ -1,0 +1,181 @@
+"""The request building, answer checking and retry rules both clients share."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import httpx
+
+from browserskill import paths
+from browserskill.client.results import (
+    _WIRE_MARGIN_S,
+    DEFAULT_SESSION,
+    ERRORS,
+    BrowserSkillError,
+    ErrorInfo,
+    Result,
+    error_from,
+)
+from browserskill.tools import catalog
+
+
+@dataclass
+class _Request:
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    read_timeout: float = 60.0
+    op_id: str | None = None  # a tool call names its operation up front
+
+
+def new_op_id() -> str:
+    return "op_" + secrets.token_hex(6)
+
+
+def _q(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _answer(status: int, headers: httpx.Headers, body: Any) -> dict[str, Any]:
+    if isinstance(body, dict):
+        return body
+    return {"error": {"code": "internal", "message": f"unexpected answer (HTTP {status}): "
+                                                      f"{str(body)[:200]}"}}
+
+
+def _check(status: int, headers: httpx.Headers, body: Any) -> dict[str, Any]:
+    """The answer as a dict; raise its error class for any non-2xx answer."""
+    answer = _answer(status, headers, body)
+    if status >= 300:
+        error = answer.get("error")
+        info = ErrorInfo.from_dict(error if isinstance(error, dict) else {"code": "internal"})
+        raise error_from(answer, info)
+    return answer
+
+
+def _should_retry(status: int, headers: httpx.Headers) -> bool:
+    return status >= 300 and headers.get("x-should-retry") == "true"
+
+
+def _retry_delay(headers: httpx.Headers, cap: float) -> float:
+    try:
+        return min(max(float(headers.get("retry-after", "1")), 0.0), cap)
+    except ValueError:
+        return min(1.0, cap)
+
+
+def _decode(response: httpx.Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+# Per-call options every tool method takes besides its parameters.
+CALL_OPTIONS = ("session", "wait", "timeout", "key", "detach", "op_id")
+
+
+class _Base:
+    def __init__(
+        self,
+        socket: str | os.PathLike[str] | None = None,
+        *,
+        home: str | os.PathLike[str] | None = None,
+        base_url: str | None = None,
+        token: str | None = None,
+        session: str | None = None,
+        autostart: bool = True,
+        retries: int = 2,
+        retry_max_delay: float = 5.0,
+    ) -> None:
+        if base_url and (socket or home):
+            raise ValueError("give base_url (TCP) or socket/home (Unix socket), not both")
+        self.base_url = base_url
+        self.home = Path(home).expanduser().resolve() if home else None
+        self.socket = (None if base_url else
+                       Path(socket) if socket else paths.socket_path(self.home))
+        # Only a daemon this client knows how to start is started: the default home's, or
+        # `home`'s — not one behind an arbitrary socket or URL.
+        self.autostart = autostart and not base_url and (socket is None)
+        self.session_id = session or os.environ.get("BSK_SESSION") or DEFAULT_SESSION
+        self.retries = retries
+        self.retry_max_delay = retry_max_delay
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def _transport_kwargs(self) -> dict[str, Any]:
+        if self.base_url:
+            return {"base_url": self.base_url, "headers": self._headers}
+        return {"base_url": "http://bsk", "headers": self._headers}
+
+    # -- building calls --------------------------------------------------------------------
+
+    def _tool_request(self, tool: str, params: dict[str, Any] | None, *,
+                      session: str | None, wait: bool, timeout: float | None,
+                      key: str | None, detach: bool, op_id: str | None) -> _Request:
+        body = dict(params or {})
+        spec = catalog.BY_NAME.get(tool)
+        if wait:
+            body["wait"] = True
+        if detach:
+            body["detach"] = True
+        if timeout is not None:
+            body["timeout_ms"] = max(1, int(timeout * 1000))
+        op_deadline = timeout or (spec.default_timeout_s if spec else 30.0)
+        headers = {"X-Op-Id": op_id or new_op_id()}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        sid = session or self.session_id
+        return _Request("POST", f"/v1/sessions/{_q(sid)}/tools/{_q(tool)}", body, headers,
+                        op_deadline + _WIRE_MARGIN_S, headers["X-Op-Id"])
+
+    def _stop_request(self, session: str | None, wait: bool,
+                      timeout: float | None) -> _Request:
+        sid = session or self.session_id
+        query = "?wait=true" if wait else ""
+        body = {"timeout_ms": max(1, int(timeout * 1000))} if timeout else None
+        return _Request("DELETE", f"/v1/sessions/{_q(sid)}{query}", body,
+                        read_timeout=(timeout or 30.0) + _WIRE_MARGIN_S)
+
+    @staticmethod
+    def _ops_query(session: str | None, limit: int) -> str:
+        query: dict[str, Any] = {"limit": limit}
+        if session:
+            query["session"] = session
+        return "/v1/ops?" + urlencode(query)
+
+    @staticmethod
+    def _op_result(answer: dict[str, Any]) -> Result:
+        return Result.from_dict(answer)
+
+    def _unreachable(self, e: Exception) -> BrowserSkillError:
+        where = self.base_url or str(self.socket)
+        return ERRORS["browser_unavailable"](
+            f"the daemon at {where} is not reachable: {e}",
+            hint="start it with `bsk daemon start`" if not self.autostart
+            else "see `bsk doctor`")
+
+    @staticmethod
+    def _lost(e: Exception, req: _Request) -> BrowserSkillError:
+        """The request went out and no answer came back: the effect is unknown."""
+        if req.op_id is None:
+            return ERRORS["browser_unavailable"](f"lost the daemon mid-call: {e}")
+        return ERRORS["outcome_unknown"](
+            f"no answer from the daemon for {req.op_id}: {e}", op_id=req.op_id,
+            dispatched="unknown",
+            hint=f"`bsk op show {req.op_id}` says whether it ran; inspect before acting again")
+
+
+def _spawn_error(e: Exception) -> BrowserSkillError:
+    return ERRORS["browser_unavailable"](f"could not start the daemon: {e}",
+                                         hint="run `bsk doctor` for what to fix")
+
+
+# -- the blocking client ------------------------------------------------------------------

@@ -1,0 +1,91 @@
+"""One method per catalog tool on both clients, with the tool's parameters as arguments."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from browserskill.client.aio import AsyncClient
+from browserskill.client.results import Result
+from browserskill.client.sync import Client
+from browserskill.tools import catalog
+
+_P = inspect.Parameter
+_OPTION_PARAMS = [
+    _P("session", _P.KEYWORD_ONLY, default=None, annotation="str | None"),
+    _P("wait", _P.KEYWORD_ONLY, default=False, annotation="bool"),
+    _P("timeout", _P.KEYWORD_ONLY, default=None, annotation="float | None"),
+    _P("key", _P.KEYWORD_ONLY, default=None, annotation="str | None"),
+    _P("detach", _P.KEYWORD_ONLY, default=False, annotation="bool"),
+    _P("op_id", _P.KEYWORD_ONLY, default=None, annotation="str | None"),
+]
+_PY_TYPE = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
+            "array": "list[str]", "object": "dict[str, Any]"}
+
+
+def _signature(spec: catalog.ToolSpec) -> tuple[inspect.Signature, list[str], list[str]]:
+    """The method's signature: positional CLI arguments stay positional, flags are
+    keyword-only, then the call options that no tool parameter shadows."""
+    positional: list[inspect.Parameter] = [_P("self", _P.POSITIONAL_OR_KEYWORD)]
+    keyword: list[inspect.Parameter] = []
+    optional_seen = False
+    for p in spec.params:
+        annotation = _PY_TYPE.get(p.type, "Any") + ("" if p.required else " | None")
+        default = _P.empty if p.required else None
+        if p.positional and not (p.required and optional_seen):
+            positional.append(_P(p.name, _P.POSITIONAL_OR_KEYWORD, default=default,
+                                 annotation=annotation))
+            optional_seen = optional_seen or not p.required
+        else:
+            keyword.append(_P(p.name, _P.KEYWORD_ONLY, default=default, annotation=annotation))
+    names = [p.name for p in spec.params]
+    options = [o for o in _OPTION_PARAMS if o.name not in names]
+    sig = inspect.Signature([*positional, *keyword, *options], return_annotation="Result")
+    return sig, names, [o.name for o in options]
+
+
+def _doc(spec: catalog.ToolSpec) -> str:
+    lines = [spec.summary, "", f"Effect: {spec.effect.value}. CLI: `bsk {spec.usage()}`."]
+    for p in spec.params:
+        lines.append(f"  {p.name} ({p.type}{', required' if p.required else ''}): {p.help}")
+    lines.append("Options: session, wait, timeout (s), key, detach, op_id (see `call`).")
+    return "\n".join(lines)
+
+
+def _tool_method(spec: catalog.ToolSpec, is_async: bool) -> Callable[..., Any]:
+    sig, names, options = _signature(spec)
+
+    def split(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any],
+                                                                      dict[str, Any]]:
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        params = {n: values[n] for n in names if values.get(n) is not None}
+        return params, {o: values[o] for o in options}
+
+    if is_async:
+        async def amethod(*args: Any, **kwargs: Any) -> Result:
+            params, opts = split(args, kwargs)
+            return await args[0].call(spec.name, params, **opts)
+        method: Callable[..., Any] = amethod
+    else:
+        def smethod(*args: Any, **kwargs: Any) -> Result:
+            params, opts = split(args, kwargs)
+            return args[0].call(spec.name, params, **opts)
+        method = smethod
+    method.__name__ = method.__qualname__ = spec.name
+    method.__doc__ = _doc(spec)
+    method.__signature__ = sig  # type: ignore[attr-defined]
+    return method
+
+
+def install_tool_methods() -> None:
+    for spec in catalog.TOOLS:
+        if spec.name == "session_stop":  # `session_stop(ID)` above: DELETE /v1/sessions/ID
+            continue
+        for cls, is_async in ((Client, False), (AsyncClient, True)):
+            if spec.name.isidentifier() and not hasattr(cls, spec.name):
+                setattr(cls, spec.name, _tool_method(spec, is_async))
+
+

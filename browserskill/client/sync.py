@@ -1,0 +1,170 @@
+"""`Client`: the blocking client."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import httpx
+
+from browserskill.client.core import (
+    _Base,
+    _check,
+    _decode,
+    _q,
+    _Request,
+    _retry_delay,
+    _should_retry,
+    _spawn_error,
+)
+from browserskill.client.results import (
+    _WIRE_MARGIN_S,
+    CANCEL_ARRIVAL_S,
+    CANCEL_GRACE_S,
+    Result,
+    Session,
+)
+
+
+class Client(_Base):
+    """Blocking client. `Client()` talks to the daemon of `BSK_HOME` (starting it if needed);
+    `Client(home=DIR)` to another state dir's; `Client(base_url=URL, token=T)` over TCP."""
+
+    def __init__(self, socket: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(socket, **kwargs)
+        transport = None if self.base_url else httpx.HTTPTransport(uds=str(self.socket))
+        self._http = httpx.Client(transport=transport, timeout=httpx.Timeout(60.0, connect=5.0),
+                                  **self._transport_kwargs())
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _send(self, req: _Request) -> tuple[int, httpx.Headers, Any]:
+        started = False
+        for attempt in (0, 1):
+            try:
+                response = self._http.request(
+                    req.method, req.path, json=req.body, headers=req.headers,
+                    timeout=httpx.Timeout(req.read_timeout, connect=5.0))
+                return response.status_code, response.headers, _decode(response)
+            except (httpx.ConnectError, FileNotFoundError) as e:
+                if attempt or not self.autostart or started:
+                    raise self._unreachable(e) from None
+                self._start_daemon()
+                started = True
+            except (httpx.TimeoutException, httpx.ReadError, httpx.RemoteProtocolError) as e:
+                raise self._lost(e, req) from None
+        raise AssertionError("unreachable")
+
+    def _start_daemon(self) -> None:
+        from browserskill.cli.spawn import DaemonStartError, spawn
+
+        try:
+            spawn(home=self.home)
+        except DaemonStartError as e:
+            raise _spawn_error(e) from None
+
+    def _json(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        return _check(*self._send(_Request(method, path, body)))
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def call(self, tool: str, params: dict[str, Any] | None = None, /, *,
+             session: str | None = None, wait: bool = False, timeout: float | None = None,
+             key: str | None = None, detach: bool = False, op_id: str | None = None,
+             **kwparams: Any) -> Result:
+        """Run any tool: `call("click", {"ref": "e3"})` or `call("click", ref="e3")`."""
+        merged = {**(params or {}), **kwparams}
+        for attempt in range(self.retries + 1):
+            req = self._tool_request(tool, merged, session=session, wait=wait,
+                                     timeout=timeout, key=key, detach=detach,
+                                     op_id=op_id if attempt == 0 else None)
+            try:
+                status, headers, body = self._send(req)
+            except KeyboardInterrupt:
+                self._cancel_quietly(req.op_id)
+                raise
+            if attempt < self.retries and _should_retry(status, headers):
+                time.sleep(_retry_delay(headers, self.retry_max_delay))
+                continue
+            return Result.from_dict(_check(status, headers, body))
+        raise AssertionError("unreachable")
+
+    def _cancel_quietly(self, op_id: str | None) -> None:
+        """Cancel our operation; it may still be on its way to the daemon (404 for a bit)."""
+        if op_id is None:
+            return
+        deadline = time.monotonic() + CANCEL_ARRIVAL_S
+        try:
+            while (self._http.post(f"/v1/ops/{_q(op_id)}/cancel", timeout=CANCEL_GRACE_S)
+                   .status_code == 404 and time.monotonic() < deadline):
+                time.sleep(0.05)
+        except httpx.HTTPError:
+            pass
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def session_start(self, session_id: str | None = None, *, label: str | None = None,
+                      use: bool = True) -> Session:
+        """Start a session (its own tab). With `use`, this client acts in it from now on."""
+        body = {k: v for k, v in (("session_id", session_id), ("label", label)) if v}
+        session = Session.from_dict(self._json("POST", "/v1/sessions", body))
+        if use:
+            self.session_id = session.session_id
+        return session
+
+    def session_list(self) -> list[Session]:
+        return [Session.from_dict(s) for s in self._json("GET", "/v1/sessions")["sessions"]]
+
+    def session_stop(self, session_id: str | None = None, *, wait: bool = True,
+                     timeout: float | None = None) -> Result:
+        """Stop a session (default: this client's), after its running operation with `wait`."""
+        return Result.from_dict(_check(*self._send(self._stop_request(session_id, wait,
+                                                                       timeout))))
+
+    # -- operations ------------------------------------------------------------------------
+
+    def op_get(self, op_id: str) -> Result:
+        """One operation with its timeline (however it ended: this does not raise for it)."""
+        return Result.from_dict(self._json("GET", f"/v1/ops/{_q(op_id)}"))
+
+    def op_list(self, session: str | None = None, *, all_sessions: bool = False,
+                limit: int = 50) -> list[Result]:
+        sid = None if all_sessions else (session or self.session_id)
+        answer = self._json("GET", self._ops_query(sid, limit))
+        return [Result.from_dict(o) for o in answer["ops"]]
+
+    def op_cancel(self, op_id: str) -> Result:
+        """Ask for a cancel; `Result.cancel` is "requested" or "already_ended"."""
+        return Result.from_dict(self._json("POST", f"/v1/ops/{_q(op_id)}/cancel"))
+
+    def op_wait(self, op_id: str, timeout: float = 30.0) -> Result:
+        """Wait for an operation to end; raise its error like the call itself would.
+        Still running after `timeout`: a Result whose `state` is not "ended"."""
+        ms = max(0, int(timeout * 1000))
+        req = _Request("GET", f"/v1/ops/{_q(op_id)}/wait?timeout_ms={ms}",
+                       read_timeout=timeout + _WIRE_MARGIN_S)
+        return Result.from_dict(_check(*self._send(req)))
+
+    # -- the daemon ------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        return self._json("GET", "/v1/health")
+
+    def status(self, connect: bool = False) -> dict[str, Any]:
+        return self._json("GET", "/v1/status" + ("?connect=true" if connect else ""))
+
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self._json("GET", "/v1/tools")["tools"])
+
+
+# -- the asyncio client -------------------------------------------------------------------
