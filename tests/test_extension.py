@@ -395,3 +395,17 @@ def test_session_store_gains_the_browser_column_on_an_older_database() -> None:
     assert (old.session_id, old.tabs, old.browser) == ("old", [("t1", "T")], None)
     SessionStore(db)  # a second start finds the column there
     assert [r[1] for r in db.execute("PRAGMA table_info(sessions)")].count("browser") == 1
+
+
+def test_popup_window_opened_by_the_agents_page_joins_its_session(
+        ext_browser: ExtensionBrowser, site: str) -> None:
+    s = agent_session(ext_browser)
+    s.ok("open", f"{site}/counter.html")
+    s.ok("eval", "window.open('/other.html', 'pop', 'popup,width=320,height=240'), 1")
+    wait_until(lambda: len(s.ok("tab", "list")["result"]["tabs"]) == 2, what="the popup")
+    s.ok("tab", "select", "t2")
+    wait_until(lambda: s("eval", "document.title").value == "Other", what="the popup's page")
+    s.ok("session", "stop")
+    wait_until(lambda: not any(t["url"].endswith("/other.html")
+                               for t in ext_browser.page_targets()),
+               what="the popup to close with the session")

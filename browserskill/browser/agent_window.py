@@ -42,6 +42,7 @@ class AgentWindow:
         self.window_id: int | None = None
         self.chrome_tabs: dict[str, int] = {}  # session tab id -> chrome tab id
         self.borrowed: dict[str, Borrow] = {}  # session tab id -> where it came from
+        self.elsewhere: set[int] = set()  # chrome tabs of ours in other windows (popups)
         self.ended = False
         # The link was lost (or the daemon restarted): until the extension reconnects and
         # its tabs are re-attached, calls are browser_unavailable and nothing is sent.
@@ -136,7 +137,7 @@ class AgentWindow:
     def _forget_window_if_empty(self) -> None:
         """Our own last tab is leaving: Chrome closes the window by itself, and that is
         not the user closing the Agent Window (the next new tab opens a new one)."""
-        if not self.chrome_tabs:
+        if not set(self.chrome_tabs.values()) - self.elsewhere:
             self.window_id = None
 
     async def adopt_tab(self, tab_id: str, chrome_tab: str) -> Tab:
@@ -186,7 +187,7 @@ class AgentWindow:
     def stored(self) -> dict[str, Any]:
         """What the session store keeps, to re-adopt this window after a daemon restart."""
         return {"id": self.ext.instance_id, "window_id": self.window_id,
-                "tabs": dict(self.chrome_tabs),
+                "tabs": dict(self.chrome_tabs), "elsewhere": sorted(self.elsewhere),
                 "borrowed": {t: [b.chrome_tab_id, b.window_id, b.index, b.url]
                              for t, b in self.borrowed.items()}}
 
@@ -195,6 +196,7 @@ class AgentWindow:
         self.waiting = True
         self.window_id = stored.get("window_id")
         self.chrome_tabs = {str(t): int(c) for t, c in (stored.get("tabs") or {}).items()}
+        self.elsewhere = {int(c) for c in stored.get("elsewhere") or ()}
         for tab_id, (chrome_tab, window_id, index, url) in (stored.get("borrowed")
                                                             or {}).items():
             self.borrowed[tab_id] = Borrow(int(chrome_tab), window_id, index, url)

@@ -254,13 +254,15 @@ class ExtensionHub:
                 or msg.get("openerTabId") in w.chrome_tabs.values())]
             if wins:
                 asyncio.get_running_loop().create_task(
-                    self._opened(wins, msg["tabId"], msg.get("openerTabId")))
+                    self._opened(wins, msg["tabId"], msg.get("openerTabId"),
+                                 msg.get("windowId")))
         elif kind == "window_removed":
             for sid, win in list(browser.sessions.items()):
                 if win.window_id == msg.get("windowId"):
                     self.on_window_closed(sid)
 
-    async def _opened(self, wins: list[AgentWindow], chrome_tab: int, opener: Any) -> None:
+    async def _opened(self, wins: list[AgentWindow], chrome_tab: int, opener: Any,
+                      window_id: Any) -> None:
         """A new tab near a session's tabs: its session's if one of them really opened it
         (CDP's openerId); otherwise left alone."""
         link = wins[0].link
@@ -280,6 +282,8 @@ class ExtensionHub:
             opener = next((t for t in win.session.tabs.values()
                            if info.get("openerId") and t.target_id == info["openerId"]), None)
             if opener is not None:
+                if window_id != win.window_id:  # a popup window: not the Agent Window
+                    win.elsewhere.add(chrome_tab)
                 self.on_tab_opened(win, opener.tab_id, chrome_tab)
                 return
         await wins[0]._quietly({"op": "detach", "tabId": chrome_tab})

@@ -210,7 +210,9 @@ class Dispatcher:
         if owner.link is None or owner.link.closed or getattr(owner, "waiting", False):
             return BskError("browser_unavailable", f"the browser went away: {e}",
                             hint="call again: the daemon relaunches or reconnects it; "
-                                 "then open a tab with `bsk tab new URL`")
+                                 "then open a tab with `bsk tab new URL`"
+                            if owner is self.browser else "call again once the extension "
+                            "has reconnected: its Agent Window's tabs are re-adopted")
         return BskError("action_failed", f"the tab is gone: {e}",
                         hint="`bsk tab list`, then `bsk tab select ID` or `bsk tab new URL`",
                         details={"reason": "tab_gone"}, dispatched="no")

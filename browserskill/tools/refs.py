@@ -77,22 +77,20 @@ async def resolve(ctx: ToolContext, ref: str) -> Resolved:
     world = tab.worlds.get((binding.frame_id, binding.loader_id))
     if world is None:
         raise _stale(ref, "the daemon no longer holds its page's refs (it restarted)")
+    # One round trip: the element if it is still in its document, else what became of it.
+    lookup = (f"(() => {{ const el = globalThis.__bsk && __bsk.refs.get({json.dumps(ref)});"
+              " return el ? (el.isConnected ? el : 'removed') : 'gone'; })()")
     try:
-        found = await ctx.inspect("Runtime.evaluate", {
-            "expression": f"globalThis.__bsk && __bsk.refs.get({json.dumps(ref)})",
-            "contextId": world}, tab=tab, session_id=session_id)
+        found = await ctx.inspect("Runtime.evaluate", {"expression": lookup, "contextId": world},
+                                  tab=tab, session_id=session_id)
     except CdpError:
         raise _stale(ref, "its page is gone") from None
     element = found.get("result", {})
     if element.get("subtype") != "node":
-        raise _stale(ref, "its element no longer exists")
+        removed = element.get("value") == "removed"
+        raise _stale(ref, "its element was removed from the page" if removed
+                     else "its element no longer exists")
     object_id = element["objectId"]
-    connected = await ctx.inspect("Runtime.callFunctionOn", {
-        "objectId": object_id, "functionDeclaration": "function(){return this.isConnected}",
-        "returnByValue": True,
-    }, tab=tab, session_id=session_id)
-    if not connected.get("result", {}).get("value"):
-        raise _stale(ref, "its element was removed from the page")
     return Resolved(ref, tab, binding, object_id, session_id)
 
 
