@@ -6,6 +6,7 @@ own session); tests about the daemon's life get their own state dir.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -242,15 +243,18 @@ class Chromium:
             return json.load(r)
 
 
-@pytest.fixture
-def chromium(tmp_path: Path) -> Iterator[Chromium]:
-    """Launch Chromium with the daemon's own flags on a free DevTools port; kill it after."""
+@contextlib.contextmanager
+def launched_chromium(log_file: Path, *extra_args: str) -> Iterator[Chromium]:
+    """A headless Chromium with the daemon's own flags (plus `extra_args`) on a free
+    DevTools port, in a throw-away profile; killed with its process group afterwards."""
     executable = launcher.find_browser()
     assert executable, "no Chromium on this machine"
     profile = Path(tempfile.mkdtemp(prefix="bsk-test-chromium-"))
-    log = open(tmp_path / "chromium.log", "ab")  # closed at teardown
-    proc = subprocess.Popen(launcher.launch_args(executable, profile), stdin=subprocess.DEVNULL,
-                            stdout=log, stderr=log, start_new_session=True)
+    args = launcher.launch_args(executable, profile)
+    args[-1:-1] = extra_args  # before the start URL
+    log = open(log_file, "ab")  # closed at teardown
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                            start_new_session=True)
     try:
         port_file = profile / "DevToolsActivePort"
 
@@ -270,6 +274,13 @@ def chromium(tmp_path: Path) -> Iterator[Chromium]:
                 proc.wait(10)
         log.close()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def chromium(tmp_path: Path) -> Iterator[Chromium]:
+    """A Chromium the test started itself (for --cdp-url)."""
+    with launched_chromium(tmp_path / "chromium.log") as browser:
+        yield browser
 
 
 def live_ops(bsk: Bsk, state: str) -> list[dict[str, Any]]:
@@ -393,40 +404,16 @@ def ext_browser(make_bsk: Callable[..., Bsk], tmp_path: Path) -> Iterator[Extens
     port = free_port()
     runner = make_bsk(BSK_EXTENSION_PORT=str(port))
     runner.ok("daemon", "start")
-    executable = launcher.find_browser()
-    assert executable, "no Chromium on this machine"
-    profile = Path(tempfile.mkdtemp(prefix="bsk-test-ext-"))
-    args = launcher.launch_args(executable, profile)
-    args.insert(-1, f"--load-extension={EXTENSION_DIR}")
-    log = open(tmp_path / "chromium.log", "ab")
-    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                            start_new_session=True)
     try:
-        port_file = profile / "DevToolsActivePort"
-
-        def devtools_port() -> int | None:
-            assert proc.poll() is None, f"Chromium exited with {proc.returncode}"
-            lines = port_file.read_text().splitlines() if port_file.exists() else []
-            return int(lines[0]) if len(lines) >= 2 else None
-
-        chromium = Chromium(proc, wait_until(devtools_port, 30, "Chromium's DevTools port"),
-                            profile)
-        ext = ExtensionBrowser(chromium, runner, port)
-        # What the options page does (remote DevTools don't see `chrome` in extensions).
-        assert ext.worker_eval(f"bsk.configure({{port: {port}, label: 'test-browser'}})")
-        wait_until(ext.connected, 20, "the extension to connect to the daemon")
-        yield ext
+        with launched_chromium(tmp_path / "chromium.log",
+                               f"--load-extension={EXTENSION_DIR}") as chromium:
+            ext = ExtensionBrowser(chromium, runner, port)
+            # What the options page does (remote DevTools don't see `chrome` in extensions).
+            assert ext.worker_eval(f"bsk.configure({{port: {port}, label: 'test-browser'}})")
+            wait_until(ext.connected, 20, "the extension to connect to the daemon")
+            yield ext
     finally:
         stop_for_good(runner)
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-        log.close()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def ref_of(snapshot: str, role: str, name: str) -> str:

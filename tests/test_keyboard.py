@@ -88,7 +88,7 @@ def test_bad_keys_are_invalid_params(page: tuple[Bsk, str]) -> None:
 
 def test_cancel_mid_typing_releases_the_held_key(page: tuple[Bsk, str]) -> None:
     bsk, _ = page
-    r = bsk("--timeout", "0.5", "type", "x" * 10_000)
+    r = bsk("--timeout", "1.5", "type", "x" * 10_000)  # ends mid-way, even on a busy machine
     answer = r.json
     assert answer["status"] == "outcome_unknown", answer  # some keys reached the page
     details = answer["error"]["details"]
