@@ -176,6 +176,12 @@ REF = Param("ref", "string", "element ref from the last snapshot, e.g. e12", req
 MODIFIERS = Param("modifiers", "array", "keys held during the action: Alt, Control, Meta, "
                   "Shift (repeat, or join with +)")
 
+# The ring buffers' cursor (console, network).
+SINCE = Param("since", "integer", "cursor from an earlier call (next_since); without it, the "
+              "latest entries", minimum=0)
+LIMIT = Param("limit", "integer", "at most this many entries", default=100, minimum=1,
+              maximum=1000)
+
 _R, _T, _M, _S = Effect.READ, Effect.TRANSIENT_INPUT, Effect.MUTATION, Effect.SESSION
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -378,20 +384,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         "console", ("console",), _R,
         "Console messages and uncaught errors of the current tab. Oldest first; without "
         "--since the latest ones; pass the returned next_since as --since for newer ones.",
-        (Param("since", "integer", "cursor from an earlier call (next_since); without it, "
-               "the latest entries", minimum=0),
-         Param("limit", "integer", "at most this many entries", default=100, minimum=1,
-               maximum=1000)),
+        (SINCE, LIMIT),
         example="bsk console --since 12",
     ),
     ToolSpec(
         "network", ("network",), _R,
         "Network requests of the current tab (method, URL, status, state). Oldest first; a "
         "request comes again when it changes state; pass next_since as --since to poll.",
-        (Param("since", "integer", "cursor from an earlier call (next_since); without it, "
-               "the latest entries", minimum=0),
-         Param("limit", "integer", "at most this many entries", default=100, minimum=1,
-               maximum=1000)),
+        (SINCE, LIMIT),
         example="bsk network --since 40",
     ),
     ToolSpec(
