@@ -433,7 +433,8 @@ class PageDevTools:
         from websockets.sync.client import connect
 
         endpoint = chromium.devtools("/json/version")["webSocketDebuggerUrl"]
-        self.ws = connect(endpoint, max_size=None)
+        self._connection = connect(endpoint, max_size=None)
+        self.ws = self._connection.__enter__()  # closed by close()
         self._id = 0
         self.session = self.send("Target.attachToTarget",
                                  {"targetId": target_id, "flatten": True},
@@ -477,4 +478,4 @@ class PageDevTools:
                                                    "button": "left", "clickCount": 1})
 
     def close(self) -> None:
-        self.ws.close()
+        self._connection.__exit__(None, None, None)
