@@ -57,6 +57,8 @@ HELD = frozenset({"Runtime.evaluate", "Input.dispatchMouseEvent", "DOM.getBoxMod
 
 # -- a virtual clock ---------------------------------------------------------------------
 
+VIRTUAL_SECOND = 1.0  # a second on the virtual clock: sleeping it costs no real time
+
 
 class Deadlock(Exception):
     """Every task waits and no timer is set: something would hang forever."""
@@ -428,7 +430,7 @@ async def scenario(steps: list[Any], home: Path) -> list[dict[str, Any]]:
     for _ in range(100):
         if all(op.ended for op in ops):
             break
-        await asyncio.sleep(1.0)  # virtual time: the clock jumps, nothing really waits
+        await asyncio.sleep(VIRTUAL_SECOND)  # the virtual clock jumps; nothing really waits
     await settle()
     await asyncio.gather(*(op.task for op in ops if op.task is not None))
 
