@@ -288,29 +288,42 @@ def live_ops(bsk: Bsk, state: str) -> list[dict[str, Any]]:
     return [o for o in bsk.ok("op", "list")["ops"] if o["state"] == state]
 
 
-def cdp(endpoint: str, target_id: str, method: str, params: dict[str, Any] | None = None,
-        *, wait_reply: bool = True) -> dict[str, Any] | None:
-    """Send one CDP command to a page target over the browser's own endpoint.
-
-    For what an agent can't do through bsk itself: crash a renderer, for instance."""
+def one_cdp_command(endpoint: str, method: str, params: dict[str, Any] | None = None, *,
+                    target_id: str | None = None,
+                    wait_reply: bool = True) -> dict[str, Any] | None:
+    """One CDP command over a browser's own DevTools endpoint, as a second client would
+    send it (to a page target, attached flat, when `target_id` is given); the raw reply."""
     from websockets.sync.client import connect
 
     with connect(endpoint, max_size=None) as ws:
-        ws.send(json.dumps({"id": 1, "method": "Target.attachToTarget",
-                            "params": {"targetId": target_id, "flatten": True}}))
         session = None
-        while session is None:
-            msg = json.loads(ws.recv(timeout=10))
-            if msg.get("id") == 1:
-                session = msg["result"]["sessionId"]
-        ws.send(json.dumps({"id": 2, "method": method, "params": params or {},
-                            "sessionId": session}))
+        if target_id:
+            ws.send(json.dumps({"id": 1, "method": "Target.attachToTarget",
+                                "params": {"targetId": target_id, "flatten": True}}))
+            while session is None:
+                msg = json.loads(ws.recv(timeout=10))
+                if msg.get("id") == 1:
+                    if "error" in msg:
+                        raise AssertionError(msg["error"])
+                    session = msg["result"]["sessionId"]
+        out: dict[str, Any] = {"id": 2, "method": method, "params": params or {}}
+        if session:
+            out["sessionId"] = session
+        ws.send(json.dumps(out))
         if not wait_reply:
             return None
         while True:
-            msg = json.loads(ws.recv(timeout=10))
+            msg = json.loads(ws.recv(timeout=30))
             if msg.get("id") == 2:
                 return msg
+
+
+def cdp(endpoint: str, target_id: str, method: str, params: dict[str, Any] | None = None,
+        *, wait_reply: bool = True) -> dict[str, Any] | None:
+    """One command to a page target: for what an agent can't do through bsk itself
+    (crash a renderer, for instance)."""
+    return one_cdp_command(endpoint, method, params, target_id=target_id,
+                           wait_reply=wait_reply)
 
 
 # -- the user's own browser, through the BrowserSkill extension ------------------------
@@ -330,30 +343,12 @@ def browser_cdp(chromium: Chromium, method: str, params: dict[str, Any] | None =
                 *, session_of: str | None = None) -> dict[str, Any]:
     """One CDP command over the browser's own DevTools endpoint (a second client, as a
     user's DevTools would be); with `session_of`, to that target (attached flat)."""
-    from websockets.sync.client import connect
-
     endpoint = chromium.devtools("/json/version")["webSocketDebuggerUrl"]
-    with connect(endpoint, max_size=None) as ws:
-        session = None
-        if session_of:
-            ws.send(json.dumps({"id": 1, "method": "Target.attachToTarget",
-                                "params": {"targetId": session_of, "flatten": True}}))
-            while session is None:
-                msg = json.loads(ws.recv(timeout=10))
-                if msg.get("id") == 1:
-                    if "error" in msg:
-                        raise AssertionError(msg["error"])
-                    session = msg["result"]["sessionId"]
-        out: dict[str, Any] = {"id": 2, "method": method, "params": params or {}}
-        if session:
-            out["sessionId"] = session
-        ws.send(json.dumps(out))
-        while True:
-            msg = json.loads(ws.recv(timeout=30))
-            if msg.get("id") == 2:
-                if "error" in msg:
-                    raise AssertionError(f"{method}: {msg['error']}")
-                return msg["result"]
+    msg = one_cdp_command(endpoint, method, params, target_id=session_of)
+    assert msg is not None
+    if "error" in msg:
+        raise AssertionError(f"{method}: {msg['error']}")
+    return msg["result"]
 
 
 @dataclass

@@ -148,13 +148,11 @@ class CdpLink:
             self._conv.close(reason)
 
     def _dispatch(self, msg: dict[str, Any]) -> None:
-        msg_id = msg.get("id")
-        if msg_id is not None:
-            err = msg.get("error")
-            if err is None:
-                self._conv.answer(msg_id, msg.get("result"))
-            else:
-                self._conv.answer(msg_id, error=lambda method: CdpError(
-                    method, err.get("code", 0), err.get("message", ""), err.get("data", "")))
+        if msg.get("id") is not None:
+            self._conv.reply(msg, _cdp_error)
         elif "method" in msg:
             self._conv.emit(msg.get("sessionId"), msg["method"], msg.get("params", {}))
+
+
+def _cdp_error(method: str, err: dict[str, Any]) -> CdpError:
+    return CdpError(method, err.get("code", 0), err.get("message", ""), err.get("data", ""))

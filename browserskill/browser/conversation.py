@@ -53,6 +53,16 @@ class Conversation:
         else:
             fut.set_result(result or {})
 
+    def reply(self, msg: dict[str, Any],
+              to_error: Callable[[str, dict[str, Any]], Exception]) -> None:
+        """Deliver a reply message `{id, result}` or `{id, error}`; `to_error(what, error)`
+        turns the transport's error object into the exception the caller gets."""
+        err = msg.get("error")
+        if err is None:
+            self.answer(msg["id"], msg.get("result"))
+        else:
+            self.answer(msg["id"], error=lambda what: to_error(what, err))
+
     def subscribe(self, key: str | None, handler: EventHandler) -> Callable[[], None]:
         handlers = self._subscribers.setdefault(key, [])
         handlers.append(handler)

@@ -172,13 +172,8 @@ class ExtensionLink:
             self._conv.close(reason)
 
     def _dispatch(self, msg: dict[str, Any]) -> None:
-        msg_id = msg.get("id")
-        if msg_id is not None:
-            err = msg.get("error")
-            if err is None:
-                self._conv.answer(msg_id, msg.get("result"))
-            else:
-                self._conv.answer(msg_id, error=lambda what: _error(what, err))
+        if msg.get("id") is not None:
+            self._conv.reply(msg, _error)
             return
         kind = msg.get("type")
         if kind == "event":
