@@ -111,6 +111,10 @@ async function connect() {
       return;
     }
     if (msg.type === "pong") return;
+    if (msg.type === "abort") {
+      if (sequences.has(msg.of)) aborted.add(msg.of);
+      return;
+    }
     if (msg.id !== undefined) handle(msg);
   };
   sock.onerror = () => { link.error ||= `cannot reach the daemon on 127.0.0.1:${cfg.port}`; };
@@ -179,25 +183,114 @@ async function checkAllowed(tabId) {
   return tab;
 }
 
+// One CDP command through chrome.debugger; a failure names the command's place in a
+// sequence (`index`) so the daemon can say which one failed.
+async function debuggerCommand(target, method, params, index) {
+  if (method === "Page.navigate" || method === "Target.createTarget") {
+    const why = restrictedReason(params?.url);
+    if (why) throw new OpError("restricted", `BrowserSkill does not open ${why} (${params.url})`);
+  }
+  try {
+    const run = () => chrome.debugger.sendCommand(target, method, params || {});
+    return await (activates(method, params) ? keepingUserFocus(target.tabId, run) : run());
+  } catch (e) {
+    // chrome.debugger folds the CDP error object into its message: {"code":..,"message":..}
+    const text = String(e.message || e);
+    let err;
+    try {
+      err = JSON.parse(text);
+    } catch {
+      // Not the page's answer but chrome.debugger's: the tab closed under the command.
+      if (/no tab with given id|not attached to the tab|detached while handling/i.test(text)) {
+        throw new OpError("tab_gone", text);
+      }
+      err = { code: -32000, message: text };
+    }
+    throw new OpError("cdp", JSON.stringify({ code: err.code, message: err.message, data: err.data, index }));
+  }
+}
+
+// -- the user's focus ----------------------------------------------------------------
+// A press sent through DevTools (mousePressed, touchStart, a tap) makes Chrome focus the
+// tab's WebContents, and with it activate its window: the X input focus, and the user's
+// typing, would move to the Agent Window. Nothing in the command can prevent it, so
+// around such a command the window that has the focus (if it is another of this
+// browser's) is noted and given the focus back as soon as Chrome reports the press's
+// window focused, even a little after the command was answered (FOCUS_GRACE_MS). Agent
+// tabs run with focus emulation (see `attach`), so their pages stay focused all along.
+const FOCUS_GRACE_MS = 500;
+const focusGuards = new Set(); // {user, agent, until, giving}
+
+function activates(method, params) {
+  const type = params?.type;
+  return (method === "Input.dispatchMouseEvent" && type === "mousePressed")
+    || (method === "Input.dispatchTouchEvent" && type === "touchStart")
+    || (method === "Input.emulateTouchFromMouseEvent" && type === "mousePressed")
+    || method === "Input.synthesizeTapGesture";
+}
+
+async function focusedWindowId() {
+  const all = await chrome.windows.getAll({ windowTypes: ["normal", "popup", "panel", "app", "devtools"] });
+  return all.find((w) => w.focused)?.id ?? null;
+}
+
+function giveFocusBack(guard) {
+  guard.giving ??= chrome.windows.update(guard.user, { focused: true })
+    .catch(() => { /* the user's window closed meanwhile */ })
+    .finally(() => { guard.giving = null; });
+  return guard.giving;
+}
+
+async function keepingUserFocus(tabId, run) {
+  let guard = null;
+  try {
+    const [user, tab] = await Promise.all([focusedWindowId(), chrome.tabs.get(tabId)]);
+    if (user !== null && user !== tab.windowId) guard = { user, agent: tab.windowId, until: Infinity };
+  } catch { /* no tab, or no focused window of ours: nothing to give back */ }
+  if (!guard) return await run();
+  focusGuards.add(guard);
+  try {
+    return await run();
+  } finally {
+    guard.until = Date.now() + FOCUS_GRACE_MS;
+    setTimeout(() => focusGuards.delete(guard), FOCUS_GRACE_MS);
+    if (await focusedWindowId().catch(() => null) === guard.agent) await giveFocusBack(guard);
+    else if (guard.giving) await guard.giving;
+  }
+}
+
+chrome.windows.onFocusChanged.addListener((windowId) => {
+  for (const guard of focusGuards) {
+    if (guard.agent === windowId && Date.now() < guard.until) giveFocusBack(guard);
+  }
+});
+
+// Sequences running now, by message id, and those the daemon asked to stop.
+const sequences = new Set();
+const aborted = new Set();
+
 const OPS = {
   async cdp({ tabId, sessionId, method, params }) {
+    return await debuggerCommand(sessionId ? { tabId, sessionId } : { tabId }, method, params);
+  },
+  // Commands in order, each after the one before was answered, with no round trip to the
+  // daemon in between (a click's move/press/release). Stops before the next command if
+  // the daemon aborts it (a cancel: the button is then released off the page) or the
+  // connection that asked for it is gone.
+  async cdp_sequence({ id, tabId, sessionId, commands }) {
     const target = sessionId ? { tabId, sessionId } : { tabId };
-    if (method === "Page.navigate" || method === "Target.createTarget") {
-      const why = restrictedReason(params?.url);
-      if (why) throw new OpError("restricted", `BrowserSkill does not open ${why} (${params.url})`);
-    }
+    const asker = ws;
+    const results = [];
+    sequences.add(id);
     try {
-      return await chrome.debugger.sendCommand(target, method, params || {});
-    } catch (e) {
-      // chrome.debugger folds the CDP error object into its message: {"code":..,"message":..}
-      const text = String(e.message || e);
-      try {
-        const err = JSON.parse(text);
-        throw new OpError("cdp", JSON.stringify({ code: err.code, message: err.message, data: err.data }));
-      } catch (parsed) {
-        if (parsed instanceof OpError) throw parsed;
+      for (const [index, { method, params }] of commands.entries()) {
+        if (aborted.has(id) || ws !== asker) return { results, stopped: true };
+        results.push(await debuggerCommand(target, method, params, index));
       }
-      throw new OpError("cdp", JSON.stringify({ code: -32000, message: text }));
+      return { results };
+    } finally {
+      sequences.delete(id);
+      aborted.delete(id);
     }
   },
   async attach({ tabId }) {
@@ -209,6 +302,10 @@ const OPS = {
         if (!/already attached/i.test(String(e.message))) throw new OpError("attach_failed", String(e.message || e));
       }
       attached.add(tabId);
+      // The page behaves as in a focused window (as headless, where all windows are) even
+      // when the user's window has the focus: no blur when it is given back after a click.
+      await chrome.debugger.sendCommand({ tabId }, "Emulation.setFocusEmulationEnabled", { enabled: true })
+        .catch(() => { /* an older browser: the page may see blur after a click */ });
     }
     const info = await chrome.debugger.sendCommand({ tabId }, "Target.getTargetInfo", {});
     return { targetId: info.targetInfo.targetId, url: info.targetInfo.url, title: info.targetInfo.title,
@@ -242,6 +339,29 @@ const OPS = {
   async window_close({ windowId }) {
     try { await chrome.windows.remove(windowId); } catch { /* already closed */ }
     return {};
+  },
+  // An Agent Window's bounds (window resize): the window holding `tabId`, or `windowId`;
+  // with `bounds` ({windowState} or {left, top, width, height}), set first. Any other
+  // window (the user's, a popup the page opened) is refused: it is never touched.
+  async window_bounds({ tabId, windowId, bounds }) {
+    await restore();
+    if (tabId !== undefined) {
+      let tab;
+      try { tab = await chrome.tabs.get(tabId); } catch { throw new OpError("no_tab", `no tab ${tabId}`); }
+      windowId = tab.windowId;
+    }
+    if (!Object.values(agent).some((a) => a.windowId === windowId)) {
+      throw new OpError("not_agent_window", `window ${windowId} is not an Agent Window: `
+        + "BrowserSkill resizes only its own windows (not the user's, nor a popup the page opened)");
+    }
+    if (bounds) {
+      const change = {};
+      if (bounds.windowState !== undefined) change.state = bounds.windowState;
+      for (const k of ["left", "top", "width", "height"]) if (bounds[k] !== undefined) change[k] = bounds[k];
+      await chrome.windows.update(windowId, change);
+    }
+    const w = await chrome.windows.get(windowId);
+    return { windowId, bounds: { left: w.left, top: w.top, width: w.width, height: w.height, windowState: w.state } };
   },
   async tabs_query() {
     await restore();

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install what is missing: .venv with browserskill (and test tools), and a Chromium.
+# Install what is missing: .venv with browserskill (and test tools), a Chromium, and
+# Xvfb for the headed-browser tests.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,3 +53,16 @@ if [ -z "$browser" ]; then
   fi
 fi
 echo "install: browser $browser ($("$browser" --version 2>/dev/null || echo '?'))"
+
+# Xvfb, a virtual X server, for the tests that drive a headed Chromium (without it they
+# are skipped, except on CI, where they fail).
+if ! command -v Xvfb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install: no Xvfb found; installing Debian's xvfb (for the headed-browser tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb >/dev/null
+  else
+    echo "install: no Xvfb: the headed-browser tests will be skipped" \
+      "(Debian/Ubuntu: sudo apt-get install xvfb)" >&2
+  fi
+fi

@@ -228,7 +228,7 @@ def api(shared_bsk: Bsk) -> Iterator[httpx.Client]:
 
 @dataclass
 class Chromium:
-    """A headless Chromium the test started itself (not the daemon's)."""
+    """A Chromium the test started itself (not the daemon's)."""
 
     process: subprocess.Popen[bytes]
     port: int
@@ -244,17 +244,24 @@ class Chromium:
 
 
 @contextlib.contextmanager
-def launched_chromium(log_file: Path, *extra_args: str) -> Iterator[Chromium]:
-    """A headless Chromium with the daemon's own flags (plus `extra_args`) on a free
-    DevTools port, in a throw-away profile; killed with its process group afterwards."""
+def launched_chromium(log_file: Path, *extra_args: str, headless: bool = True,
+                      display: str | None = None) -> Iterator[Chromium]:
+    """A Chromium with the daemon's own flags (plus `extra_args`) on a free DevTools port,
+    in a throw-away profile; killed with its process group afterwards. Headless, or headed
+    on the X `display` given (set for this process only)."""
     executable = launcher.find_browser()
     assert executable, "no Chromium on this machine"
+    assert headless or display, "a headed Chromium needs a display (the xvfb fixture)"
     profile = Path(tempfile.mkdtemp(prefix="bsk-test-chromium-"))
-    args = launcher.launch_args(executable, profile)
+    args = launcher.launch_args(executable, profile, headless=headless)
     args[-1:-1] = extra_args  # before the start URL
+    env = None
+    if display:
+        env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY"}
+        env["DISPLAY"] = display
     log = open(log_file, "ab")  # closed at teardown
     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                            start_new_session=True)
+                            env=env, start_new_session=True)
     try:
         port_file = profile / "DevToolsActivePort"
 
@@ -281,6 +288,62 @@ def chromium(tmp_path: Path) -> Iterator[Chromium]:
     """A Chromium the test started itself (for --cdp-url)."""
     with launched_chromium(tmp_path / "chromium.log") as browser:
         yield browser
+
+
+def in_ci() -> bool:
+    """On CI (`CI=true`), .ci/run has installed all the suite needs: a missing tool there
+    is a failure, never a skip (as a missing Chromium is a failure everywhere)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def xvfb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One virtual X server (Debian's xvfb) for the whole test session, on a display
+    number it picks itself; yields that DISPLAY (":N"), stopped at the end. Without Xvfb
+    the tests that need it skip, except on CI, where scripts/install.sh installs it."""
+    import select
+
+    executable = shutil.which("Xvfb")
+    if not executable:
+        why = "Xvfb is not installed (Debian/Ubuntu: apt-get install xvfb)"
+        if in_ci():
+            pytest.fail(f"{why}, yet this is CI (CI=true): scripts/install.sh installs it",
+                        pytrace=False)
+        pytest.skip(f"{why}: no headed-browser tests")
+    log_path = tmp_path_factory.mktemp("xvfb") / "xvfb.log"
+    log = open(log_path, "ab")  # closed at teardown
+    read_end, write_end = os.pipe()
+    # -displayfd: Xvfb takes the first free display number itself (no race with another
+    # X server) and writes it to this pipe once it listens.
+    proc = subprocess.Popen([executable, "-displayfd", str(write_end), "-nolisten", "tcp",
+                             "-screen", "0", "1920x1080x24"], pass_fds=(write_end,),
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                            start_new_session=True)
+    os.close(write_end)
+    got = b""
+
+    def display_number() -> str | None:
+        nonlocal got
+        assert proc.poll() is None, f"Xvfb exited with {proc.returncode}; see {log_path}"
+        if select.select([read_end], [], [], 0)[0]:
+            got += os.read(read_end, 16)
+        return got.decode().strip() if got.endswith(b"\n") else None
+
+    try:
+        number = wait_until(display_number, 20, "Xvfb to pick a display")
+        socket = Path(f"/tmp/.X11-unix/X{number}")
+        wait_until(socket.exists, 20, f"Xvfb's socket {socket}")
+        yield f":{number}"
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+        os.close(read_end)
+        log.close()
 
 
 def live_ops(bsk: Bsk, state: str) -> list[dict[str, Any]]:
@@ -353,7 +416,7 @@ def browser_cdp(chromium: Chromium, method: str, params: dict[str, Any] | None =
 
 @dataclass
 class ExtensionBrowser:
-    """A headless Chromium with extension/ loaded, connected to a daemon of its own."""
+    """A Chromium with extension/ loaded, connected to a daemon of its own."""
 
     chromium: Chromium
     bsk: Bsk
@@ -392,16 +455,17 @@ class ExtensionBrowser:
         return [b for b in r.json.get("browsers", []) if b["connected"]] if r.code == 0 else []
 
 
-@pytest.fixture
-def ext_browser(make_bsk: Callable[..., Bsk], tmp_path: Path) -> Iterator[ExtensionBrowser]:
-    """A daemon with its extension listener on a free port, and a headless Chromium
-    that loads extension/ and is pointed at that port; connected when yielded."""
-    port = free_port()
-    runner = make_bsk(BSK_EXTENSION_PORT=str(port))
+@contextlib.contextmanager
+def extension_browser(runner: Bsk, port: int, log_file: Path, *extra_args: str,
+                      headless: bool = True,
+                      display: str | None = None) -> Iterator[ExtensionBrowser]:
+    """The daemon of `runner` (whose env sets BSK_EXTENSION_PORT=`port`), and a Chromium
+    that loads extension/ and is pointed at that port; connected when yielded. The
+    browser is killed and the daemon stopped afterwards."""
     runner.ok("daemon", "start")
     try:
-        with launched_chromium(tmp_path / "chromium.log",
-                               f"--load-extension={EXTENSION_DIR}") as chromium:
+        with launched_chromium(log_file, f"--load-extension={EXTENSION_DIR}", *extra_args,
+                               headless=headless, display=display) as chromium:
             ext = ExtensionBrowser(chromium, runner, port)
             # What the options page does (remote DevTools don't see `chrome` in extensions).
             assert ext.worker_eval(f"bsk.configure({{port: {port}, label: 'test-browser'}})")
@@ -409,6 +473,48 @@ def ext_browser(make_bsk: Callable[..., Bsk], tmp_path: Path) -> Iterator[Extens
             yield ext
     finally:
         stop_for_good(runner)
+
+
+@pytest.fixture
+def ext_browser(make_bsk: Callable[..., Bsk], tmp_path: Path) -> Iterator[ExtensionBrowser]:
+    """A daemon with its extension listener on a free port, and a headless Chromium
+    that loads extension/ and is pointed at that port; connected when yielded."""
+    port = free_port()
+    runner = make_bsk(BSK_EXTENSION_PORT=str(port))
+    with extension_browser(runner, port, tmp_path / "chromium.log") as ext:
+        yield ext
+
+
+# A headed browser stands in for the user's own: flags so that it never waits on a
+# keyring (a desktop's password store may prompt) and always uses the X display given.
+HEADED_ARGS = ("--password-store=basic", "--ozone-platform=x11")
+
+
+@pytest.fixture(scope="module")
+def headed_ext_browser(xvfb: str,
+                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExtensionBrowser]:
+    """ext_browser's headed twin: the same Chromium and extension with real windows on
+    the session's Xvfb (DISPLAY set for that process only). One per test module: tests
+    using it share the browser and its daemon, so each uses session ids of its own."""
+    port = free_port()
+    runner = Bsk(short_home(tmp_path_factory, "headed"), BSK_EXTENSION_PORT=str(port))
+    with extension_browser(runner, port, runner.home / "chromium.log",
+                           *HEADED_ARGS, headless=False, display=xvfb) as ext:
+        yield ext
+
+
+def agent_session(ext: ExtensionBrowser, sid: str = "agent") -> Bsk:
+    """A session of the extension's browser (a new Agent Window), bound to a runner."""
+    started = ext.bsk.ok("session", "start", sid, "--browser", "extension", "--label", "tester")
+    assert started["browser"]["browser"] == ext.connected()[0]["browser_id"]
+    return ext.bsk.with_session(sid)
+
+
+def answer_of(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
+    """The exit code and JSON answer of a `bsk --json` started with Bsk.popen."""
+    out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    return proc.returncode, json.loads(out)
 
 
 def ref_of(snapshot: str, role: str, name: str) -> str:
@@ -474,3 +580,53 @@ class PageDevTools:
 
     def close(self) -> None:
         self._connection.__exit__(None, None, None)
+
+
+def answer_prompt(hand: PageDevTools, button: str) -> None:
+    """Press a button of the extension's in-page UI (`stop`, `approve`, `deny`) as the
+    user does: a trusted click, once the button shows."""
+    node = wait_until(lambda: hand.find("data-bsk", button), what=f"the {button} button")
+    hand.click(node)
+
+
+# Scenarios run on both the headless and the headed extension browser.
+
+def the_connected_browser(ext: ExtensionBrowser) -> dict[str, Any]:
+    """The one browser `bsk browsers` lists as connected, its handshake checked."""
+    (b,) = ext.connected()
+    assert b["label"] == "test-browser"
+    assert b["protocol"] == 1
+    assert b["name"] and b["version"]
+    assert len(b["browser_id"]) >= 8
+    return b
+
+
+def log_in_through_the_relay(s: Bsk, site: str) -> None:
+    """open, snapshot, fill, click and eval on the login page, all through the relay."""
+    s.ok("open", f"{site}/login.html")
+    snap = s.ok("snapshot")["result"]["snapshot"]
+    s.ok("fill", ref_of(snap, "textbox", "Username"), "jane")
+    s.ok("fill", ref_of(snap, "textbox", "Password"), "secret")
+    s.ok("click", ref_of(snap, "button", "Log in"))
+    assert s("eval", "document.getElementById('result').textContent").value == "Welcome, jane"
+    # The overlay lives in a closed shadow root: the snapshot does not see into it.
+    assert "Stop" not in s.ok("snapshot")["result"]["snapshot"]
+
+
+def stop_button_interrupts(ext: ExtensionBrowser, s: Bsk, site: str) -> None:
+    """The user presses Stop in the agent tab's overlay during a slow eval: the call ends
+    (user_interrupt), reads still work, the next change is refused once."""
+    s.ok("open", f"{site}/counter.html")
+    (tab,) = s.ok("tab", "list")["result"]["tabs"]
+    hand = PageDevTools(ext.chromium, tab["target_id"])
+    running = s.popen("eval", "await slow('x', 20000)")
+    wait_until(lambda: live_ops(s, "dispatched"), what="the eval to be dispatched")
+    answer_prompt(hand, "stop")
+    code, answer = answer_of(running)
+    assert code == 9 and answer["error"]["details"]["reason"] == "user_interrupt"
+    assert s.ok("snapshot")["result"]["snapshot"]  # reads still work
+    r = s("eval", "window.count = 1")
+    assert r.code == 6 and r.json["error"]["code"] == "user_interrupted"
+    assert r.json["dispatched"] == "no"
+    assert s("eval", "1 + 1").value == 2  # only once
+    hand.close()

@@ -1,61 +1,44 @@
 """The user's own browser through the real BrowserSkill extension (headless Chromium with
---load-extension): handshake, the relay, borrow/return, user interrupt, lost link."""
+--load-extension): handshake, the relay, borrow/return, user interrupt, lost link.
+test_extension_headed.py runs the core of it in a headed Chromium (on Xvfb)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-import subprocess
 from typing import Any
 
 from conftest import (
     Bsk,
     ExtensionBrowser,
     PageDevTools,
+    agent_session,
     alive,
+    answer_of,
+    answer_prompt,
     browser_cdp,
     daemon_pid,
     live_ops,
+    log_in_through_the_relay,
     ref_of,
+    stop_button_interrupts,
+    the_connected_browser,
     wait_until,
 )
 
 
-def answer_of(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
-    out, err = proc.communicate(timeout=60)
-    assert "Traceback" not in err, err
-    return proc.returncode, json.loads(out)
-
-
 def test_handshake_lists_the_browser(ext_browser: ExtensionBrowser) -> None:
-    (b,) = ext_browser.connected()
-    assert b["label"] == "test-browser"
-    assert b["protocol"] == 1
-    assert b["name"] and b["version"]
-    assert len(b["browser_id"]) >= 8
-
-
-def agent_session(ext: ExtensionBrowser, sid: str = "agent") -> Bsk:
-    started = ext.bsk.ok("session", "start", sid, "--browser", "extension", "--label", "tester")
-    assert started["browser"]["browser"] == ext.connected()[0]["browser_id"]
-    return ext.bsk.with_session(sid)
+    the_connected_browser(ext_browser)
 
 
 def test_session_tools_through_the_relay(ext_browser: ExtensionBrowser, site: str) -> None:
     before = {t["targetId"] for t in ext_browser.page_targets()}
     s = agent_session(ext_browser)
-    s.ok("open", f"{site}/login.html")
+    log_in_through_the_relay(s, site)
     # The session's tab is a new one (its Agent Window), not the user's.
     (mine,) = s.ok("tab", "list")["result"]["tabs"]
     assert mine["target_id"] not in before
-    snap = s.ok("snapshot")["result"]["snapshot"]
-    s.ok("fill", ref_of(snap, "textbox", "Username"), "jane")
-    s.ok("fill", ref_of(snap, "textbox", "Password"), "secret")
-    s.ok("click", ref_of(snap, "button", "Log in"))
-    assert s("eval", "document.getElementById('result').textContent").value == "Welcome, jane"
-    # The overlay lives in a closed shadow root: the snapshot does not see into it.
-    assert "Stop" not in s.ok("snapshot")["result"]["snapshot"]
     s.ok("session", "stop")
     wait_until(lambda: mine["target_id"] not in {t["targetId"] for t in
                                                  ext_browser.page_targets()},
@@ -87,11 +70,6 @@ def user_tab(ext: ExtensionBrowser, site: str, page: str) -> tuple[str, PageDevT
 def listed(s: Bsk, page: str) -> dict[str, Any]:
     return next(t for t in s.ok("tab", "list", "--scope", "user")["result"]["tabs"]
                 if t["url"].endswith(page))
-
-
-def answer_prompt(hand: PageDevTools, button: str) -> None:
-    node = wait_until(lambda: hand.find("data-bsk", button), what=f"the {button} button")
-    hand.click(node)
 
 
 def test_borrow_approved_then_returned(ext_browser: ExtensionBrowser, site: str) -> None:
@@ -166,21 +144,7 @@ def test_borrow_denied_or_unanswered_leaves_the_tab(ext_browser: ExtensionBrowse
 
 def test_user_interrupt_stops_the_call_and_refuses_the_next_change_once(
         ext_browser: ExtensionBrowser, site: str) -> None:
-    s = agent_session(ext_browser)
-    s.ok("open", f"{site}/counter.html")
-    (tab,) = s.ok("tab", "list")["result"]["tabs"]
-    hand = PageDevTools(ext_browser.chromium, tab["target_id"])
-    running = s.popen("eval", "await slow('x', 20000)")
-    wait_until(lambda: live_ops(s, "dispatched"), what="the eval to be dispatched")
-    answer_prompt(hand, "stop")  # the user presses Stop in the agent tab's overlay
-    code, answer = answer_of(running)
-    assert code == 9 and answer["error"]["details"]["reason"] == "user_interrupt"
-    assert s.ok("snapshot")["result"]["snapshot"]  # reads still work
-    r = s("eval", "window.count = 1")
-    assert r.code == 6 and r.json["error"]["code"] == "user_interrupted"
-    assert r.json["dispatched"] == "no"
-    assert s("eval", "1 + 1").value == 2  # only once
-    hand.close()
+    stop_button_interrupts(ext_browser, agent_session(ext_browser), site)
 
 
 def test_lost_websocket_mid_click_is_outcome_unknown_then_readopted(
@@ -201,6 +165,28 @@ def test_lost_websocket_mid_click_is_outcome_unknown_then_readopted(
     wait_until(lambda: s("eval", "document.title").code == 0, what="the re-adopted tab")
     assert [t["tab_id"] for t in s.ok("tab", "list")["result"]["tabs"]] == ["t1"]
     assert len(ext_browser.connected()) == 1
+
+
+def test_a_click_cancelled_mid_sequence_never_sends_its_release_on_the_element(
+        ext_browser: ExtensionBrowser, site: str) -> None:
+    # The extension runs move/press/release itself; the cancel must stop it before the
+    # release, which then goes off the page: the element is never clicked.
+    s = agent_session(ext_browser)
+    s.ok("open", f"{site}/slow-input.html")
+    button = ref_of(s.ok("snapshot")["result"]["snapshot"], "button", "Slow press")
+    clicking = s.popen("click", button)
+    (op,) = wait_until(lambda: live_ops(s, "dispatched"), what="the click to be dispatched")
+    s.ok("op", "cancel", op["op_id"])  # while the page blocks 1.5 s in its mousedown
+    code, answer = answer_of(clicking)
+    assert code == 9 and answer["status"] == "outcome_unknown", answer
+    assert answer["error"]["details"]["steps_sent"] == [
+        "mouseMoved", "mousePressed", "mouseReleased"]  # recorded before the one hop
+    assert [c["action"] for c in answer["error"]["details"]["compensation"]] == [
+        "mouse_released"]
+    events = wait_until(lambda: (lambda r: r.value if r.code == 0 else None)(
+        s("eval", "window.events")), what="the page to answer again")
+    assert "slow-down:up" not in events and "slow-down:click" not in events, events
+    assert s("eval", "window.pressedNow").value is False  # and no button is held
 
 
 def test_only_the_extension_may_connect(ext_browser: ExtensionBrowser, site: str) -> None:
@@ -409,3 +395,114 @@ def test_popup_window_opened_by_the_agents_page_joins_its_session(
     wait_until(lambda: not any(t["url"].endswith("/other.html")
                                for t in ext_browser.page_targets()),
                what="the popup to close with the session")
+
+
+def test_window_resize_resizes_the_agent_window_only(ext_browser: ExtensionBrowser,
+                                                     site: str) -> None:
+    def window_of(target_id: str) -> dict[str, Any]:  # as the browser itself says
+        return browser_cdp(ext_browser.chromium, "Browser.getWindowForTarget",
+                           {"targetId": target_id})
+
+    user = next(t for t in ext_browser.page_targets() if t["url"] == "about:blank")
+    users_window = window_of(user["targetId"])
+    s = agent_session(ext_browser)
+    s.ok("open", f"{site}/counter.html")
+    (tab,) = s.ok("tab", "list")["result"]["tabs"]
+    agent_window = window_of(tab["target_id"])
+    assert agent_window["windowId"] != users_window["windowId"]
+    resized = s.ok("window", "resize", "900", "600")["result"]
+    assert (resized["tab_id"], resized["window_id"]) == ("t1", agent_window["windowId"])
+    assert {k: resized["window"][k] for k in ("width", "height", "windowState")} == {
+        "width": 900, "height": 600, "windowState": "normal"}
+    assert isinstance(resized["window"]["left"], int)
+    assert resized["page"]["width"] == 900
+    assert s("eval", "[outerWidth, outerHeight, innerWidth]").value == [900, 600, 900]
+    # A minimized window is set to normal first, as over CDP.
+    browser_cdp(ext_browser.chromium, "Browser.setWindowBounds", {
+        "windowId": agent_window["windowId"], "bounds": {"windowState": "minimized"}})
+    again = s.ok("window", "resize", "1000", "650")["result"]["window"]
+    assert (again["width"], again["height"], again["windowState"]) == (1000, 650, "normal")
+    assert s("eval", "[outerWidth, outerHeight]").value == [1000, 650]
+    assert window_of(tab["target_id"])["bounds"]["width"] == 1000
+    # The user's window was never touched.
+    assert window_of(user["targetId"])["bounds"] == users_window["bounds"]
+    # Nor is a popup window the agent's page opened (not the Agent Window): refused.
+    s.ok("eval", "window.open('/other.html', 'pop', 'popup,width=320,height=240'), 1")
+    wait_until(lambda: len(s.ok("tab", "list")["result"]["tabs"]) == 2, what="the popup")
+    s.ok("tab", "select", "t2")
+    popup = next(t for t in s.ok("tab", "list")["result"]["tabs"] if t["tab_id"] == "t2")
+    before = window_of(popup["target_id"])["bounds"]
+    r = s("window", "resize", "800", "500")
+    assert r.code == 11 and r.json["dispatched"] == "no", r.stdout
+    assert "not an Agent Window" in r.json["error"]["message"]
+    assert window_of(popup["target_id"])["bounds"] == before
+
+
+GRACE_S = 3  # the extension grace of the daemons below (BSK_EXTENSION_GRACE)
+
+
+def grace_browser(make_bsk: Any, tmp_path: Any, idle_s: float = 1800) -> Any:
+    """ext_browser with a short reconnect grace (and idle timeout) in the daemon's env."""
+    from conftest import extension_browser, free_port
+
+    port = free_port()
+    runner = make_bsk(BSK_EXTENSION_PORT=str(port), BSK_EXTENSION_GRACE=str(GRACE_S),
+                      BSK_IDLE_TIMEOUT=str(idle_s))
+    return extension_browser(runner, port, tmp_path / "chromium.log")
+
+
+def test_a_browser_that_never_reconnects_ends_its_sessions_after_the_grace(
+        make_bsk: Any, tmp_path: Any, site: str) -> None:
+    import time
+
+    with grace_browser(make_bsk, tmp_path, idle_s=5) as ext:
+        s = agent_session(ext)
+        s.ok("open", f"{site}/counter.html")
+        (tab,) = s.ok("tab", "list")["result"]["tabs"]
+        assert ext.worker_eval("bsk.configure({port: 1})")  # pointed nowhere: gone for good
+        wait_until(lambda: not ext.connected(), what="the extension to disconnect")
+        (b,) = ext.bsk.ok("browsers")["browsers"]
+        assert b["sessions"] == ["agent"] and 0 < b["grace_ends_at"] - time.time() <= GRACE_S
+        # Meanwhile: browser_unavailable, nothing sent, as before.
+        r = s("eval", "1")
+        assert r.json["error"]["code"] == "browser_unavailable" and r.json["error"]["hint"]
+        assert r.json["dispatched"] == "no"
+        ended = wait_until(lambda: (lambda r: r if r.code != 0 and r.json["error"]["code"]
+                                    == "session_not_found" else None)(s("eval", "1")),
+                           GRACE_S + 15, "the session to end after the grace")
+        assert (f"the browser's extension did not reconnect within {GRACE_S} s"
+                in ended.json["error"]["message"])
+        assert ext.bsk.ok("session", "list")["sessions"] == []
+        assert "grace_ends_at" not in ext.bsk.ok("browsers")["browsers"][0]
+        # The Agent Window could not be closed meanwhile; when the extension comes back,
+        # it is tidied up.
+        assert tab["target_id"] in {t["targetId"] for t in ext.page_targets()}
+        assert ext.worker_eval(f"bsk.configure({{port: {ext.port}}})")
+        wait_until(lambda: tab["target_id"] not in {t["targetId"] for t in
+                                                     ext.page_targets()},
+                   what="the ended session's Agent Window to close")
+        # Nothing left to wait for: the daemon idles out (no more calls from here on).
+        pid = daemon_pid(ext.bsk.home)
+        assert pid is not None
+        wait_until(lambda: not alive(pid), 30, "the daemon to exit when idle")
+
+
+def test_a_browser_that_reconnects_within_the_grace_keeps_its_sessions(
+        make_bsk: Any, tmp_path: Any, site: str) -> None:
+    import time
+
+    with grace_browser(make_bsk, tmp_path) as ext:
+        s = agent_session(ext)
+        s.ok("open", f"{site}/counter.html")
+        s.ok("eval", "window.kept = 7")
+        assert ext.worker_eval("bsk.configure({port: 1})")
+        wait_until(lambda: not ext.connected(), what="the extension to disconnect")
+        deadline = ext.bsk.ok("browsers")["browsers"][0]["grace_ends_at"]
+        assert ext.worker_eval(f"bsk.configure({{port: {ext.port}}})")
+        wait_until(lambda: s("eval", "window.kept").code == 0, what="the re-adopted session")
+        assert "grace_ends_at" not in ext.bsk.ok("browsers")["browsers"][0]
+        wait_until(lambda: time.time() > deadline + 1, GRACE_S + 5,
+                   "the grace period the reconnect cancelled to pass")
+        assert s("eval", "window.kept").value == 7  # the same session, the same page
+        assert [x["session_id"] for x in ext.bsk.ok("session", "list")["sessions"]] == [
+            "agent"]

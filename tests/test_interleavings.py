@@ -44,7 +44,7 @@ from browserskill.dispatch.session_store import SessionStore
 from browserskill.dispatch.sessions import SessionManager
 from browserskill.errors import CODES
 from browserskill.tools.context import ToolContext
-from browserskill.tools.input import press_release
+from browserskill.tools.input import click_at
 
 SESSIONS = 3
 CLEANUP_S = 1.0
@@ -166,6 +166,8 @@ class World:
 class FakeLink:
     """A `BrowserLink` whose answers the test gives (or withholds)."""
 
+    relays_sequences = False
+
     def __init__(self, world: World, endpoint: str) -> None:
         self.world = world
         self.endpoint = endpoint
@@ -261,13 +263,11 @@ class FakeBrowser(BrowserManager):
 
 
 async def scripted_click(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    """A click as the real one sends it: a read, then mouseMoved, then the real
-    press/release with its mouse_released compensation."""
+    """A click as the real one sends it: a read, then the real move/press/release with
+    its mouse_released compensation."""
     tab = ctx.tab
     await ctx.inspect("DOM.getBoxModel", {"backendNodeId": 1}, tab=tab)
-    await ctx.step("mouseMoved", "Input.dispatchMouseEvent",
-                   {"type": "mouseMoved", "x": 5, "y": 5}, tab=tab)
-    await press_release(ctx, tab, 5, 5, button="left", count=1, modifiers=0)
+    await click_at(ctx, tab, 5, 5, button="left", count=1, modifiers=0)
     return {"ref": params["ref"]}
 
 

@@ -126,6 +126,8 @@ class AgentWindow:
 
     async def close_tab(self, tab: Tab) -> None:
         tab.close()
+        if not self.ext.connected:  # nothing reaches the browser now: see session_ended
+            return
         if tab.tab_id in self.borrowed:  # session stop gives borrowed tabs back
             await self.return_tab(tab)
             return
@@ -168,6 +170,12 @@ class AgentWindow:
     async def session_ended(self) -> None:
         self.ended = True
         self.ext.sessions.pop(self.session.id, None)
+        if not self.ext.connected:
+            # The browser is away (stopped meanwhile, or its grace period ran out): its
+            # tabs are left as they are, borrowed ones still reserved; if the extension
+            # reconnects, the hub gives them back and closes the window (`_tidy`).
+            self.ext.leftovers[self.session.id] = self
+            return
         for chrome_tab, sid in list(self.ext.borrows.items()):
             if sid == self.session.id:
                 self.ext.borrows.pop(chrome_tab, None)

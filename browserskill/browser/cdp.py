@@ -31,6 +31,8 @@ MAX_MESSAGE = 256 * 1024 * 1024
 
 
 class CdpLink:
+    relays_sequences = False
+
     def __init__(self, ws: Any, endpoint: str) -> None:
         self._ws = ws
         self.endpoint = endpoint
@@ -125,6 +127,20 @@ class CdpLink:
 
     async def version(self) -> dict[str, Any]:
         return await self.send("Browser.getVersion")
+
+    async def window_of(self, target: TargetHandle, *,
+                        timeout: float = 30.0) -> dict[str, Any]:
+        return await self.send("Browser.getWindowForTarget", {"targetId": target.target_id},
+                               timeout=timeout)
+
+    async def set_window_bounds(self, window_id: int, bounds: dict[str, Any], *,
+                                timeout: float = 30.0) -> None:
+        await self.send("Browser.setWindowBounds", {"windowId": window_id, "bounds": bounds},
+                        timeout=timeout)
+
+    async def window_bounds(self, window_id: int, *, timeout: float = 30.0) -> dict[str, Any]:
+        return (await self.send("Browser.getWindowBounds", {"windowId": window_id},
+                                timeout=timeout))["bounds"]
 
     async def close(self) -> None:
         self._conv.close("closed by the daemon")

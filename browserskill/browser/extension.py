@@ -13,7 +13,10 @@ operations (dispatched → outcome_unknown, queued → browser_unavailable). The
 reconnects with the same instance id; its still-open Agent Windows are re-adopted with
 the same session and tab ids, never duplicated. After a daemon restart the session store
 brings those sessions back bound to their browser's instance id (`expect`), waiting for
-it to reconnect; the same reconciliation then re-adopts or ends them.
+it to reconnect; the same reconciliation then re-adopts or ends them. A browser that
+does not come back within the grace period (`--extension-grace`) has its sessions ended,
+saying so; if it reconnects later, their Agent Windows are tidied up (borrowed tabs given
+back, the windows closed).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from browserskill.browser.extension_protocol import (
     MAX_MESSAGE,
     MIN_PROTOCOL,
     PROTOCOL,
+    RECONNECT_GRACE_S,
     negotiate,
 )
 from browserskill.browser.link import LinkError
@@ -66,6 +70,12 @@ class ExtensionBrowser:
     connected_at: float = 0.0
     sessions: dict[str, AgentWindow] = field(default_factory=dict)
     borrows: dict[int, str] = field(default_factory=dict)  # chrome tab id -> session id
+    # Sessions that ended while the browser was away: their windows are tidied up when
+    # it reconnects (borrowed tabs given back, the Agent Window closed).
+    leftovers: dict[str, AgentWindow] = field(default_factory=dict)
+    # While disconnected with sessions: the timer that ends them, and when it fires.
+    grace: asyncio.TimerHandle | None = None
+    grace_ends_at: float | None = None
 
     @property
     def connected(self) -> bool:
@@ -79,15 +89,18 @@ class ExtensionBrowser:
                 "name": self.name, "version": self.version, "connected": self.connected,
                 "extension_version": self.extension_version, "protocol": self.protocol,
                 "connected_at": self.connected_at or None,
-                "sessions": sorted(self.sessions)}
+                "sessions": sorted(self.sessions),
+                **({"grace_ends_at": self.grace_ends_at} if self.grace_ends_at else {})}
 
 
 class ExtensionHub:
     """The extension WebSocket listener and the browsers connected through it."""
 
-    def __init__(self, port: int, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, port: int, *, host: str = "127.0.0.1",
+                 grace_s: float = RECONNECT_GRACE_S) -> None:
         self.port = port
         self.host = host
+        self.grace_s = grace_s  # how long a lost browser's sessions wait (0: until stopped)
         self.browsers: dict[str, ExtensionBrowser] = {}
         self._server: Any = None
         # Wired by the daemon: end ops of sessions on a lost link; a user's Stop; a
@@ -115,6 +128,7 @@ class ExtensionHub:
                     await b.link.close()
                 except Exception:
                     pass
+            self._stop_grace(b)  # after the close: losing the link would start it again
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -150,6 +164,7 @@ class ExtensionHub:
         link.on_close(lambda reason: self._lost(browser, reason))
         browser.link = link
         browser.connected_at = time.time()
+        self._stop_grace(browser)  # back in time: its sessions are re-adopted below
         await ws.send(json.dumps({"type": "welcome", "protocol": browser.protocol,
                                   "daemon_version": __version__,
                                   "heartbeat_ms": HEARTBEAT_MS}))
@@ -195,10 +210,34 @@ class ExtensionHub:
             borrowed_alive = {b.chrome_tab_id for b in win.borrowed.values()} & await \
                 self._existing(link, {b.chrome_tab_id for b in win.borrowed.values()})
             await self.readopt(win, alive | borrowed_alive)
+        for sid, win in list(browser.leftovers.items()):
+            del browser.leftovers[sid]
+            await self._tidy(win, open_windows.get(sid))
         if self.on_connected is not None:
             await self.on_connected(browser, reported)
         await link._ws.send(json.dumps({"type": "sessions",
                                         "sessions": sorted(browser.sessions)}))
+
+    async def _tidy(self, win: AgentWindow, seen: dict[str, Any] | None) -> None:
+        """A session that ended while its browser was away: give its borrowed tabs back
+        and close its Agent Window. Only when the extension still reports that window:
+        then this is the same browser run, and the chrome tab ids are still those tabs."""
+        mine = set(win.chrome_tabs.values())
+        for b in win.borrowed.values():
+            win.ext.borrows.pop(b.chrome_tab_id, None)
+            mine.discard(b.chrome_tab_id)
+        if seen is None:
+            return
+        log.info("tidying up the Agent Window of ended session %s", win.session.id)
+        for b in win.borrowed.values():
+            await win._quietly({"op": "detach", "tabId": b.chrome_tab_id})
+            await win._quietly({"op": "tab_restore", "tabId": b.chrome_tab_id,
+                                "windowId": b.window_id, "index": b.index})
+        for chrome_tab in sorted(mine):  # its own tabs, in popup windows too
+            await win._quietly({"op": "tab_close", "tabId": chrome_tab})
+        await win._quietly({"op": "session_end", "session_id": win.session.id})
+        if isinstance(seen.get("windowId"), int):
+            await win._quietly({"op": "window_close", "windowId": seen["windowId"]})
 
     async def _existing(self, link: ExtensionLink, chrome_tabs: set[int]) -> set[int]:
         out = set()
@@ -295,6 +334,35 @@ class ExtensionHub:
             for tab in win.session.tabs.values():
                 tab.mark_gone(f"the extension's connection was lost ({reason})")
         self.on_lost(reason, set(browser.sessions))
+        self._start_grace(browser)
+
+    # -- a browser that does not come back ---------------------------------------------
+
+    def _start_grace(self, browser: ExtensionBrowser) -> None:
+        """The browser is away: its sessions wait for it `grace_s` at most, then end."""
+        if (self.grace_s <= 0 or browser.grace is not None or browser.connected
+                or not browser.sessions):
+            return
+        browser.grace = asyncio.get_running_loop().call_later(
+            self.grace_s, self._grace_over, browser)
+        browser.grace_ends_at = time.time() + self.grace_s
+
+    def _stop_grace(self, browser: ExtensionBrowser) -> None:
+        if browser.grace is not None:
+            browser.grace.cancel()
+        browser.grace = None
+        browser.grace_ends_at = None
+
+    def _grace_over(self, browser: ExtensionBrowser) -> None:
+        browser.grace = None
+        browser.grace_ends_at = None
+        if browser.connected:
+            return
+        reason = (f"the browser's extension did not reconnect within {self.grace_s:g} s "
+                  f"(browser {browser.describe()})")
+        log.warning("ending the sessions of %s: %s", browser.describe(), reason)
+        for sid in sorted(browser.sessions):
+            self.on_window_closed(sid, reason)
 
     # -- choosing a browser ------------------------------------------------------------
 
@@ -340,10 +408,11 @@ class ExtensionHub:
         win = AgentWindow(browser, session)
         win.restore(stored)
         browser.sessions[session.id] = win
+        self._start_grace(browser)
         return win
 
     def info(self) -> dict[str, Any]:
-        return {"port": self.port, "origin": EXTENSION_ORIGIN,
+        return {"port": self.port, "origin": EXTENSION_ORIGIN, "grace_s": self.grace_s,
                 "browsers": [b.info() for b in self.browsers.values()]}
 
 

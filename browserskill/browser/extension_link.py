@@ -15,21 +15,18 @@ import websockets
 from websockets.asyncio.server import ServerConnection
 
 from browserskill.browser.conversation import Conversation
+from browserskill.browser.extension_protocol import SILENCE_S
 from browserskill.browser.link import (
     CdpError,
     EventHandler,
     LinkClosed,
     LinkError,
+    PendingSequence,
+    TargetClosed,
     TargetHandle,
     await_reply,
 )
 from browserskill.errors import BskError
-
-if TYPE_CHECKING:
-    pass
-
-
-from browserskill.browser.extension_protocol import SILENCE_S
 
 if TYPE_CHECKING:
     from browserskill.browser.extension import ExtensionBrowser
@@ -42,6 +39,8 @@ def tab_session(chrome_tab_id: int) -> str:
 
 class ExtensionLink:
     """One WebSocket connection to the extension: a BrowserLink over chrome.debugger."""
+
+    relays_sequences = True
 
     def __init__(self, ws: ServerConnection, browser: ExtensionBrowser) -> None:
         self._ws = ws
@@ -64,6 +63,10 @@ class ExtensionLink:
 
     async def _post(self, message: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
         """Send one message that expects an answer; return the answer's future."""
+        return (await self._post_numbered(message))[1]
+
+    async def _post_numbered(self, message: dict[str, Any]
+                             ) -> tuple[int, asyncio.Future[dict[str, Any]]]:
         msg_id, fut = self._conv.open(message.get("method") or message["op"])
         try:
             await self._ws.send(json.dumps({"id": msg_id, **message}))
@@ -73,7 +76,7 @@ class ExtensionLink:
         except BaseException:
             fut.cancel()
             raise
-        return fut
+        return msg_id, fut
 
     async def call(self, message: dict[str, Any], *, timeout: float = 30.0) -> dict[str, Any]:
         """One tab/window operation of the extension (`op`), answered or failed."""
@@ -92,15 +95,51 @@ class ExtensionLink:
                     method, -32601, "browser-level commands are not available through the "
                     "extension (chrome.debugger attaches to tabs)"))
             return fut
-        message: dict[str, Any] = {"op": "cdp", "method": method, "params": params or {}}
-        if session_id.startswith("tab-"):
-            message["tabId"] = int(session_id[4:])
-        elif session_id in self._children:
-            message["tabId"] = self._children[session_id]
-            message["sessionId"] = session_id
-        else:
-            raise CdpError(method, -32001, f"no session {session_id} on this link")
+        message: dict[str, Any] = {"op": "cdp", "method": method, "params": params or {},
+                                   **self._target(method, session_id)}
         return await self._post(message)
+
+    def _target(self, method: str, session_id: str) -> dict[str, Any]:
+        """Where chrome.debugger sends a command: a tab, or an iframe's session in it."""
+        if session_id.startswith("tab-"):
+            return {"tabId": int(session_id[4:])}
+        if session_id in self._children:
+            return {"tabId": self._children[session_id], "sessionId": session_id}
+        raise CdpError(method, -32001, f"no session {session_id} on this link")
+
+    async def request_sequence(self, commands: list[tuple[str, dict[str, Any]]], *,
+                               session_id: str) -> PendingSequence:
+        """The extension runs the commands one after another itself: one hop for all."""
+        first = commands[0][0]
+        message = {"op": "cdp_sequence", **self._target(first, session_id),
+                   "commands": [{"method": m, "params": p} for m, p in commands]}
+        msg_id, answer = await self._post_numbered(message)
+        reply: asyncio.Future[list[dict[str, Any]]] = (
+            asyncio.get_running_loop().create_future())
+
+        def relay(done: asyncio.Future[dict[str, Any]]) -> None:
+            if reply.done():
+                return
+            if done.cancelled():
+                reply.cancel()
+            elif (error := done.exception()) is not None:
+                reply.set_exception(_command_error(error, commands))
+            else:
+                reply.set_result(done.result().get("results", []))
+
+        answer.add_done_callback(relay)
+
+        async def abort() -> None:
+            # The extension answered (or the link is gone): nothing is left to stop.
+            if answer.done() or self._conv.closed:
+                return
+            answer.cancel()
+            try:
+                await self._ws.send(json.dumps({"type": "abort", "of": msg_id}))
+            except websockets.ConnectionClosed:
+                pass
+
+        return PendingSequence(reply, abort)
 
     async def send(
         self,
@@ -134,6 +173,26 @@ class ExtensionLink:
         b = self.browser
         return {"product": f"{b.name}/{b.version}", "protocolVersion": "1.3",
                 "userAgent": "", "jsVersion": "", "extension": b.extension_version}
+
+    # Windows through chrome.windows (chrome.debugger has no browser target). The
+    # extension refuses any window that is not an Agent Window: a user's is never touched.
+
+    async def window_of(self, target: TargetHandle, *,
+                        timeout: float = 30.0) -> dict[str, Any]:
+        if not target.session_id.startswith("tab-"):
+            raise CdpError("window_of", -32001, f"no tab {target.session_id} on this link")
+        return await self.call({"op": "window_bounds", "tabId": int(target.session_id[4:])},
+                               timeout=timeout)
+
+    async def set_window_bounds(self, window_id: int, bounds: dict[str, Any], *,
+                                timeout: float = 30.0) -> None:
+        await self.call({"op": "window_bounds", "windowId": window_id, "bounds": bounds},
+                        timeout=timeout)
+
+    async def window_bounds(self, window_id: int, *, timeout: float = 30.0) -> dict[str, Any]:
+        answer = await self.call({"op": "window_bounds", "windowId": window_id},
+                                 timeout=timeout)
+        return dict(answer["bounds"])
 
     async def close(self) -> None:
         self._conv.close("closed by the daemon")
@@ -206,6 +265,15 @@ class ExtensionLink:
         self._conv.emit(key, method, params)
 
 
+def _command_error(error: BaseException, commands: list[tuple[str, dict[str, Any]]]
+                   ) -> BaseException:
+    """A sequence's failure, named after the command that failed (the extension says which)."""
+    index = getattr(error, "index", None)
+    if isinstance(error, CdpError) and isinstance(index, int) and 0 <= index < len(commands):
+        return CdpError(commands[index][0], error.code, error.message)
+    return error
+
+
 def _error(what: str, err: dict[str, Any]) -> LinkError:
     code, message = err.get("code", ""), err.get("message", "")
     if code == "cdp":
@@ -213,10 +281,14 @@ def _error(what: str, err: dict[str, Any]) -> LinkError:
             inner = json.loads(message)
         except ValueError:
             inner = {"code": -32000, "message": message}
-        return CdpError(what, inner.get("code") or -32000, inner.get("message", ""),
-                        inner.get("data") or "")
+        error = CdpError(what, inner.get("code") or -32000, inner.get("message", ""),
+                         inner.get("data") or "")
+        error.index = inner.get("index")  # type: ignore[attr-defined]  # in a sequence
+        return error
     if code == "restricted":
         return RestrictedPage(message)
+    if code == "tab_gone":
+        return TargetClosed(f"{what}: {message}")
     return ExtensionOpError(code, f"{what}: {message}")
 
 

@@ -8,7 +8,7 @@ DevTools WebSocket directly; an extension link relays the same messages through
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,6 +21,10 @@ class LinkError(Exception):
 
 class LinkClosed(LinkError):
     """The connection to the browser is gone; pending commands can't be answered."""
+
+
+class TargetClosed(LinkClosed):
+    """The command's tab closed under it; the link itself goes on."""
 
 
 class CommandTimeout(LinkError):
@@ -56,7 +60,22 @@ class TargetHandle:
     session_id: str  # the link's session for this target (flattened CDP session id)
 
 
+@dataclass
+class PendingSequence:
+    """Commands a link runs in order, each after the one before was answered, with no
+    round trip to the daemon in between. `reply` gets every answer; `abort` stops the
+    rest (the one running finishes) unless the link already answered."""
+
+    reply: asyncio.Future[list[dict[str, Any]]]
+    abort: Callable[[], Awaitable[None]]
+
+
 class BrowserLink(Protocol):
+    # True if the link runs a command sequence itself, saving a round trip per command
+    # (the extension relay); it then has `request_sequence(commands, *, session_id) ->
+    # PendingSequence`. A direct CDP link has no round trip to save.
+    relays_sequences: bool
+
     @property
     def closed(self) -> bool: ...
 
@@ -85,5 +104,21 @@ class BrowserLink(Protocol):
     async def close_tab(self, target_id: str) -> None: ...
 
     async def version(self) -> dict[str, Any]: ...
+
+    # The browser window of a page (CDP's Browser.* window commands; through the
+    # extension, chrome.windows, and only ever an Agent Window).
+    async def window_of(self, target: TargetHandle, *,
+                        timeout: float = 30.0) -> dict[str, Any]:
+        """The window holding this page: {"windowId", "bounds"}."""
+        ...
+
+    async def set_window_bounds(self, window_id: int, bounds: dict[str, Any], *,
+                                timeout: float = 30.0) -> None:
+        """Set some of left, top, width, height, windowState (not state and size at once)."""
+        ...
+
+    async def window_bounds(self, window_id: int, *, timeout: float = 30.0) -> dict[str, Any]:
+        """{left, top, width, height, windowState}."""
+        ...
 
     async def close(self) -> None: ...

@@ -87,7 +87,7 @@ class Tab:
         self.crashed: str | None = None  # set while the renderer is dead (reload recovers)
         self.crash_seq = 0
         self.listeners: list[TabListener] = []
-        self._in_flight: set[asyncio.Future[dict[str, Any]]] = set()
+        self._in_flight: set[asyncio.Future[Any]] = set()
         # (frame id, loader id) -> BrowserSkill's isolated world in that document
         self.worlds: dict[tuple[str, str], int] = {}
         self.buffers = TabBuffers(handle.session_id)  # console and network ring buffers
@@ -158,6 +158,22 @@ class Tab:
             return await await_reply(method, reply, timeout)
         finally:
             self._in_flight.discard(reply)
+
+    async def send_sequence(self, commands: list[tuple[str, dict[str, Any]]], *,
+                            timeout: float) -> list[dict[str, Any]]:
+        """Run commands in order in this tab through a link that `relays_sequences`: each
+        after the one before was answered, one round trip in all. If the call ends early
+        (a dialog, its deadline, a cancel), the commands not yet sent are not sent."""
+        if self.gone:
+            raise TabGone(self.gone)
+        pending = await self.link.request_sequence(commands, session_id=self.session_id)
+        self._in_flight.add(pending.reply)
+        try:
+            what = f"{commands[0][0]} and {len(commands) - 1} more"
+            return await await_reply(what, pending.reply, timeout)
+        finally:
+            self._in_flight.discard(pending.reply)
+            await pending.abort()
 
     def _fail_in_flight(self, error: Exception) -> None:
         """The page can't answer what is pending (a dialog blocks it, it crashed, it closed)."""

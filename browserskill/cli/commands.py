@@ -235,7 +235,8 @@ CONTROL: tuple[Control, ...] = (
     Control(("doctor",), cmd_doctor, "doctor", "Check the set-up and say how to fix problems."),
     Control(("daemon", "start"), cmd_daemon_start,
             "daemon start [--foreground] [--cdp-url URL] [--profile DIR | --ephemeral] "
-            "[--idle-timeout SEC] [--headed]", "Start the daemon (bsk starts it on first use)."),
+            "[--idle-timeout SEC] [--headed] [--extension-port PORT] [--extension-grace SEC]",
+            "Start the daemon (bsk starts it on first use)."),
     Control(("daemon", "stop"), cmd_daemon_stop, "daemon stop",
             "Stop the daemon; running operations end honestly."),
     Control(("daemon", "status"), cmd_daemon_status, "daemon status",

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.server import AlreadyRunning, serve
 
@@ -53,6 +54,11 @@ def parser() -> argparse.ArgumentParser:
                    help="listen on 127.0.0.1:PORT for the BrowserSkill extension (the "
                         "extension's default is 47800; off unless given) "
                         "[env BSK_EXTENSION_PORT]"),
+    p.add_argument("--extension-grace", type=float,
+                   default=env_float("BSK_EXTENSION_GRACE", RECONNECT_GRACE_S),
+                   help="seconds the sessions of an extension browser whose connection "
+                        "was lost wait for it to reconnect before they end; 0 = until "
+                        f"stopped (default {RECONNECT_GRACE_S:g}) [env BSK_EXTENSION_GRACE]")
     p.add_argument("--journal-max-age", type=float,
                    default=env_float("BSK_JOURNAL_MAX_AGE", 7 * 86400),
                    help="drop ended operations older than this many seconds (default 7 days)")
@@ -83,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                           journal_max_count=args.journal_max_count,
                           cleanup_timeout_s=args.cleanup_timeout,
                           extension_port=args.extension_port,
+                          extension_grace_s=args.extension_grace,
                           tcp_port=args.tcp_port))
     except AlreadyRunning as e:
         print(f"bsk daemon: {e}", file=sys.stderr)

@@ -10,6 +10,7 @@ from typing import Any
 
 from browserskill import __version__, paths
 from browserskill.browser import launcher
+from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig, BrowserManager
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
@@ -20,7 +21,8 @@ from browserskill.dispatch.sessions import SessionManager
 class Daemon:
     def __init__(self, home: Path, browser_config: BrowserConfig, *,
                  idle_timeout: float, journal_max_age_s: float, journal_max_count: int,
-                 cleanup_timeout_s: float = 2.0, extension_port: int | None = None) -> None:
+                 cleanup_timeout_s: float = 2.0, extension_port: int | None = None,
+                 extension_grace_s: float = RECONNECT_GRACE_S) -> None:
         self.home = home
         self.version = __version__
         self.pid = os.getpid()
@@ -46,7 +48,7 @@ class Daemon:
         if extension_port is not None:
             from browserskill.browser.extension import ExtensionHub, wire
 
-            self.extensions = ExtensionHub(extension_port)
+            self.extensions = ExtensionHub(extension_port, grace_s=extension_grace_s)
             wire(self.extensions, self.sessions, self.dispatcher)
         self.requests_in_flight = 0
         self.tcp_port: int | None = None  # the optional loopback TCP listener

@@ -17,6 +17,7 @@ import uvicorn
 from browserskill import paths
 from browserskill.api.app import build_app
 from browserskill.api.tcp_guard import TcpGuard, load_token
+from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.core import Daemon
 
@@ -59,14 +60,15 @@ def bind_socket(path: Path) -> socket.socket:
 async def serve(
     browser_config: BrowserConfig, *, idle_timeout: float, journal_max_age_s: float,
     journal_max_count: int, cleanup_timeout_s: float = 2.0, extension_port: int | None = None,
-    tcp_port: int | None = None,
+    extension_grace_s: float = RECONNECT_GRACE_S, tcp_port: int | None = None,
 ) -> None:
     home = paths.ensure_state_dir()
     lock_fd = take_lock(home)
     sock_path = paths.socket_path(home)
     daemon = Daemon(home, browser_config, idle_timeout=idle_timeout,
                     journal_max_age_s=journal_max_age_s, journal_max_count=journal_max_count,
-                    cleanup_timeout_s=cleanup_timeout_s, extension_port=extension_port)
+                    cleanup_timeout_s=cleanup_timeout_s, extension_port=extension_port,
+                    extension_grace_s=extension_grace_s)
     if any(daemon.reconciled.values()):
         log.warning("reconciled operations left by a previous daemon: %s", daemon.reconciled)
     try:

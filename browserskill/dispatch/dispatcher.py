@@ -269,7 +269,7 @@ class Dispatcher:
                           deadline: float) -> tuple[list[dict[str, Any]], bool]:
         report: list[dict[str, Any]] = []
         loop = asyncio.get_running_loop()
-        for comp in reversed(ctx.compensations):
+        for comp in reversed([c for c in ctx.compensations if c.armed()]):
             entry: dict[str, Any] = {"action": comp.action, "undoes_effect": comp.undoes_effect}
             try:
                 async with asyncio.timeout_at(deadline):

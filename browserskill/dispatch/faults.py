@@ -208,15 +208,28 @@ class Faults:
         if getattr(link, "_bsk_recorded", False):
             return link
         original = link.request
-        log = self.commands
+
+        def log(method: str, session_id: str | None) -> None:
+            self.commands.append({"op_id": CURRENT_OP.get(), "method": method,
+                                  "kind": SENDING.get(), "session_id": session_id,
+                                  "t": time.time()})
 
         async def request(method: str, params: dict[str, Any] | None = None, *,
                           session_id: str | None = None) -> asyncio.Future[dict[str, Any]]:
-            log.append({"op_id": CURRENT_OP.get(), "method": method, "kind": SENDING.get(),
-                        "session_id": session_id, "t": time.time()})
+            log(method, session_id)
             return await original(method, params, session_id=session_id)
 
         link.request = request
+        if link.relays_sequences:
+            original_sequence = link.request_sequence
+
+            async def request_sequence(commands: list[tuple[str, dict[str, Any]]], *,
+                                       session_id: str) -> Any:
+                for method, _ in commands:
+                    log(method, session_id)
+                return await original_sequence(commands, session_id=session_id)
+
+            link.request_sequence = request_sequence
         link._bsk_recorded = True
         self.links.append(link)
         return link
@@ -341,10 +354,20 @@ class FaultContext(ToolContext):
                    **kwargs: Any) -> dict[str, Any]:
         return await self._through("step", name, super().step(name, method, params, **kwargs))
 
+    async def steps(self, steps: list[tuple[str, str, dict[str, Any]]],
+                    **kwargs: Any) -> list[dict[str, Any]]:
+        # Points fire per step on a direct link (through `step`); a relayed sequence
+        # goes out whole, so it passes none, and its commands are logged as steps.
+        token = SENDING.set("step")
+        try:
+            return await super().steps(steps, **kwargs)
+        finally:
+            SENDING.reset(token)
+
     def on_cancel(self, action: str, undo: Callable[[], Awaitable[Any]], *,
-                  undoes_effect: bool = True) -> Compensation:
+                  undoes_effect: bool = True, after_step: str | None = None) -> Compensation:
         return super().on_cancel(action, self.faults.compensation(self.op, action, undo),
-                                 undoes_effect=undoes_effect)
+                                 undoes_effect=undoes_effect, after_step=after_step)
 
 
 def install(dispatcher: Dispatcher) -> Faults:

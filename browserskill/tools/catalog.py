@@ -412,7 +412,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "window_resize", ("window", "resize"), _M,
         "Resize the browser window of the current tab. Its viewport follows; other tabs in "
-        "the same window get the size too.",
+        "the same window get the size too. In the user's browser (extension): only the "
+        "session's Agent Window.",
         (Param("width", "integer", "window width in pixels", required=True, positional=True,
                minimum=100, maximum=10_000),
          Param("height", "integer", "window height in pixels", required=True,

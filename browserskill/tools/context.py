@@ -36,6 +36,8 @@ class Compensation:
     # Set by `undo` when it learned how the operation really ended: a BskError to report,
     # or a result dict (it completed after all). The dispatcher reports that instead.
     verdict: Any = None
+    # False while there is nothing to undo yet (see `on_cancel(after_step=...)`).
+    armed: Callable[[], bool] = lambda: True
 
 
 class ToolContext:
@@ -87,15 +89,37 @@ class ToolContext:
                    tab: Tab | None = None) -> dict[str, Any]:
         """Send one step of browser-native input, recorded before it can reach Chrome."""
         tab = tab or self.tab
+        self._record_step(name)
+        return await tab.send(method, params, timeout=self.remaining())
+
+    async def steps(self, steps: list[tuple[str, str, dict[str, Any]]], *,
+                    tab: Tab | None = None) -> list[dict[str, Any]]:
+        """Send steps (name, method, params) in order, each once the one before was
+        answered. Through a link that relays sequences (the extension) they travel
+        together, all recorded before any can reach Chrome; a cancel stops the rest."""
+        tab = tab or self.tab
+        if not tab.link.relays_sequences:
+            return [await self.step(name, method, params, tab=tab)
+                    for name, method, params in steps]
+        for name, _, _ in steps:
+            self._record_step(name)
+        return await tab.send_sequence([(method, params) for _, method, params in steps],
+                                       timeout=self.remaining())
+
+    def _record_step(self, name: str) -> None:
         self.mark_dispatched()
         self.op.steps_sent.append(name)
         if len(self.op.steps_sent) <= 200:  # the timeline stays readable; the count is kept
             self.op.note("step", name)
-        return await tab.send(method, params, timeout=self.remaining())
 
     def on_cancel(self, action: str, undo: Callable[[], Awaitable[Any]], *,
-                  undoes_effect: bool = True) -> Compensation:
+                  undoes_effect: bool = True, after_step: str | None = None) -> Compensation:
+        """Declare how to undo what follows if the scope trips. With `after_step`, only
+        once a step of that name has been recorded: before it there is nothing to undo."""
         comp = Compensation(action, undo, undoes_effect)
+        if after_step is not None:
+            steps, start = self.op.steps_sent, len(self.op.steps_sent)
+            comp.armed = lambda: after_step in steps[start:]
         self.compensations.append(comp)
         return comp
 

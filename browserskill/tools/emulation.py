@@ -10,7 +10,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from browserskill.browser.link import CdpError
+from browserskill.browser.extension_link import ExtensionOpError
+from browserskill.browser.link import CdpError, TargetHandle
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
@@ -86,24 +87,30 @@ async def emulate(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 
 @implements("window_resize")
 async def window_resize(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    """The tab's window, through its link: CDP's Browser.* window commands, or through the
+    extension chrome.windows on the session's Agent Window (never a user's window)."""
     tab = ctx.tab
     link = tab.link
-    window = await link.send("Browser.getWindowForTarget", {"targetId": tab.target_id},
-                             timeout=ctx.remaining())
-    window_id = window["windowId"]
-    if window.get("bounds", {}).get("windowState", "normal") != "normal":
-        ctx.mark_dispatched()
-        await link.send("Browser.setWindowBounds", {"windowId": window_id, "bounds": {
-            "windowState": "normal"}}, timeout=ctx.remaining())
-    ctx.mark_dispatched()
     try:
-        await link.send("Browser.setWindowBounds", {"windowId": window_id, "bounds": {
-            "width": params["width"], "height": params["height"]}}, timeout=ctx.remaining())
-    except CdpError as e:
+        window = await link.window_of(TargetHandle(tab.target_id, tab.session_id),
+                                      timeout=ctx.remaining())
+    except (CdpError, ExtensionOpError) as e:
+        raise BskError("action_failed", f"can't resize this tab's window: {e}",
+                       details={"reason": "browser_error"}, dispatched="no") from None
+    window_id = window["windowId"]
+    try:
+        if window.get("bounds", {}).get("windowState", "normal") != "normal":
+            ctx.mark_dispatched()
+            await link.set_window_bounds(window_id, {"windowState": "normal"},
+                                         timeout=ctx.remaining())
+        ctx.mark_dispatched()
+        await link.set_window_bounds(window_id, {"width": params["width"],
+                                                 "height": params["height"]},
+                                     timeout=ctx.remaining())
+    except (CdpError, ExtensionOpError) as e:
         raise BskError("action_failed", f"the browser did not resize the window: {e}",
                        details={"reason": "browser_error"}, dispatched="yes") from None
-    bounds = (await link.send("Browser.getWindowBounds", {"windowId": window_id},
-                              timeout=ctx.remaining()))["bounds"]
+    bounds = await link.window_bounds(window_id, timeout=ctx.remaining())
     out: dict[str, Any] = {"tab_id": tab.tab_id, "window_id": window_id,
                            "window": {k: bounds.get(k) for k in ("left", "top", "width",
                                                                  "height", "windowState")},

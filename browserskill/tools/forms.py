@@ -15,10 +15,10 @@ from typing import Any
 from browserskill.browser import keys
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
-from browserskill.tools.input import Marks, after_input, press_release
+from browserskill.tools.input import Marks, after_input, click_at
 from browserskill.tools.keyboard import Keyboard
 from browserskill.tools.pointer import point_for
-from browserskill.tools.refs import Resolved, call_on, resolve
+from browserskill.tools.refs import Resolved, call_on, element_handle, resolve
 from browserskill.tools.registry import implements
 
 # -- fill ------------------------------------------------------------------------------
@@ -114,7 +114,7 @@ def _not_editable(ref: str, verdict: dict[str, Any]) -> BskError:
 @implements("fill")
 async def fill(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     ref, text = params["ref"], params["text"]
-    target = await resolve(ctx, ref)
+    target = resolve(ctx, ref)
     kind: Any = await call_on(ctx, target, _FILL_KIND)
     if not isinstance(kind, dict) or kind.get("error"):
         raise _not_editable(ref, kind if isinstance(kind, dict) else {})
@@ -190,7 +190,7 @@ _SELECT = """function(wanted, apply) {
 @implements("select")
 async def select(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     ref, wanted = params["ref"], params["values"]
-    target = await resolve(ctx, ref)
+    target = resolve(ctx, ref)
     check: Any = await call_on(ctx, target, _SELECT, wanted, False)
     if check.get("error"):
         raise _select_error(ref, wanted, check)
@@ -243,12 +243,9 @@ _CHECK_STATE = """function() {
 }"""
 
 # A visually hidden checkbox is usually operated through its label.
-_LABEL = "function() { return (this.labels && this.labels[0]) || null; }"
-
-
 async def _set_checked(ctx: ToolContext, params: dict[str, Any], want: bool) -> dict[str, Any]:
     ref = params["ref"]
-    target = await resolve(ctx, ref)
+    target = resolve(ctx, ref)
     state: Any = await call_on(ctx, target, _CHECK_STATE)
     if not state.get("kind"):
         raise BskError("action_failed", f"{ref} can't be {'checked' if want else 'unchecked'}:"
@@ -267,9 +264,7 @@ async def _set_checked(ctx: ToolContext, params: dict[str, Any], want: bool) -> 
     tab = target.tab
     x, y = await _click_point(ctx, target)
     marks = Marks.take(ctx, tab)
-    await ctx.step("mouseMoved", "Input.dispatchMouseEvent",
-                   {"type": "mouseMoved", "x": x, "y": y}, tab=tab)
-    await press_release(ctx, tab, x, y, button="left", count=1, modifiers=0)
+    await click_at(ctx, tab, x, y, button="left", count=1, modifiers=0)
     ctx.session.hover = None
     result.update(await after_input(ctx, marks, "load"))
     if result.get("navigated"):
@@ -286,19 +281,13 @@ async def _set_checked(ctx: ToolContext, params: dict[str, Any], want: bool) -> 
 
 
 async def _click_point(ctx: ToolContext, target: Resolved) -> tuple[float, float]:
+    """A hidden checkbox (a styled one) is clicked through its label, as a user would."""
     try:
         return await point_for(ctx, target)
     except BskError as e:
         if e.details.get("reason") != "not_visible":
             raise
-        label = await ctx.inspect("Runtime.callFunctionOn", {
-            "objectId": target.object_id, "functionDeclaration": _LABEL,
-        }, tab=target.tab, session_id=target.session_id)
-        object_id = label.get("result", {}).get("objectId")
-        if not object_id:
-            raise
-        via = Resolved(target.ref, target.tab, target.binding, object_id, target.session_id)
-        return await point_for(ctx, via)
+        return await point_for(ctx, target, via_label=True)
 
 
 @implements("check")
@@ -338,7 +327,7 @@ async def upload(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
             raise BskError("invalid_params", f"files: {f} {why}",
                            hint="check the path; the daemon reads files on this machine",
                            details={"field": "files", "file": f})
-    target = await resolve(ctx, ref)
+    target = resolve(ctx, ref)
     kind: Any = await call_on(ctx, target, _FILE_INPUT)
     if kind.get("error"):
         raise BskError("action_failed", f"{ref} can't take files: {kind['why']}",
@@ -347,7 +336,8 @@ async def upload(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
                        details={"reason": kind["error"], "ref": ref}, dispatched="no")
     if len(files) > 1 and not kind["multiple"]:
         raise invalid("files", f"{ref} takes one file, got {len(files)}")
-    await ctx.act("DOM.setFileInputFiles", {"files": files, "objectId": target.object_id},
+    node = await element_handle(ctx, target)
+    await ctx.act("DOM.setFileInputFiles", {"files": files, "objectId": node},
                   tab=target.tab, session_id=target.session_id)
     chosen = await call_on(ctx, target, _FILES)
     return {"ref": ref, "tab_id": target.tab.tab_id, "files": chosen}

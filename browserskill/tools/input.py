@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab
 from browserskill.dispatch.sessions import HoverState
 from browserskill.errors import BskError, invalid
@@ -90,34 +91,38 @@ async def release_off_page(tab: Tab, button: str) -> None:
                         "clickCount": 1}, timeout=2)
 
 
-async def press_release(ctx: ToolContext, tab: Tab, x: float, y: float, *, button: str,
-                        count: int, modifiers: int) -> None:
-    """Press and release `count` times; a cancel mid-way releases the button."""
+async def click_at(ctx: ToolContext, tab: Tab, x: float, y: float, *, button: str,
+                   count: int, modifiers: int) -> None:
+    """Move there, press and release `count` times; a cancel mid-way releases the button
+    off the page. The steps go out as one sequence: each after the one before was
+    answered, and through the extension in a single hop."""
     base = {"button": button, "modifiers": modifiers}
+    steps: list[tuple[str, str, dict[str, Any]]] = [
+        ("mouseMoved", "Input.dispatchMouseEvent",
+         {"type": "mouseMoved", "x": x, "y": y, "modifiers": modifiers})]
+    for n in range(1, count + 1):
+        steps.append(("mousePressed", "Input.dispatchMouseEvent",
+                      {"type": "mousePressed", "x": x, "y": y, "clickCount": n,
+                       "buttons": BUTTONS[button], **base}))
+        steps.append(("mouseReleased", "Input.dispatchMouseEvent",
+                      {"type": "mouseReleased", "x": x, "y": y, "clickCount": n, **base}))
 
     async def release() -> None:
         await release_off_page(tab, button)
 
-    for n in range(1, count + 1):
-        held = ctx.on_cancel("mouse_released", release, undoes_effect=False)
-        await ctx.step("mousePressed", "Input.dispatchMouseEvent",
-                       {"type": "mousePressed", "x": x, "y": y, "clickCount": n,
-                        "buttons": BUTTONS[button], **base}, tab=tab)
-        await ctx.step("mouseReleased", "Input.dispatchMouseEvent",
-                       {"type": "mouseReleased", "x": x, "y": y, "clickCount": n, **base},
-                       tab=tab)
-        ctx.settled(held)
+    held = ctx.on_cancel("mouse_released", release, undoes_effect=False,
+                         after_step="mousePressed")
+    await ctx.steps(steps, tab=tab)
+    ctx.settled(held)
 
 
 async def click_ref(ctx: ToolContext, ref: str, *, button: str = "left", count: int = 1,
                     modifiers: int = 0, wait_until: str = "load") -> dict[str, Any]:
-    target = await resolve(ctx, ref)
+    target = resolve(ctx, ref)
     tab = target.tab
     x, y = await point_for(ctx, target)
     marks = Marks.take(ctx, tab)
-    await ctx.step("mouseMoved", "Input.dispatchMouseEvent",
-                   {"type": "mouseMoved", "x": x, "y": y, "modifiers": modifiers}, tab=tab)
-    await press_release(ctx, tab, x, y, button=button, count=count, modifiers=modifiers)
+    await click_at(ctx, tab, x, y, button=button, count=count, modifiers=modifiers)
     ctx.session.hover = None  # the mouse is here now
     result: dict[str, Any] = {"ref": ref, "tab_id": tab.tab_id}
     if count > 1:
@@ -136,7 +141,6 @@ _STATE = """function() {
     s.expanded = this.getAttribute("aria-expanded") === "true";
   if (this.getAttribute && this.getAttribute("aria-pressed") !== null)
     s.pressed = this.getAttribute("aria-pressed") === "true";
-  if (!this.isConnected) s.removed = true;
   return s;
 }"""
 
@@ -144,9 +148,12 @@ _STATE = """function() {
 async def _cheap_state(ctx: ToolContext, target: Any) -> dict[str, Any] | None:
     try:
         state = await call_on(ctx, target, _STATE)
-    except Exception:
-        return None  # the element's document may have gone: nothing cheap to say
-    return state or None
+    except BskError as e:
+        # The click replaced the element (a re-render) or its document: say so, no more.
+        return {"removed": True} if e.details.get("reason") == "element_removed" else None
+    except LinkError:
+        return None
+    return state if isinstance(state, dict) and state else None
 
 
 @implements("click")
@@ -167,7 +174,7 @@ async def dblclick(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 
 @implements("hover")
 async def hover(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    target = await resolve(ctx, params["ref"])
+    target = resolve(ctx, params["ref"])
     x, y = await point_for(ctx, target)
     await mouse(ctx, target.tab, "move", x, y)
     ctx.session.hover = HoverState(target.tab.tab_id, params["ref"], x, y,
@@ -189,8 +196,8 @@ async def restore_hover(ctx: ToolContext, tab: Tab) -> None:
 
 @implements("drag")
 async def drag(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    source = await resolve(ctx, params["source"])
-    target = await resolve(ctx, params["target"])
+    source = resolve(ctx, params["source"])
+    target = resolve(ctx, params["target"])
     tab = source.tab
     sx, sy = await point_for(ctx, source)
     tx, ty = await target_point(ctx, target)
@@ -254,7 +261,7 @@ async def scroll(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     if params["into_view"]:
         if not ref:
             raise invalid("into_view", "needs a REF to scroll into view")
-        target = await resolve(ctx, ref)
+        target = resolve(ctx, ref)
         await call_on(ctx, target, "function(){this.scrollIntoView({block: 'center', "
                       "behavior: 'instant'})}", act=True)
         return {"ref": ref, "into_view": True}
@@ -263,7 +270,7 @@ async def scroll(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
                       "or --into-view with a REF")
     tab = ctx.tab
     if ref:
-        target = await resolve(ctx, ref)
+        target = resolve(ctx, ref)
         x, y = await point_for(ctx, target)
     else:
         metrics = await ctx.inspect("Page.getLayoutMetrics", tab=tab)

@@ -216,7 +216,7 @@ async def html(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     limit = params["max_chars"]
     out: dict[str, Any]
     if params["ref"]:
-        target = await resolve(ctx, params["ref"])
+        target = resolve(ctx, params["ref"])
         got: Any = await call_on(ctx, target, _ELEMENT_HTML, limit)
         tab = target.tab
         out = {"ref": params["ref"]}

@@ -15,17 +15,20 @@ from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import Resolved, call_on
 
-_LOCATE = """function() {
-  this.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
-  const style = getComputedStyle(this);
-  const rects = [...this.getClientRects()].filter(r => r.width >= 1 && r.height >= 1);
+_LOCATE = """function(viaLabel) {
+  // viaLabel: a hidden control (a styled checkbox) is reached through its label.
+  const control = this;
+  const el = (viaLabel && this.labels && this.labels[0]) || this;
+  el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
+  const style = getComputedStyle(el);
+  const rects = [...el.getClientRects()].filter(r => r.width >= 1 && r.height >= 1);
   if (!rects.length || style.visibility === "hidden") return {hidden: true};
   const r = rects[0];
   const x = r.left + r.width / 2, y = r.top + r.height / 2;
-  const root = this.getRootNode();
+  const root = el.getRootNode();
   const hit = (root.elementFromPoint ? root : document).elementFromPoint(x, y);
   const label = hit && hit.closest && hit.closest("label");
-  const mine = hit && (hit === this || this.contains(hit) || (label && label.control === this));
+  const mine = hit && (hit === el || el.contains(hit) || (label && label.control === control));
   if (mine) return {x, y};
   if (!hit) return {covered: "nothing (outside the viewport)"};
   let desc = hit.tagName.toLowerCase();
@@ -56,10 +59,12 @@ async def frame_origin(ctx: ToolContext, tab: Tab, frame_id: str) -> tuple[float
     return x + ox, y + oy
 
 
-async def point_for(ctx: ToolContext, target: Resolved) -> tuple[float, float]:
-    """A top-level point that really hits the element, or action_failed saying why not."""
+async def point_for(ctx: ToolContext, target: Resolved, *,
+                    via_label: bool = False) -> tuple[float, float]:
+    """A top-level point that really hits the element (or, `via_label`, its label), or
+    action_failed saying why not. The ref's lookup and the hit test are one round trip."""
     ref = target.ref
-    spot: Any = await call_on(ctx, target, _LOCATE)
+    spot: Any = await call_on(ctx, target, _LOCATE, via_label)
     if not isinstance(spot, dict):
         spot = {}
     if spot.get("hidden"):

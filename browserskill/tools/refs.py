@@ -20,10 +20,13 @@ SNAPSHOT_HINT = "take a new snapshot (`bsk snapshot`) and use a ref from it"
 
 @dataclass
 class Resolved:
+    """A ref checked against what the daemon knows (its tab, document and world); whether
+    its element is still there is learned by the first call on it, in the same round trip."""
+
     ref: str
     tab: Tab
     binding: RefBinding
-    object_id: str
+    world: int  # BrowserSkill's isolated world in the element's document
     session_id: str  # the CDP session that owns the node's frame
 
 
@@ -70,42 +73,76 @@ async def isolated_world(ctx: ToolContext, tab: Tab, frame_id: str) -> int:
     return world
 
 
-async def resolve(ctx: ToolContext, ref: str) -> Resolved:
+def resolve(ctx: ToolContext, ref: str) -> Resolved:
+    """The ref's binding, or `ref_not_found`/`stale_ref` when the daemon can tell already."""
     ref = ref.strip()
     tab, binding = check_binding(ctx, ref)
-    session_id = tab.session_for_frame(binding.frame_id)
     world = tab.worlds.get((binding.frame_id, binding.loader_id))
     if world is None:
         raise _stale(ref, "the daemon no longer holds its page's refs (it restarted)")
-    # One round trip: the element if it is still in its document, else what became of it.
-    lookup = (f"(() => {{ const el = globalThis.__bsk && __bsk.refs.get({json.dumps(ref)});"
-              " return el ? (el.isConnected ? el : 'removed') : 'gone'; })()")
-    try:
-        found = await ctx.inspect("Runtime.evaluate", {"expression": lookup, "contextId": world},
-                                  tab=tab, session_id=session_id)
-    except CdpError:
-        raise _stale(ref, "its page is gone") from None
-    element = found.get("result", {})
-    if element.get("subtype") != "node":
-        removed = element.get("value") == "removed"
-        raise _stale(ref, "its element was removed from the page" if removed
-                     else "its element no longer exists")
-    object_id = element["objectId"]
-    return Resolved(ref, tab, binding, object_id, session_id)
+    return Resolved(ref, tab, binding, world, tab.session_for_frame(binding.frame_id))
+
+
+# The element by its ref, then the function on it: one round trip. A missing element
+# comes back as what became of it, never as an error from the page.
+_CALL = """(async () => {{
+  const el = globalThis.__bsk && __bsk.refs.get({ref});
+  if (!el) return {{stale: "gone"}};
+  if (!el.isConnected) return {{stale: "removed"}};
+  return {{value: await ({function}).apply(el, {args})}};
+}})()"""
+
+_STALE_WHY = {"gone": "its element no longer exists",
+              "removed": "its element was removed from the page"}
 
 
 async def call_on(ctx: ToolContext, target: Resolved, function: str, *args: object,
                   act: bool = False) -> object:
-    """Run a function with the element as `this`; return its JSON value."""
+    """Run a function with the element as `this`; return its JSON value.
+
+    Raises `stale_ref` if the element is gone; if this operation already sent something
+    that may have changed the page, `action_failed` (element_removed) instead, saying so."""
+    sent_before = ctx.op.effect_sent
     send = ctx.act if act else ctx.inspect
-    answer = await send("Runtime.callFunctionOn", {
-        "objectId": target.object_id, "functionDeclaration": function, "returnByValue": True,
-        "awaitPromise": True, "arguments": [{"value": a} for a in args],
-    }, tab=target.tab, session_id=target.session_id)
+    expression = _CALL.format(ref=json.dumps(target.ref), function=function.strip(),
+                              args=json.dumps(list(args)))
+    try:
+        answer = await send("Runtime.evaluate", {
+            "expression": expression, "contextId": target.world, "returnByValue": True,
+            "awaitPromise": True}, tab=target.tab, session_id=target.session_id)
+    except CdpError:
+        if sent_before or act:
+            raise
+        raise _stale(target.ref, "its page is gone") from None
     if "exceptionDetails" in answer:
         details = answer["exceptionDetails"]
         text = details.get("exception", {}).get("description") or details.get("text", "")
         raise BskError("action_failed", f"the page threw while acting on {target.ref}: {text}",
                        details={"reason": "page_threw", "ref": target.ref},
-                       dispatched="yes" if act else "no")
-    return answer.get("result", {}).get("value")
+                       dispatched="yes" if act or sent_before else "no")
+    value = answer.get("result", {}).get("value") or {}
+    stale = value.get("stale")
+    if stale is None:
+        return value.get("value")
+    if not sent_before:
+        raise _stale(target.ref, _STALE_WHY.get(stale, stale))
+    raise BskError("action_failed", f"{target.ref} left the page mid-action "
+                   f"({_STALE_WHY.get(stale, stale)})", hint=SNAPSHOT_HINT,
+                   details={"reason": "element_removed", "ref": target.ref},
+                   dispatched="yes")
+
+
+async def element_handle(ctx: ToolContext, target: Resolved) -> str:
+    """A CDP object id for the element, for the few commands that need a node handle."""
+    lookup = (f"(() => {{ const el = globalThis.__bsk && __bsk.refs.get({json.dumps(target.ref)});"
+              " return el ? (el.isConnected ? el : 'removed') : 'gone'; })()")
+    try:
+        found = await ctx.inspect("Runtime.evaluate", {"expression": lookup,
+                                                       "contextId": target.world},
+                                  tab=target.tab, session_id=target.session_id)
+    except CdpError:
+        raise _stale(target.ref, "its page is gone") from None
+    element = found.get("result", {})
+    if element.get("subtype") != "node":
+        raise _stale(target.ref, _STALE_WHY.get(element.get("value"), "its element is gone"))
+    return str(element["objectId"])

@@ -30,7 +30,7 @@ _ELEMENT_BOX = """function() {
 async def _clip(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     """Page.captureScreenshot options for --full-page or --ref (none: the viewport)."""
     if params["ref"]:
-        target = await resolve(ctx, params["ref"])
+        target = resolve(ctx, params["ref"])
         box: Any = await call_on(ctx, target, _ELEMENT_BOX)
         if box["width"] < 1 or box["height"] < 1:
             raise BskError("action_failed", f"{params['ref']} is hidden or has no size",

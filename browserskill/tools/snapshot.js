@@ -306,5 +306,6 @@
   const text = render(tree, 0, [], refs).join("\n");
   // One string, the protocol serializes it far faster than a deep value: a JSON head
   // line, then the text as it is (not escaped a second time inside the JSON).
-  return JSON.stringify({refs, next, tree: options.asTree ? tree : undefined}) + "\n" + text;
+  return JSON.stringify({refs, next, title: document.title,
+                         tree: options.asTree ? tree : undefined}) + "\n" + text;
 }

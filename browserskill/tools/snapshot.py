@@ -87,6 +87,7 @@ class FrameView:
 
     text: str
     tree: list[Node] | None = None
+    title: str | None = None  # the frame's document.title
 
 
 async def _run_script(ctx: ToolContext, tab: Tab, frame_id: str,
@@ -157,7 +158,7 @@ async def read_frame(ctx: ToolContext, tab: Tab, frame_id: str, *, root_ref: str
         for holder in holders:
             view = await child(holder.iframe_index or 0)
             holder.children = view.tree or []
-    return FrameView("\n".join(lines), tree)
+    return FrameView("\n".join(lines), tree, value.get("title"))
 
 
 async def read_iframe(ctx: ToolContext, tab: Tab, world: int, sid: str, index: int,
@@ -222,9 +223,12 @@ async def snapshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
                             interactive=params["interactive"], as_tree=params["tree"])
     _prune_refs(ctx.session)
     text, cut = truncate(view.text, params["max_tokens"])
-    title = await ctx.inspect("Runtime.evaluate", {"expression": "document.title",
-                                                   "returnByValue": True}, tab=tab)
-    tab.title = title.get("result", {}).get("value", "") or ""
+    if frame_id == tab.main_frame_id and view.title is not None:
+        tab.title = view.title
+    else:  # a ref's iframe was read: the tab's title is the top document's
+        title = await ctx.inspect("Runtime.evaluate", {"expression": "document.title",
+                                                       "returnByValue": True}, tab=tab)
+        tab.title = title.get("result", {}).get("value", "") or ""
     out: dict[str, Any] = {"tab_id": tab.tab_id, "url": tab.url, "title": tab.title,
                            "snapshot": text}
     if cut:
