@@ -202,6 +202,7 @@ async function debuggerCommand(target, method, params, index) {
     } catch {
       // Not the page's answer but chrome.debugger's: the tab closed under the command.
       if (/no tab with given id|not attached to the tab|detached while handling/i.test(text)) {
+        if (/detached while handling/i.test(text)) await detachReported(target.tabId);
         throw new OpError("tab_gone", text);
       }
       err = { code: -32000, message: text };
@@ -229,9 +230,21 @@ function activates(method, params) {
     || method === "Input.synthesizeTapGesture";
 }
 
+// Which window has the focus is asked before each press (Chrome changes its mind without
+// always saying so: a closed window, a window manager), and kept from onFocusChanged
+// after it; each attached tab's window is kept too. Every ask is an IPC (~0.3-0.6 ms).
+let focusedWindow = chrome.windows.WINDOW_ID_NONE;
+const tabWindows = new Map(); // attached tab id -> its window id
+
 async function focusedWindowId() {
   const all = await chrome.windows.getAll({ windowTypes: ["normal", "popup", "panel", "app", "devtools"] });
-  return all.find((w) => w.focused)?.id ?? null;
+  focusedWindow = all.find((w) => w.focused)?.id ?? chrome.windows.WINDOW_ID_NONE;
+  return focusedWindow;
+}
+
+async function windowOfTab(tabId) {
+  if (!tabWindows.has(tabId)) tabWindows.set(tabId, (await chrome.tabs.get(tabId)).windowId);
+  return tabWindows.get(tabId);
 }
 
 function giveFocusBack(guard) {
@@ -244,9 +257,11 @@ function giveFocusBack(guard) {
 async function keepingUserFocus(tabId, run) {
   let guard = null;
   try {
-    const [user, tab] = await Promise.all([focusedWindowId(), chrome.tabs.get(tabId)]);
-    if (user !== null && user !== tab.windowId) guard = { user, agent: tab.windowId, until: Infinity };
-  } catch { /* no tab, or no focused window of ours: nothing to give back */ }
+    const [user, agentWindow] = await Promise.all([focusedWindowId(), windowOfTab(tabId)]);
+    if (user !== chrome.windows.WINDOW_ID_NONE && user !== agentWindow) {
+      guard = { user, agent: agentWindow, until: Infinity };
+    }
+  } catch { /* no tab: nothing to give back */ }
   if (!guard) return await run();
   focusGuards.add(guard);
   try {
@@ -254,16 +269,35 @@ async function keepingUserFocus(tabId, run) {
   } finally {
     guard.until = Date.now() + FOCUS_GRACE_MS;
     setTimeout(() => focusGuards.delete(guard), FOCUS_GRACE_MS);
-    if (await focusedWindowId().catch(() => null) === guard.agent) await giveFocusBack(guard);
+    if (focusedWindow === guard.agent) await giveFocusBack(guard);
     else if (guard.giving) await guard.giving;
   }
 }
 
 chrome.windows.onFocusChanged.addListener((windowId) => {
+  focusedWindow = windowId;
   for (const guard of focusGuards) {
     if (guard.agent === windowId && Date.now() < guard.until) giveFocusBack(guard);
   }
 });
+
+chrome.tabs.onAttached.addListener((tabId, info) => {
+  if (tabWindows.has(tabId)) tabWindows.set(tabId, info.newWindowId);
+});
+
+// A command cut short by a detach fails only once the `detached` message (with its reason)
+// went to the daemon: Chrome answers the pending commands before it fires onDetach, and
+// the daemon must know first that, say, the user cancelled debugging.
+const detachedTabs = new Set();
+const detachWaiters = new Map(); // tab id -> [resolve]
+
+function detachReported(tabId, ms = 1000) {
+  if (detachedTabs.has(tabId)) return Promise.resolve();
+  return new Promise((resolve) => {
+    detachWaiters.set(tabId, [...(detachWaiters.get(tabId) || []), resolve]);
+    setTimeout(resolve, ms);
+  });
+}
 
 // Sequences running now, by message id, and those the daemon asked to stop.
 const sequences = new Set();
@@ -273,28 +307,33 @@ const OPS = {
   async cdp({ tabId, sessionId, method, params }) {
     return await debuggerCommand(sessionId ? { tabId, sessionId } : { tabId }, method, params);
   },
-  // Commands in order, each after the one before was answered, with no round trip to the
-  // daemon in between (a click's move/press/release). Stops before the next command if
-  // the daemon aborts it (a cancel: the button is then released off the page) or the
-  // connection that asked for it is gone.
+  // Commands in order, with no round trip to the daemon in between (a click's
+  // move/press/release): each is sent once the one before was answered, unless that one
+  // says `answered_first: false` (a mouse move: Chrome keeps input in order). Stops
+  // before the next command if the daemon aborts it (a cancel: the button is then
+  // released off the page) or the connection that asked for it is gone.
   async cdp_sequence({ id, tabId, sessionId, commands }) {
     const target = sessionId ? { tabId, sessionId } : { tabId };
     const asker = ws;
-    const results = [];
+    const replies = [];
     sequences.add(id);
     try {
-      for (const [index, { method, params }] of commands.entries()) {
-        if (aborted.has(id) || ws !== asker) return { results, stopped: true };
-        results.push(await debuggerCommand(target, method, params, index));
+      for (const [index, { method, params, answered_first }] of commands.entries()) {
+        if (aborted.has(id) || ws !== asker) break;
+        const reply = debuggerCommand(target, method, params, index);
+        reply.catch(() => {}); // awaited below; never an unhandled rejection meanwhile
+        replies.push(reply);
+        if (answered_first !== false) await reply;
       }
-      return { results };
+      const results = await Promise.all(replies);
+      return replies.length < commands.length ? { results, stopped: true } : { results };
     } finally {
       sequences.delete(id);
       aborted.delete(id);
     }
   },
   async attach({ tabId }) {
-    await checkAllowed(tabId);
+    tabWindows.set(tabId, (await checkAllowed(tabId)).windowId);
     if (!attached.has(tabId)) {
       try {
         await chrome.debugger.attach({ tabId }, "1.3");
@@ -302,6 +341,7 @@ const OPS = {
         if (!/already attached/i.test(String(e.message))) throw new OpError("attach_failed", String(e.message || e));
       }
       attached.add(tabId);
+      detachedTabs.delete(tabId);
       // The page behaves as in a focused window (as headless, where all windows are) even
       // when the user's window has the focus: no blur when it is given back after a click.
       await chrome.debugger.sendCommand({ tabId }, "Emulation.setFocusEmulationEnabled", { enabled: true })
@@ -313,6 +353,7 @@ const OPS = {
   },
   async detach({ tabId }) {
     attached.delete(tabId);
+    detachedTabs.add(tabId); // no onDetach for our own detach: nothing to wait for
     try { await chrome.debugger.detach({ tabId }); } catch { /* already gone */ }
     return {};
   },
@@ -556,6 +597,9 @@ chrome.debugger.onDetach.addListener((source, reason) => {
   if (source.tabId === undefined) return;
   attached.delete(source.tabId);
   send({ type: "detached", tabId: source.tabId, reason });
+  detachedTabs.add(source.tabId);
+  for (const resolve of detachWaiters.get(source.tabId) || []) resolve();
+  detachWaiters.delete(source.tabId);
 });
 
 // A tab an agent tab opened itself (window.open, target=_blank): the daemon adopts it into
@@ -573,6 +617,8 @@ chrome.tabs.onCreated.addListener(async (tab) => {
 
 chrome.tabs.onRemoved.addListener((tabId, info) => {
   attached.delete(tabId);
+  tabWindows.delete(tabId);
+  detachedTabs.delete(tabId);
   for (const p of prompts.values()) if (p.tabId === tabId) p.finish({ approved: false, reason: "tab_closed" });
   send({ type: "tab_removed", tabId, windowId: info.windowId });
 });

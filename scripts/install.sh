@@ -54,15 +54,17 @@ if [ -z "$browser" ]; then
 fi
 echo "install: browser $browser ($("$browser" --version 2>/dev/null || echo '?'))"
 
-# Xvfb, a virtual X server, for the tests that drive a headed Chromium (without it they
-# are skipped, except on CI, where they fail).
-if ! command -v Xvfb >/dev/null 2>&1; then
+# Xvfb, a virtual X server, for the tests that drive a headed Chromium, and xdotool, which
+# tells them which window has the X input focus (without them they are skipped, except
+# on CI, where they fail).
+if ! command -v Xvfb >/dev/null 2>&1 || ! command -v xdotool >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "install: no Xvfb found; installing Debian's xvfb (for the headed-browser tests)"
+    echo "install: no Xvfb or xdotool found; installing Debian's xvfb and xdotool" \
+      "(for the headed-browser tests)"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb xdotool >/dev/null
   else
-    echo "install: no Xvfb: the headed-browser tests will be skipped" \
-      "(Debian/Ubuntu: sudo apt-get install xvfb)" >&2
+    echo "install: no Xvfb or xdotool: (some of) the headed-browser tests will be skipped" \
+      "(Debian/Ubuntu: sudo apt-get install xvfb xdotool)" >&2
   fi
 fi

@@ -485,9 +485,9 @@ def ext_browser(make_bsk: Callable[..., Bsk], tmp_path: Path) -> Iterator[Extens
         yield ext
 
 
-# A headed browser stands in for the user's own: flags so that it never waits on a
-# keyring (a desktop's password store may prompt) and always uses the X display given.
-HEADED_ARGS = ("--password-store=basic", "--ozone-platform=x11")
+# A headed browser stands in for the user's own: it always uses the X display given
+# (launch_args already keeps it off a desktop keyring).
+HEADED_ARGS = ("--ozone-platform=x11",)
 
 
 @pytest.fixture(scope="module")

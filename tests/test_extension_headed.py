@@ -4,6 +4,8 @@ scenarios shared with test_extension.py (headless) come from conftest."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import shutil
 import subprocess
@@ -12,9 +14,13 @@ from typing import Any
 import pytest
 from conftest import (
     ExtensionBrowser,
+    PageDevTools,
     agent_session,
+    answer_of,
+    answer_prompt,
     browser_cdp,
     in_ci,
+    live_ops,
     log_in_through_the_relay,
     ref_of,
     stop_button_interrupts,
@@ -161,3 +167,130 @@ def test_a_click_leaves_the_focus_with_the_user(headed_ext_browser: ExtensionBro
     s.ok("session", "stop")
     wait_until(lambda: agent_id not in windows(ext), what="the Agent Window to close")
     assert focus_is_the_users()
+
+
+def screen_area(display: str, left: int, top: int, width: int, height: int
+                ) -> list[list[tuple[int, int, int]]]:
+    """The RGB pixels of a part of the X screen, row by row (XGetImage, through libX11)."""
+    x11 = ctypes.cdll.LoadLibrary(ctypes.util.find_library("X11") or "libX11.so.6")
+
+    class XImage(ctypes.Structure):
+        _fields_ = [("width", ctypes.c_int), ("height", ctypes.c_int),
+                    ("xoffset", ctypes.c_int), ("format", ctypes.c_int),
+                    ("data", ctypes.POINTER(ctypes.c_ubyte)), ("byte_order", ctypes.c_int),
+                    ("bitmap_unit", ctypes.c_int), ("bitmap_bit_order", ctypes.c_int),
+                    ("bitmap_pad", ctypes.c_int), ("depth", ctypes.c_int),
+                    ("bytes_per_line", ctypes.c_int), ("bits_per_pixel", ctypes.c_int)]
+
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XDefaultRootWindow.restype = ctypes.c_ulong
+    x11.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+    x11.XGetImage.restype = ctypes.POINTER(XImage)
+    x11.XGetImage.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_uint, ctypes.c_uint, ctypes.c_ulong, ctypes.c_int]
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    conn = x11.XOpenDisplay(display.encode())
+    assert conn, f"cannot open X display {display}"
+    try:
+        image = x11.XGetImage(conn, x11.XDefaultRootWindow(conn), left, top, width, height,
+                              0xFFFFFFFF, 2).contents  # ZPixmap, 32 bits a pixel (BGRX)
+        assert image.bits_per_pixel == 32, image.bits_per_pixel
+        line = image.bytes_per_line
+        raw = ctypes.string_at(image.data, line * height)
+    finally:
+        x11.XCloseDisplay(conn)
+    return [[(raw[r * line + c * 4 + 2], raw[r * line + c * 4 + 1], raw[r * line + c * 4])
+             for c in range(width)] for r in range(height)]
+
+
+def cancel_button(display: str, bounds: dict[str, Any]) -> tuple[int, int] | None:
+    """Where the debugging bar's blue Cancel button is, in the top of a window (its
+    bounds): the middle of the first button-sized blue blob there (None: not shown)."""
+    left, top, width, height = bounds["left"], bounds["top"], bounds["width"], 240
+    pixels = screen_area(display, left, top, width, height)
+
+    def blue(r: int, c: int) -> bool:
+        red, green, b = pixels[r][c]
+        return b > 180 and red < 60 and 60 < green < 120
+
+    seen: set[tuple[int, int]] = set()
+    for start in ((r, c) for r in range(height) for c in range(width)):
+        if start in seen or not blue(*start):
+            continue
+        blob, todo = {start}, [start]
+        while todo:
+            r, c = todo.pop()
+            for n in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                if 0 <= n[0] < height and 0 <= n[1] < width and n not in blob and blue(*n):
+                    blob.add(n)
+                    todo.append(n)
+        seen |= blob
+        rows, cols = [r for r, _ in blob], [c for _, c in blob]
+        if 40 < max(cols) - min(cols) < 200 and 15 < max(rows) - min(rows) < 60:
+            return left + (min(cols) + max(cols)) // 2, top + (min(rows) + max(rows)) // 2
+    return None
+
+
+def test_cancel_on_the_debugging_bar_ends_the_sessions(headed_ext_browser: ExtensionBrowser,
+                                                      xvfb: str, xdotool: Any,
+                                                      site: str) -> None:
+    """The user presses Cancel on '"BrowserSkill" started debugging this browser': Chrome
+    detaches every tab. The sessions on that browser end, saying why; the call in flight
+    ends interrupted; nothing is re-attached; the Agent Windows stay open to the user;
+    a borrowed tab goes back to the user's window."""
+    ext = headed_ext_browser
+    user_id = min(i for i, w in windows(ext).items() if w["type"] == "normal")
+    chrome_tab = ext.worker_eval(f"chrome.tabs.create({{windowId: {user_id}, "
+                                 f"url: '{site}/counter.html#mine'}}).then(t => t.id)")
+    index = ext.worker_eval(f"chrome.tabs.get({chrome_tab}).then(t => t.index)")
+    a, b = agent_session(ext, "cancel-a"), agent_session(ext, "cancel-b")
+    a_window = ext.worker_eval("bsk.agent['cancel-a'].windowId")
+    b_window = ext.worker_eval("bsk.agent['cancel-b'].windowId")
+    a.ok("open", f"{site}/counter.html")
+    (own,) = a.ok("tab", "list")["result"]["tabs"]
+    b.ok("open", f"{site}/login.html")
+    # Session a borrows the user's tab (the user approves in it).
+    mine = next(t for t in ext.page_targets() if t["url"].endswith("#mine"))["targetId"]
+    hand = PageDevTools(ext.chromium, mine)
+    borrowing = a.popen("tab", "borrow", f"u{chrome_tab}")
+    answer_prompt(hand, "approve")
+    assert answer_of(borrowing)[0] == 0
+    hand.close()
+    a.ok("tab", "select", own["tab_id"])
+    running = a.popen("eval", "await slow('x', 20000)")
+    wait_until(lambda: live_ops(a, "dispatched"), what="the eval to be dispatched")
+    # The user presses Cancel on the bar (in the window on top: every window shows it).
+    (on_top,) = xdotool("search", "--name", "^Log in - ").split()[:1]
+    xdotool("windowraise", on_top)
+    x, y = wait_until(lambda: cancel_button(xvfb, ext.worker_eval(
+        f"chrome.windows.get({b_window})")), what="the debugging bar's Cancel button")
+    xdotool("mousemove", str(x), str(y), "click", "1")
+    code, answer = answer_of(running)
+    assert code == 9 and answer["error"]["details"]["reason"] == "debugging_cancelled", answer
+    for s in (a, b):
+        r = s("eval", "1 + 1")
+        assert r.code == 3 and r.json["error"]["code"] == "session_not_found", r.stdout
+        assert "the user cancelled debugging in the browser" in r.json["error"]["message"]
+    assert not {"cancel-a", "cancel-b"} & {x["session_id"] for x in
+                                           ext.bsk.ok("session", "list")["sessions"]}
+    # Nothing of theirs is closed or touched again: the borrowed tab is back where it
+    # was, the Agent Windows stay with their pages (no overlay), nothing is attached.
+    wait_until(lambda: ext.worker_eval(f"chrome.tabs.get({chrome_tab}).then(t => "
+                                       f"[t.windowId, t.index])") == [user_id, index],
+               what="the borrowed tab to be back in the user's window")
+    now = windows(ext)
+    assert now[a_window]["tabs"] == [f"{site}/counter.html"]
+    assert now[b_window]["tabs"] == [f"{site}/login.html"]
+    hand = PageDevTools(ext.chromium, own["target_id"])
+    wait_until(lambda: hand.find("data-bsk", "stop") is None, what="the overlay to go")
+    hand.close()
+    assert ext.worker_eval("chrome.debugger.getTargets().then(ts => ts.filter(t => "
+                           "t.attached && t.tabId !== undefined).length)") == 0
+    assert ext.worker_eval("Object.keys(bsk.agent)") == []
+    # The user may let an agent in again: a new session attaches anew.
+    again = agent_session(ext, "cancel-again")
+    assert again("eval", "1 + 1").value == 2
+    again.ok("session", "stop")
+    ext.worker_eval(f"Promise.all([{a_window}, {b_window}].map(w => chrome.windows.remove(w)))"
+                    f".then(() => chrome.tabs.remove({chrome_tab})).then(() => true)")

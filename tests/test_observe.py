@@ -3,10 +3,12 @@ screenshot's --full-page and --ref."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import Bsk, ref_of
+from conftest import Bsk, answer_of, live_ops, ref_of, wait_until
 
 from browserskill.tools.screenshot import png_size
 
@@ -62,6 +64,131 @@ def test_wait_errors(page: tuple[Bsk, str]) -> None:
         assert bad.code == 2, (args, bad.stdout)
         assert bad.json["error"]["code"] == "invalid_params"
     assert bsk.ok("wait", "--ms", "50")["result"]["waited_ms"] == 50
+
+
+# -- wait in iframes -----------------------------------------------------------------
+
+
+@pytest.fixture
+def frames_page(bsk: Bsk, site: str, cross_site: str) -> tuple[Bsk, str]:
+    """wait-frames.html: a same-origin iframe and a cross-site (out-of-process) one."""
+    port = cross_site.rsplit(":", 1)[1]
+    bsk.ok("open", f"{site}/wait-frames.html?cross={port}")
+    return bsk, bsk.ok("snapshot")["result"]["snapshot"]
+
+
+def devtools_of(bsk: Bsk) -> tuple[str, str]:
+    """The browser's DevTools endpoint and the session's page target."""
+    return (bsk.ok("status")["browser"]["cdp_endpoint"],
+            bsk.ok("tab", "list")["result"]["tabs"][0]["target_id"])
+
+
+def live_waits(devtools: tuple[str, str], cross_site: str) -> int:
+    """How many `wait` observers are running in the tab's frames now, counted in
+    BrowserSkill's isolated worlds by a second DevTools client (the page's and the
+    out-of-process iframes' targets)."""
+    from websockets.sync.client import connect
+
+    endpoint, page = devtools
+    with connect(endpoint, max_size=None) as ws:
+        ids = iter(range(1, 10_000))
+
+        def send(method: str, params: dict[str, Any], session: str | None = None,
+                 events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+            msg_id = next(ids)
+            ws.send(json.dumps({"id": msg_id, "method": method, "params": params,
+                                **({"sessionId": session} if session else {})}))
+            while True:
+                got = json.loads(ws.recv(timeout=10))
+                if got.get("id") == msg_id:
+                    assert "error" not in got, (method, got["error"])
+                    return dict(got["result"])
+                if events is not None and got.get("sessionId") == session:
+                    events.append(got)
+
+        targets = [page] + [t["targetId"] for t in send("Target.getTargets", {})["targetInfos"]
+                            if t["type"] == "iframe" and t["url"].startswith(cross_site)]
+        total = 0
+        for target in targets:
+            session = send("Target.attachToTarget", {"targetId": target, "flatten": True})[
+                "sessionId"]
+            events: list[dict[str, Any]] = []
+            send("Runtime.enable", {}, session, events)  # reports the contexts there now
+            for event in events:
+                context = event["params"].get("context", {})
+                if event["method"] != "Runtime.executionContextCreated" or \
+                        context.get("name") != "browserskill":
+                    continue
+                answer = send("Runtime.evaluate", {
+                    "expression": "globalThis.__bskWaits ? __bskWaits.size : 0",
+                    "contextId": context["id"], "returnByValue": True}, session)
+                total += answer["result"].get("value", 0)
+            send("Target.detachFromTarget", {"sessionId": session})
+        return total
+
+
+def test_wait_for_text_later_in_a_same_origin_iframe(frames_page: tuple[Bsk, str],
+                                                      site: str) -> None:
+    bsk, snap = frames_page
+    bsk.ok("click", ref_of(snap, "button", "Same later"))  # the frame adds it 800 ms later
+    waited = bsk.ok("wait", "--text", "Same frame arrival")["result"]
+    assert waited["frame_url"] == f"{site}/wait-frame.html?name=same"
+    assert waited["url"].startswith(f"{site}/wait-frames.html")
+    framed = "document.querySelector('#same').contentDocument.querySelector('#in-same')"
+    assert bsk("eval", f"!!{framed}").value is True
+    main = bsk.ok("wait", "--text", "Waiting on frames")["result"]  # the main frame's own
+    assert "frame_url" not in main
+
+
+def test_wait_for_a_selector_in_an_out_of_process_iframe(frames_page: tuple[Bsk, str],
+                                                         cross_site: str) -> None:
+    bsk, snap = frames_page
+    bsk.ok("click", ref_of(snap, "button", "Cross later"))
+    found = bsk.ok("wait", "--selector", "p#in-cross")["result"]
+    assert found["element"] == "p#in-cross" and found["visible"] is True
+    assert found["frame_url"] == f"{cross_site}/wait-frame.html?name=cross"
+    # The observers of the frames that did not win were stopped, not left to their budget.
+    assert live_waits(devtools_of(bsk), cross_site) == 0
+
+
+def test_wait_sees_an_iframe_added_meanwhile(frames_page: tuple[Bsk, str], site: str) -> None:
+    bsk, snap = frames_page
+    bsk.ok("click", ref_of(snap, "button", "Frame later"))  # an iframe 800 ms later
+    assert bsk("eval", "document.querySelectorAll('iframe').length").value == 2
+    waited = bsk.ok("wait", "--text", "Late frame text")["result"]  # its content: later still
+    assert waited["frame_url"] == f"{site}/wait-frame.html?name=late&text=Late+frame+text"
+
+
+def test_wait_follows_an_iframe_into_another_process(frames_page: tuple[Bsk, str],
+                                                     cross_site: str) -> None:
+    bsk, snap = frames_page
+    # The same-origin iframe navigates to the other site 800 ms later: a new document,
+    # now in an out-of-process frame.
+    bsk.ok("click", ref_of(snap, "button", "Frame away later"))
+    waited = bsk.ok("wait", "--text", "Other page")["result"]
+    assert waited["frame_url"] == f"{cross_site}/other.html"
+
+
+def test_wait_in_frames_times_out_in_time_and_stops_its_observers(
+        frames_page: tuple[Bsk, str], cross_site: str) -> None:
+    bsk, _ = frames_page
+    devtools = devtools_of(bsk)
+    r = bsk("--timeout", "1", "wait", "--selector", "p#never")
+    assert r.code == 11, r.stdout
+    # "did not happen", answered before the deadline (not a cancelled call)
+    assert r.json["status"] == "failed" and r.json["dispatched"] == "no"
+    assert r.json["error"]["details"]["reason"] == "timeout"
+    assert live_waits(devtools, cross_site) == 0
+    bad = bsk("wait", "--selector", "##nope")
+    assert bad.code == 2 and bad.json["error"]["code"] == "invalid_params"
+    # A cancelled wait stops the observer it armed in every frame.
+    waiting = bsk.popen("--timeout", "60", "wait", "--text", "Never there")
+    wait_until(lambda: live_waits(devtools, cross_site) == 3, 20, "an observer in each frame")
+    (op,) = live_ops(bsk, "dispatched")
+    bsk.ok("op", "cancel", op["op_id"])
+    code, answer = answer_of(waiting)
+    assert code == 7 and answer["status"] == "cancelled", answer
+    wait_until(lambda: live_waits(devtools, cross_site) == 0, 10, "the observers to be stopped")
 
 
 def test_html_of_document_and_element(page: tuple[Bsk, str]) -> None:

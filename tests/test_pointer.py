@@ -29,6 +29,22 @@ def test_click_variants(lab: tuple[Bsk, str]) -> None:
     assert names == [("plain", True, True), ("dbl", False, False), ("context", False, False)]
 
 
+def test_a_click_reaches_the_page_as_a_user_s_would(lab: tuple[Bsk, str]) -> None:
+    # The press goes out before the move is answered: the page must still see the move
+    # first, at the same point, then press, release and click, on the element.
+    bsk, snap = lab
+    bsk.ok("eval", "window.seen = []; for (const t of ['mousemove', 'mouseover', "
+                   "'mousedown', 'mouseup', 'click']) document.addEventListener(t, e => "
+                   "seen.push([t, e.target.textContent, e.clientX, e.clientY]), true)")
+    bsk.ok("click", ref_of(snap, "button", "Plain"))
+    seen = [e for e in bsk("eval", "window.seen").value if e[1] == "Plain"]
+    kinds = [e[0] for e in seen]
+    assert kinds.index("mousemove") < kinds.index("mousedown") < kinds.index("mouseup") \
+        < kinds.index("click"), kinds
+    assert kinds.count("click") == 1
+    assert len({(x, y) for _, _, x, y in seen}) == 1  # all at one point
+
+
 def test_click_far_element_scrolls_it_into_view(lab: tuple[Bsk, str]) -> None:
     bsk, snap = lab
     result = bsk.ok("click", ref_of(snap, "button", "Far away"))

@@ -47,6 +47,9 @@ class AgentWindow:
         # The link was lost (or the daemon restarted): until the extension reconnects and
         # its tabs are re-attached, calls are browser_unavailable and nothing is sent.
         self.waiting = False
+        # Why the user took the browser back (Cancel on Chrome's debugging bar): the
+        # session is ending; its own tabs are left open to the user, nothing re-attached.
+        self.revoked: str | None = None
 
     # -- what the dispatcher and SessionManager call ---------------------------------
 
@@ -76,6 +79,11 @@ class AgentWindow:
                            hint="ask the user before acting again; the next call goes ahead",
                            details={"session_id": session.id})
         if op.tool != "session_stop":
+            if self.revoked:
+                raise BskError("session_not_found",
+                               f"session {session.id!r} ended: {self.revoked}",
+                               hint="start a new session if the user agrees",
+                               details={"session_id": session.id})
             self.require_link()
             if self.waiting:
                 raise BskError("browser_unavailable", f"the extension in browser "
@@ -133,7 +141,9 @@ class AgentWindow:
             return
         chrome_tab = self.chrome_tabs.pop(tab.tab_id, None)
         self._forget_window_if_empty()
-        if chrome_tab is not None:
+        if chrome_tab is not None and self.revoked:  # the user's now: left open as it is
+            await self._quietly({"op": "overlay", "tabId": chrome_tab, "on": False})
+        elif chrome_tab is not None:
             await self._quietly({"op": "tab_close", "tabId": chrome_tab})
 
     def _forget_window_if_empty(self) -> None:

@@ -110,6 +110,7 @@ class ExtensionHub:
         self.on_window_closed: Callable[..., None] = lambda sid, reason="": None
         self.on_readopted: Callable[[Session], None] = lambda session: None
         self.on_tab_opened: Callable[[AgentWindow, str, int], None] = lambda w, t, c: None
+        self.on_debugging_cancelled: Callable[[str, str], None] = lambda sid, reason: None
         self.on_connected: Callable[[ExtensionBrowser, list[dict[str, Any]]], Any] | None = None
 
     async def start(self) -> None:
@@ -288,8 +289,8 @@ class ExtensionHub:
                 log.info("user interrupt for session %s", sid)
                 self.on_interrupt(sid)
         elif kind == "tab_opened" and isinstance(msg.get("tabId"), int):
-            wins = [w for w in browser.sessions.values() if not w.waiting and (
-                w.window_id == msg.get("windowId")
+            wins = [w for w in browser.sessions.values() if not w.waiting and not w.revoked
+                    and (w.window_id == msg.get("windowId")
                 or msg.get("openerTabId") in w.chrome_tabs.values())]
             if wins:
                 asyncio.get_running_loop().create_task(
@@ -299,6 +300,21 @@ class ExtensionHub:
             for sid, win in list(browser.sessions.items()):
                 if win.window_id == msg.get("windowId"):
                     self.on_window_closed(sid)
+        elif kind == "detached" and msg.get("reason") == "canceled_by_user":
+            self._debugging_cancelled(browser)
+
+    def _debugging_cancelled(self, browser: ExtensionBrowser) -> None:
+        """The user pressed Cancel on Chrome's '"BrowserSkill" started debugging this
+        browser' bar, and Chrome detached every tab: they took their browser back. Every
+        session on it ends (calls in flight end as interrupted); nothing is re-attached,
+        their Agent Windows are left open to the user, borrowed tabs go back."""
+        reason = ("the user cancelled debugging in the browser (Cancel on its \"started "
+                  f"debugging this browser\" bar; browser {browser.describe()})")
+        for sid, win in list(browser.sessions.items()):
+            if win.revoked is None:
+                log.warning("ending session %s: %s", sid, reason)
+                win.revoked = reason
+                self.on_debugging_cancelled(sid, reason)
 
     async def _opened(self, wins: list[AgentWindow], chrome_tab: int, opener: Any,
                       window_id: Any) -> None:
@@ -467,9 +483,17 @@ def wire(hub: ExtensionHub, sessions: Any, dispatcher: Any) -> None:
     def window_closed(sid: str, reason: str = "its Agent Window was closed") -> None:
         asyncio.get_running_loop().create_task(end_session(sid, reason))
 
+    def debugging_cancelled(sid: str, reason: str) -> None:
+        # As the user's Stop: the calls in flight end honestly, with this reason.
+        for op in list(dispatcher.ops.values()):
+            if op.session_id == sid and not op.ended:
+                op.request_cancel("debugging_cancelled")
+        window_closed(sid, reason)
+
     hub.on_lost = dispatcher._link_lost
     hub.on_interrupt = interrupt
     hub.on_window_closed = window_closed
+    hub.on_debugging_cancelled = debugging_cancelled
     hub.on_readopted = sessions.persist
 
     def tab_opened(win: AgentWindow, opener_id: str, chrome_tab: int) -> None:

@@ -18,6 +18,7 @@ from browserskill.browser.conversation import Conversation
 from browserskill.browser.extension_protocol import SILENCE_S
 from browserskill.browser.link import (
     CdpError,
+    Command,
     EventHandler,
     LinkClosed,
     LinkError,
@@ -107,12 +108,11 @@ class ExtensionLink:
             return {"tabId": self._children[session_id], "sessionId": session_id}
         raise CdpError(method, -32001, f"no session {session_id} on this link")
 
-    async def request_sequence(self, commands: list[tuple[str, dict[str, Any]]], *,
+    async def request_sequence(self, commands: list[Command], *,
                                session_id: str) -> PendingSequence:
         """The extension runs the commands one after another itself: one hop for all."""
-        first = commands[0][0]
-        message = {"op": "cdp_sequence", **self._target(first, session_id),
-                   "commands": [{"method": m, "params": p} for m, p in commands]}
+        message = {"op": "cdp_sequence", **self._target(commands[0].method, session_id),
+                   "commands": [c._asdict() for c in commands]}
         msg_id, answer = await self._post_numbered(message)
         reply: asyncio.Future[list[dict[str, Any]]] = (
             asyncio.get_running_loop().create_future())
@@ -240,11 +240,13 @@ class ExtensionLink:
         elif kind == "ping":
             asyncio.get_running_loop().create_task(self._pong(msg.get("t")))
         elif kind in ("detached", "tab_removed"):
+            # The hub first (the user cancelling debugging cancels the calls in flight
+            # with that reason), then the tab learns it is detached.
+            if self.message_handler:
+                self.message_handler(msg)
             reason = msg.get("reason") or "target_closed"
             self._conv.emit(tab_session(msg.get("tabId", -1)), "Inspector.detached",
                             {"reason": reason})
-            if self.message_handler:
-                self.message_handler(msg)
         elif self.message_handler is not None:
             self.message_handler(msg)
 
@@ -265,12 +267,11 @@ class ExtensionLink:
         self._conv.emit(key, method, params)
 
 
-def _command_error(error: BaseException, commands: list[tuple[str, dict[str, Any]]]
-                   ) -> BaseException:
+def _command_error(error: BaseException, commands: list[Command]) -> BaseException:
     """A sequence's failure, named after the command that failed (the extension says which)."""
     index = getattr(error, "index", None)
     if isinstance(error, CdpError) and isinstance(index, int) and 0 <= index < len(commands):
-        return CdpError(commands[index][0], error.code, error.message)
+        return CdpError(commands[index].method, error.code, error.message)
     return error
 
 

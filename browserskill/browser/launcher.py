@@ -64,6 +64,9 @@ def launch_args(executable: str, profile: Path, *, headless: bool = True) -> lis
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
+        # Its own profile's passwords stay in the profile: a headed launch never stops on
+        # a desktop keyring's unlock prompt.
+        "--password-store=basic",
         # A restored page fires no load event; history navigation must look like a load.
         "--disable-back-forward-cache",
         "--enable-features=WebMCP",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 EventHandler = Callable[[str, dict[str, Any]], None]
 
@@ -60,11 +60,22 @@ class TargetHandle:
     session_id: str  # the link's session for this target (flattened CDP session id)
 
 
+class Command(NamedTuple):
+    """One command of a sequence."""
+
+    method: str
+    params: dict[str, Any]
+    # False: the next command goes out without waiting for this one's answer. Only where
+    # Chromium keeps the order itself and the answer merely says it was handled (a mouse
+    # move, whose answer waits for the next frame: ~8 ms on average).
+    answered_first: bool = True
+
+
 @dataclass
 class PendingSequence:
-    """Commands a link runs in order, each after the one before was answered, with no
-    round trip to the daemon in between. `reply` gets every answer; `abort` stops the
-    rest (the one running finishes) unless the link already answered."""
+    """Commands a link runs in order (see `Command.answered_first`), with no round trip
+    to the daemon in between. `reply` gets every answer; `abort` stops the rest (what is
+    already sent goes on) unless the link already answered."""
 
     reply: asyncio.Future[list[dict[str, Any]]]
     abort: Callable[[], Awaitable[None]]
@@ -72,8 +83,8 @@ class PendingSequence:
 
 class BrowserLink(Protocol):
     # True if the link runs a command sequence itself, saving a round trip per command
-    # (the extension relay); it then has `request_sequence(commands, *, session_id) ->
-    # PendingSequence`. A direct CDP link has no round trip to save.
+    # (the extension relay); it then has `request_sequence(commands: list[Command], *,
+    # session_id) -> PendingSequence`. A direct CDP link has no round trip to save.
     relays_sequences: bool
 
     @property

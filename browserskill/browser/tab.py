@@ -21,6 +21,7 @@ from browserskill.browser.buffers import TabBuffers
 from browserskill.browser.link import (
     BrowserLink,
     CdpError,
+    Command,
     LinkClosed,
     LinkError,
     TargetHandle,
@@ -150,26 +151,31 @@ class Tab:
         A page blocked on alert/confirm/prompt/beforeunload answers nothing until the
         dialog is handled, so waiting for the reply would hang the call.
         """
+        return await await_reply(method, await self.request(method, params,
+                                                            session_id=session_id), timeout)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None, *,
+                    session_id: str | None = None) -> asyncio.Future[dict[str, Any]]:
+        """Send a command; return its answer's future (failed early, like `send`'s, if the
+        page opens a dialog or goes away). Await it with `await_reply`."""
         if self.gone:
             raise TabGone(self.gone)
         reply = await self.link.request(method, params, session_id=session_id or self.session_id)
         self._in_flight.add(reply)
-        try:
-            return await await_reply(method, reply, timeout)
-        finally:
-            self._in_flight.discard(reply)
+        reply.add_done_callback(self._in_flight.discard)
+        return reply
 
-    async def send_sequence(self, commands: list[tuple[str, dict[str, Any]]], *,
+    async def send_sequence(self, commands: list[Command], *,
                             timeout: float) -> list[dict[str, Any]]:
-        """Run commands in order in this tab through a link that `relays_sequences`: each
-        after the one before was answered, one round trip in all. If the call ends early
-        (a dialog, its deadline, a cancel), the commands not yet sent are not sent."""
+        """Run commands in order in this tab through a link that `relays_sequences`: one
+        round trip in all. If the call ends early (a dialog, its deadline, a cancel), the
+        commands not yet sent are not sent."""
         if self.gone:
             raise TabGone(self.gone)
         pending = await self.link.request_sequence(commands, session_id=self.session_id)
         self._in_flight.add(pending.reply)
         try:
-            what = f"{commands[0][0]} and {len(commands) - 1} more"
+            what = f"{commands[0].method} and {len(commands) - 1} more"
             return await await_reply(what, pending.reply, timeout)
         finally:
             self._in_flight.discard(pending.reply)

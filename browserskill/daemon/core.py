@@ -29,9 +29,12 @@ class Daemon:
         self.started = time.time()
         self.idle_timeout = idle_timeout
         self.journal = Journal(paths.journal_path(home), max_age_s=journal_max_age_s,
-                               max_count=journal_max_count)
+                               max_count=journal_max_count,
+                               prune_batch=int(os.environ.get("BSK_JOURNAL_PRUNE_BATCH",
+                                                              1000)))
+        # Before any answer: settle what a dead daemon left open. Retention's backlog is
+        # deleted later, in batches, by a task `serve` runs (`Journal.prune_gradually`).
         self.reconciled = self.journal.reconcile()
-        self.journal.prune()
         self.browser = BrowserManager(browser_config, home)
         self.session_store = SessionStore(self.journal.db)
         self.session_store.prune(journal_max_age_s)
@@ -78,6 +81,7 @@ class Daemon:
             "uptime_s": round(time.time() - self.started, 1),
             "idle_timeout_s": self.idle_timeout,
             "reconciled_at_start": self.reconciled,
+            "journal": {"pruning": self.journal.pruning, "pruned": self.journal.pruned},
             "sessions_at_start": self.readopted,
         }
 

@@ -98,12 +98,20 @@ async def serve(
     log.info("daemon %s listening on %s (pid %d)", daemon.version, sock_path, daemon.pid)
     server_task = asyncio.create_task(server.serve(sockets=sockets))
     idle_task = asyncio.create_task(_idle_watch(daemon))
+    # Retention's backlog (e.g. 90,000 rows over BSK_JOURNAL_MAX_COUNT) goes batch by batch
+    # while requests are served, not before the first answer.
+    prune_task = asyncio.create_task(daemon.journal.prune_gradually(), name="journal-prune")
+    prune_task.add_done_callback(_log_pruned)
     try:
         stop_wait = asyncio.create_task(daemon.stop_event.wait())
         await asyncio.wait({server_task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         log.info("stopping: %s", daemon.stop_reason or "server ended")
     finally:
         idle_task.cancel()
+        prune_task.cancel()
+        await asyncio.wait({prune_task})  # stopped between batches, before the journal closes
+        if not prune_task.cancelled() and prune_task.exception() is not None:
+            log.warning("pruning the journal failed: %s", prune_task.exception())
         await daemon.dispatcher.shutdown()
         for session in list(daemon.sessions.sessions.values()):
             with contextlib.suppress(Exception):
@@ -118,6 +126,11 @@ async def serve(
         sock_path.unlink(missing_ok=True)
         daemon.journal.close()
         os.close(lock_fd)
+
+
+def _log_pruned(task: asyncio.Task[int]) -> None:
+    if not task.cancelled() and task.exception() is None and task.result():
+        log.info("journal: deleted %d ended operations past retention", task.result())
 
 
 async def _idle_watch(daemon: Daemon) -> None:

@@ -351,6 +351,7 @@ _CANCEL_TEXT = {
     "daemon_stopping": "cancelled: the daemon is stopping",
     "link_lost": "the browser connection was lost",
     "user_interrupt": "the user took over",
+    "debugging_cancelled": "the user cancelled debugging in the browser",
 }
 
 

@@ -223,10 +223,9 @@ class Faults:
         if link.relays_sequences:
             original_sequence = link.request_sequence
 
-            async def request_sequence(commands: list[tuple[str, dict[str, Any]]], *,
-                                       session_id: str) -> Any:
-                for method, _ in commands:
-                    log(method, session_id)
+            async def request_sequence(commands: list[Any], *, session_id: str) -> Any:
+                for command in commands:
+                    log(command.method, session_id)
                 return await original_sequence(commands, session_id=session_id)
 
             link.request_sequence = request_sequence
@@ -354,13 +353,22 @@ class FaultContext(ToolContext):
                    **kwargs: Any) -> dict[str, Any]:
         return await self._through("step", name, super().step(name, method, params, **kwargs))
 
-    async def steps(self, steps: list[tuple[str, str, dict[str, Any]]],
-                    **kwargs: Any) -> list[dict[str, Any]]:
+    async def start_step(self, name: str, method: str, params: dict[str, Any],
+                         **kwargs: Any) -> Any:
+        # Sent without waiting for its answer: only its before_step point fires.
+        await self.faults.point(self.op, f"before_step:{name}")
+        token = SENDING.set("step")
+        try:
+            return await super().start_step(name, method, params, **kwargs)
+        finally:
+            SENDING.reset(token)
+
+    async def steps(self, steps: list[Any], **kwargs: Any) -> None:
         # Points fire per step on a direct link (through `step`); a relayed sequence
         # goes out whole, so it passes none, and its commands are logged as steps.
         token = SENDING.set("step")
         try:
-            return await super().steps(steps, **kwargs)
+            await super().steps(steps, **kwargs)
         finally:
             SENDING.reset(token)
 

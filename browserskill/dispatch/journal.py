@@ -2,10 +2,16 @@
 
 A daemon that dies mid-call leaves rows that are not ended; the next daemon reconciles
 them (`reconcile`) so `bsk op show` can still answer honestly.
+
+Retention (ended operations older than `max_age_s`, or past the newest `max_count`) is
+applied in bounded batches (`prune_batch`): the daemon's start only reconciles, and a
+background task (`prune_gradually`) deletes a big backlog batch by batch while requests
+are served; `record` deletes at most one batch every 500 writes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import time
@@ -43,10 +49,14 @@ _COLUMNS = ("op_id", "session_id", "tool", "params", "idempotency_key", "state",
 
 
 class Journal:
-    def __init__(self, path: Path, *, max_age_s: float = 7 * 86400, max_count: int = 10_000):
+    def __init__(self, path: Path, *, max_age_s: float = 7 * 86400, max_count: int = 10_000,
+                 prune_batch: int = 1000):
         self.path = path
         self.max_age_s = max_age_s
         self.max_count = max_count
+        self.prune_batch_rows = max(1, prune_batch)  # rows per DELETE: ~15-30 ms here
+        self.pruning = False  # a backlog is being deleted in the background
+        self.pruned = 0  # rows deleted by retention since this journal was opened
         # Used only from the event loop's thread; each write is a short transaction.
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -78,7 +88,7 @@ class Journal:
             op.journaled = True
         self._writes += 1
         if op.state == ENDED and self._writes % 500 == 0:
-            self.prune()
+            self.prune_batch()  # bounded: a backlog is left to `prune_gradually`
 
     def get(self, op_id: str) -> dict[str, Any] | None:
         cur = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM ops WHERE op_id = ?", (op_id,))
@@ -133,14 +143,52 @@ class Journal:
             counts[status] += 1
         return counts
 
-    def prune(self) -> int:
+    def _prune_before(self) -> float:
+        """Ended operations created before this are past retention (age or count)."""
         cutoff = time.time() - self.max_age_s
+        if self.max_count <= 0:
+            return float("inf")
+        # The oldest of the newest `max_count` (every state counts): strictly older ones go,
+        # so ties at the boundary are kept rather than one too many deleted. Index-only.
+        row = self.db.execute("SELECT created_at FROM ops ORDER BY created_at DESC "
+                              "LIMIT 1 OFFSET ?", (self.max_count - 1,)).fetchone()
+        return cutoff if row is None else max(cutoff, row[0])
+
+    def prune_batch(self, limit: int | None = None) -> int:
+        """Delete at most `limit` (default one batch) ended operations past retention,
+        oldest first, in one short transaction; returns how many went. Never touches an
+        operation that is not ended."""
         cur = self.db.execute(
-            "DELETE FROM ops WHERE state = ? AND (created_at < ? OR op_id IN ("
-            " SELECT op_id FROM ops ORDER BY created_at DESC LIMIT -1 OFFSET ?))",
-            (ENDED, cutoff, self.max_count),
+            "DELETE FROM ops WHERE rowid IN (SELECT rowid FROM ops WHERE created_at < ? "
+            " AND state = ? ORDER BY created_at LIMIT ?)",
+            (self._prune_before(), ENDED, limit or self.prune_batch_rows),
         )
+        self.pruned += cur.rowcount
         return cur.rowcount
+
+    def prune(self) -> int:
+        """Everything past retention, batch after batch, blocking (not for the event loop:
+        see `prune_gradually`)."""
+        total = 0
+        while (n := self.prune_batch()) > 0:
+            total += n
+        return total
+
+    async def prune_gradually(self, min_pause_s: float = 0.005) -> int:
+        """`prune`, yielding to the event loop after each batch for at least as long as
+        the batch took, so requests are served meanwhile. Cancel it to stop early."""
+        self.pruning = True
+        total = 0
+        try:
+            while True:
+                t0 = time.perf_counter()
+                n = self.prune_batch()
+                total += n
+                if n < self.prune_batch_rows:
+                    return total
+                await asyncio.sleep(max(min_pause_s, time.perf_counter() - t0))
+        finally:
+            self.pruning = False
 
     def healthy(self) -> tuple[bool, str]:
         try:

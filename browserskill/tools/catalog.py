@@ -359,11 +359,13 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "wait", ("wait",), _R,
         "Wait for text, a selector, a navigation, network idle, or N ms. Exactly one "
-        "condition; waits on page events, bounded by --timeout; not met: action_failed.",
-        (Param("text", "string", "text that appears in the page's visible text",
-               max_length=10_000),
-         Param("selector", "string", "CSS selector of an element that appears",
-               max_length=10_000),
+        "condition; waits on page events, bounded by --timeout; not met: action_failed. "
+        "Text and selectors are looked for in every frame, iframes too (found in one: "
+        "frame_url).",
+        (Param("text", "string", "text that appears in the visible text of the page or "
+               "of one of its iframes", max_length=10_000),
+         Param("selector", "string", "CSS selector of an element that appears (in the "
+               "page or in one of its iframes)", max_length=10_000),
          Param("navigation", "boolean", "the next navigation of the tab (or the one in "
                "progress) loads", default=False),
          Param("network_idle", "boolean", "no network requests for 500 ms after the page "

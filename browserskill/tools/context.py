@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from browserskill.browser.link import Command, await_reply
 from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
 
 # Tools that still work while a JavaScript dialog blocks the page.
@@ -26,6 +27,15 @@ if TYPE_CHECKING:
     from browserskill.browser.manager import BrowserManager
     from browserskill.dispatch.operations import Operation
     from browserskill.dispatch.sessions import Session, SessionManager
+
+
+class Step(NamedTuple):
+    """One step of browser-native input (see `ToolContext.steps`)."""
+
+    name: str  # as recorded in `steps_sent`: mouseMoved, mousePressed, …
+    method: str
+    params: dict[str, Any]
+    answered_first: bool = True  # see `Command.answered_first`
 
 
 @dataclass
@@ -92,19 +102,37 @@ class ToolContext:
         self._record_step(name)
         return await tab.send(method, params, timeout=self.remaining())
 
-    async def steps(self, steps: list[tuple[str, str, dict[str, Any]]], *,
-                    tab: Tab | None = None) -> list[dict[str, Any]]:
-        """Send steps (name, method, params) in order, each once the one before was
-        answered. Through a link that relays sequences (the extension) they travel
+    async def start_step(self, name: str, method: str, params: dict[str, Any], *,
+                         tab: Tab) -> asyncio.Future[dict[str, Any]]:
+        """Send one step, recorded first, without waiting for its answer (the future)."""
+        self._record_step(name)
+        return await tab.request(method, params)
+
+    async def steps(self, steps: list[Step], *, tab: Tab | None = None) -> None:
+        """Send steps in order, each once the one before was answered (unless that one
+        says otherwise). Through a link that relays sequences (the extension) they travel
         together, all recorded before any can reach Chrome; a cancel stops the rest."""
         tab = tab or self.tab
-        if not tab.link.relays_sequences:
-            return [await self.step(name, method, params, tab=tab)
-                    for name, method, params in steps]
-        for name, _, _ in steps:
-            self._record_step(name)
-        return await tab.send_sequence([(method, params) for _, method, params in steps],
-                                       timeout=self.remaining())
+        if tab.link.relays_sequences:
+            for step in steps:
+                self._record_step(step.name)
+            await tab.send_sequence(
+                [Command(s.method, s.params, s.answered_first) for s in steps],
+                timeout=self.remaining())
+            return
+        unanswered: list[tuple[str, asyncio.Future[dict[str, Any]]]] = []
+        try:
+            for step in steps:
+                if step.answered_first:
+                    await self.step(step.name, step.method, step.params, tab=tab)
+                else:
+                    unanswered.append((step.name, await self.start_step(
+                        step.name, step.method, step.params, tab=tab)))
+            for name, reply in unanswered:
+                await await_reply(name, reply, self.remaining())
+        finally:
+            for _, reply in unanswered:
+                reply.cancel()  # no-op once answered; else nobody waits for it any more
 
     def _record_step(self, name: str) -> None:
         self.mark_dispatched()

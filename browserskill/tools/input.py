@@ -15,7 +15,7 @@ from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab
 from browserskill.dispatch.sessions import HoverState
 from browserskill.errors import BskError, invalid
-from browserskill.tools.context import ToolContext
+from browserskill.tools.context import Step, ToolContext
 from browserskill.tools.navigation import wait_for_document
 from browserskill.tools.pointer import point_for
 from browserskill.tools.refs import call_on, resolve
@@ -94,18 +94,19 @@ async def release_off_page(tab: Tab, button: str) -> None:
 async def click_at(ctx: ToolContext, tab: Tab, x: float, y: float, *, button: str,
                    count: int, modifiers: int) -> None:
     """Move there, press and release `count` times; a cancel mid-way releases the button
-    off the page. The steps go out as one sequence: each after the one before was
-    answered, and through the extension in a single hop."""
+    off the page. The press goes out without waiting for the move's answer (which waits
+    for the next frame; Chromium keeps input in order); each release only once its press
+    was answered. Through the extension the steps travel as one sequence, one hop."""
     base = {"button": button, "modifiers": modifiers}
-    steps: list[tuple[str, str, dict[str, Any]]] = [
-        ("mouseMoved", "Input.dispatchMouseEvent",
-         {"type": "mouseMoved", "x": x, "y": y, "modifiers": modifiers})]
+    steps = [Step("mouseMoved", "Input.dispatchMouseEvent",
+                  {"type": "mouseMoved", "x": x, "y": y, "modifiers": modifiers},
+                  answered_first=False)]
     for n in range(1, count + 1):
-        steps.append(("mousePressed", "Input.dispatchMouseEvent",
-                      {"type": "mousePressed", "x": x, "y": y, "clickCount": n,
-                       "buttons": BUTTONS[button], **base}))
-        steps.append(("mouseReleased", "Input.dispatchMouseEvent",
-                      {"type": "mouseReleased", "x": x, "y": y, "clickCount": n, **base}))
+        steps.append(Step("mousePressed", "Input.dispatchMouseEvent",
+                          {"type": "mousePressed", "x": x, "y": y, "clickCount": n,
+                           "buttons": BUTTONS[button], **base}))
+        steps.append(Step("mouseReleased", "Input.dispatchMouseEvent",
+                          {"type": "mouseReleased", "x": x, "y": y, "clickCount": n, **base}))
 
     async def release() -> None:
         await release_off_page(tab, button)

@@ -1,9 +1,11 @@
 """Reading the page over time — wait, html, console, network.
 
 `wait` waits on real conditions, never by polling on a timer: a MutationObserver promise
-in the page for text and selectors (armed again in each new document if the page
-navigates meanwhile), the tab's own navigation and lifecycle events, and the network
-buffer's request counts. It gives up a little before the call's deadline so that a
+in the page for text and selectors, the tab's own navigation and lifecycle events, and
+the network buffer's request counts. Text and selectors are looked for in every frame of
+the tab, as the snapshot shows them (the main frame, same-origin and out-of-process
+iframes, and frames that appear meanwhile), one observer per frame, armed again in each
+new document of its frame. It gives up a little before the call's deadline so that a
 condition that did not happen is reported as such (`action_failed`, reason `timeout`)
 rather than as a cancelled call.
 """
@@ -13,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from typing import Any
 
-from browserskill.browser.link import CdpError
+from browserskill.browser.link import CdpError, TargetClosed
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
-from browserskill.tools.refs import call_on, resolve
+from browserskill.tools.refs import call_on, isolated_world, resolve
 from browserskill.tools.registry import implements
 
 # Give up this long before the call's deadline, to answer "it did not happen" in time.
@@ -29,15 +32,27 @@ QUIET_S = 0.5
 
 _CONDITIONS = ("text", "selector", "navigation", "network_idle", "ms")
 
-# Resolves when the condition holds, or with {found: false} when its time is up.
+# Stopping the in-page observers of frames that did not win: how long to wait for them
+# to say so before answering anyway (they end at their budget, the call's deadline, too).
+STOP_WAIT_S = 0.1
+STOP_TIMEOUT_S = 2.0
+
+# Resolves when the condition holds in this frame's document, or with {found: false} when
+# its time is up. Runs in BrowserSkill's isolated world: the same DOM, layout and
+# innerText as the page's own world, but with the built-ins (querySelector,
+# MutationObserver, setTimeout, String methods) page scripts can't have replaced, and a
+# registry of running waits (`__bskWaits`, by token) page scripts can't see, through which
+# the daemon stops the observer when another frame won or the call ended.
 _OBSERVE = """new Promise(resolve => {
-  const kind = %s, needle = %s, budget = %d;
+  const kind = %s, needle = %s, budget = %d, token = %s;
+  const waits = globalThis.__bskWaits || (globalThis.__bskWaits = new Map());
   const norm = s => s.replace(/\\s+/g, " ");
   const want = norm(needle);
   const probe = () => {
     if (kind === "text") {
       const root = document.body || document.documentElement;
-      return root && norm(root.innerText || "").includes(want) ? {found: true} : null;
+      return root && norm(root.innerText || "").includes(want)
+        ? {found: true, url: location.href} : null;
     }
     const el = document.querySelector(needle);
     if (!el) return null;
@@ -46,20 +61,33 @@ _OBSERVE = """new Promise(resolve => {
       && style.visibility !== "hidden";
     let desc = el.tagName.toLowerCase();
     if (el.id) desc += "#" + el.id;
-    return {found: true, element: desc, visible};
+    return {found: true, element: desc, visible, url: location.href};
   };
   let first;
   try { first = probe(); } catch (e) { resolve({error: String(e && e.message || e)}); return; }
   if (first) { resolve(first); return; }
   let timer;
+  const finish = value => {
+    observer.disconnect(); clearTimeout(timer); waits.delete(token); resolve(value);
+  };
   const observer = new MutationObserver(() => {
     const hit = probe();
-    if (hit) { observer.disconnect(); clearTimeout(timer); resolve(hit); }
+    if (hit) finish(hit);
   });
   observer.observe(document, {subtree: true, childList: true, characterData: true,
                               attributes: true});
-  timer = setTimeout(() => { observer.disconnect(); resolve({found: false}); }, budget);
+  timer = setTimeout(() => finish({found: false}), budget);
+  waits.set(token, () => finish({stopped: true}));
 })"""
+_STOP = "globalThis.__bskWaits?.get(%s)?.()"
+
+
+class _Found(Exception):
+    """A frame's observer saw the condition: ends the other frames' watches."""
+
+    def __init__(self, value: dict[str, Any]) -> None:
+        super().__init__("found")
+        self.value = value
 
 
 def _timeout(what: str, waited: float) -> BskError:
@@ -114,41 +142,147 @@ async def wait(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 
 async def _observe(ctx: ToolContext, tab: Tab, kind: str, needle: str,
                    end: float) -> dict[str, Any] | None:
-    """Wait for text or a selector in the main frame; None if time ran out."""
-    loop = asyncio.get_running_loop()
-    contexts = [0]  # default contexts created in the main frame: a new document
+    """Wait for text or a selector in any frame of the tab; None if time ran out.
 
-    def on_event(session_id: str, method: str, p: dict[str, Any]) -> None:
-        if method == "Runtime.executionContextCreated" and session_id == tab.session_id:
-            aux = p.get("context", {}).get("auxData", {})
-            if aux.get("isDefault") and aux.get("frameId") == tab.main_frame_id:
-                contexts[0] += 1
-
-    tab.listeners.append(on_event)
+    One watch per frame, run together: the frames there now and those that appear
+    meanwhile. The first frame that sees the condition wins, the other watches are
+    cancelled, and every in-page observer still running is stopped before the answer
+    (or, if the call itself is cancelled, right after)."""
+    token = uuid.uuid4().hex
+    armed: set[tuple[str, int]] = set()  # (cdp session, world) whose observer may still run
     try:
-        while (left := end - loop.time()) > 0:
-            seen = contexts[0]
-            script = _OBSERVE % (json.dumps(kind), json.dumps(needle), int(left * 1000))
-            try:
-                answer = await ctx.inspect("Runtime.evaluate", {
-                    "expression": script, "awaitPromise": True, "returnByValue": True,
-                }, tab=tab)
-            except CdpError:
-                # The document went away under the observer: arm it again in the next one.
-                try:
-                    await tab.until(lambda seen=seen: contexts[0] > seen,
-                                    max(0.001, end - loop.time()))
+        found = await _first_frame(ctx, tab, kind, needle, token, end, armed)
+    except BaseException:
+        if armed:
+            _stop_soon(tab, token, armed)
+        raise
+    if armed:
+        await asyncio.wait({_stop_soon(tab, token, armed)},
+                           timeout=min(STOP_WAIT_S, max(0.0, ctx.remaining() - 0.05)))
+    return found
+
+
+async def _first_frame(ctx: ToolContext, tab: Tab, kind: str, needle: str, token: str,
+                       end: float, armed: set[tuple[str, int]]) -> dict[str, Any] | None:
+    loop = asyncio.get_running_loop()
+    watching: set[str] = set()
+
+    async def watch(frame_id: str) -> None:
+        await _watch_frame(ctx, tab, frame_id, kind, needle, token, end, armed)
+        if frame_id not in tab.frames:
+            watching.discard(frame_id)  # removed: watched again if it ever comes back
+
+    def unwatched() -> bool:
+        return any(f not in watching for f in tab.frames)
+
+    try:
+        async with asyncio.timeout_at(end), asyncio.TaskGroup() as group:
+            while True:
+                for frame_id in [f for f in tab.frames if f not in watching]:
+                    watching.add(frame_id)
+                    group.create_task(watch(frame_id))
+                try:  # a new frame (an iframe added, an out-of-process one attached)
+                    await tab.until(unwatched, end - loop.time())
                 except TimeoutError:
-                    return None
-                continue
-            value = answer.get("result", {}).get("value") or {}
-            if value.get("error"):
-                raise invalid("selector", f"not a valid CSS selector: {value['error']}")
-            if value.get("found"):
-                return value
+                    break  # the watches end at their budgets, or the timeout cancels them
+    except TimeoutError:
         return None
-    finally:
-        tab.listeners.remove(on_event)
+    except BaseExceptionGroup as group_error:
+        errors = _leaves(group_error)
+        for error in errors:
+            if isinstance(error, _Found):
+                return error.value
+        raise errors[0] from None
+    return None
+
+
+def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for error in group.exceptions:
+        out.extend(_leaves(error) if isinstance(error, BaseExceptionGroup) else [error])
+    return out
+
+
+async def _watch_frame(ctx: ToolContext, tab: Tab, frame_id: str, kind: str, needle: str,
+                       token: str, end: float, armed: set[tuple[str, int]]) -> None:
+    """Observe one frame, arming again in each new document; raise `_Found` if it holds.
+
+    Returns when the frame is gone or its time is up."""
+    loop = asyncio.get_running_loop()
+    retried: str | None = None
+    while (left := end - loop.time()) > 0:
+        loader = tab.frames.get(frame_id)
+        if loader is None:
+            return  # the iframe was removed
+        sid = tab.session_for_frame(frame_id)
+        key: tuple[str, int] | None = None
+        script = _OBSERVE % (json.dumps(kind), json.dumps(needle), int(left * 1000),
+                             json.dumps(token))
+        try:
+            world = await isolated_world(ctx, tab, frame_id)
+            key = (sid, world)
+            armed.add(key)
+            answer = await ctx.inspect("Runtime.evaluate", {
+                "expression": script, "contextId": world, "awaitPromise": True,
+                "returnByValue": True}, tab=tab, session_id=sid)
+        except (CdpError, TargetClosed) as e:
+            if isinstance(e, TargetClosed) and frame_id == tab.main_frame_id:
+                raise  # the tab itself is gone
+            # The document went away under the observer (or the frame moved to another
+            # process): arm it again in the next one. A world made stale some other way
+            # (a page restored from the back/forward cache) is made again once.
+            if key is not None:
+                armed.discard(key)
+            tab.worlds.pop((frame_id, loader), None)
+            if retried != loader:
+                retried = loader
+                continue
+            try:
+                await tab.until(lambda seen=loader: tab.frames.get(frame_id) != seen,
+                                max(0.001, end - loop.time()))
+            except TimeoutError:
+                return
+            continue
+        armed.discard(key)
+        if "exceptionDetails" in answer:  # never silently stop watching a frame
+            details = answer["exceptionDetails"]
+            raise RuntimeError("wait's observer failed: "
+                               + (details.get("exception", {}).get("description")
+                                  or details.get("text", "")))
+        value = answer.get("result", {}).get("value") or {}
+        if value.get("error"):
+            raise invalid("selector", f"not a valid CSS selector: {value['error']}")
+        if value.get("found"):
+            url = value.pop("url", None)
+            if frame_id != tab.main_frame_id:
+                value["frame_url"] = url
+            raise _Found(value)
+        return  # its time is up
+
+
+_STOPPING: set[asyncio.Task[None]] = set()  # stops still being sent, kept referenced
+
+
+def _stop_soon(tab: Tab, token: str, worlds: set[tuple[str, int]]) -> asyncio.Task[None]:
+    """Stop this call's observers still running in these worlds (disconnect, clear the
+    timer); a world whose document is gone answers with an error, ignored."""
+    expression = _STOP % json.dumps(token)
+
+    async def stop(sid: str, world: int) -> None:
+        try:
+            await tab.send("Runtime.evaluate", {"expression": expression, "contextId": world},
+                           session_id=sid, timeout=STOP_TIMEOUT_S)
+        except Exception:  # best effort: its budget ends it anyway
+            pass
+
+    async def stop_all(targets: list[tuple[str, int]]) -> None:
+        await asyncio.gather(*(stop(sid, world) for sid, world in targets))
+
+    task = asyncio.get_running_loop().create_task(stop_all(sorted(worlds)))
+    worlds.clear()
+    _STOPPING.add(task)
+    task.add_done_callback(_STOPPING.discard)
+    return task
 
 
 async def _navigation(ctx: ToolContext, tab: Tab, wait_until: str,
