@@ -230,16 +230,24 @@ function activates(method, params) {
     || method === "Input.synthesizeTapGesture";
 }
 
-// Which window has the focus is asked before each press (Chrome changes its mind without
-// always saying so: a closed window, a window manager), and kept from onFocusChanged
-// after it; each attached tab's window is kept too. Every ask is an IPC (~0.3-0.6 ms).
+// Which window has the focus is asked again for every command (Chrome changes its mind
+// without always saying so: a closed window, a window manager), in the background and at
+// most every FOCUS_FRESH_MS, and kept from onFocusChanged in between: a press finds it
+// fresh (a click's hit test came just before) and costs no extra IPC (~0.6 ms each).
+const FOCUS_FRESH_MS = 250;
 let focusedWindow = chrome.windows.WINDOW_ID_NONE;
+let focusAsked = null; // {at, answer}
 const tabWindows = new Map(); // attached tab id -> its window id
 
-async function focusedWindowId() {
-  const all = await chrome.windows.getAll({ windowTypes: ["normal", "popup", "panel", "app", "devtools"] });
-  focusedWindow = all.find((w) => w.focused)?.id ?? chrome.windows.WINDOW_ID_NONE;
-  return focusedWindow;
+function focusedWindowId() {
+  if (focusAsked && Date.now() - focusAsked.at < FOCUS_FRESH_MS) return focusAsked.answer;
+  const answer = chrome.windows.getAll({ windowTypes: ["normal", "popup", "panel", "app", "devtools"] })
+    .then((all) => {
+      focusedWindow = all.find((w) => w.focused)?.id ?? chrome.windows.WINDOW_ID_NONE;
+      return focusedWindow;
+    });
+  focusAsked = { at: Date.now(), answer: answer.then(() => focusedWindow, () => focusedWindow) };
+  return focusAsked.answer;
 }
 
 async function windowOfTab(tabId) {
@@ -276,6 +284,7 @@ async function keepingUserFocus(tabId, run) {
 
 chrome.windows.onFocusChanged.addListener((windowId) => {
   focusedWindow = windowId;
+  if (focusAsked) focusAsked.answer = Promise.resolve(windowId);
   for (const guard of focusGuards) {
     if (guard.agent === windowId && Date.now() < guard.until) giveFocusBack(guard);
   }
@@ -305,6 +314,7 @@ const aborted = new Set();
 
 const OPS = {
   async cdp({ tabId, sessionId, method, params }) {
+    focusedWindowId(); // fresh for the press that may follow (see FOCUS_FRESH_MS)
     return await debuggerCommand(sessionId ? { tabId, sessionId } : { tabId }, method, params);
   },
   // Commands in order, with no round trip to the daemon in between (a click's

@@ -166,7 +166,7 @@ class Dispatcher:
         timeout = max(0.0, op.deadline - asyncio.get_running_loop().time())
         await asyncio.wait({work, op.tripped.future}, timeout=timeout,
                            return_when=asyncio.FIRST_COMPLETED)
-        if not work.done() or _ran_out_of_time(op, work):
+        if not work.done() or _ran_out_of_time(op, work) or _lost_to_the_interrupt(op, work):
             await self._interrupt(op, ctx, work, op.cancel_reason or "deadline")
             return
         self._settle(op, work)
@@ -361,6 +361,14 @@ def _ran_out_of_time(op: Operation, work: asyncio.Task[Any]) -> bool:
     may go first. That is the deadline, a cancel with compensation, not a silent browser."""
     return (not work.cancelled() and isinstance(work.exception(), CommandTimeout)
             and asyncio.get_running_loop().time() >= op.deadline - 0.002)
+
+
+def _lost_to_the_interrupt(op: Operation, work: asyncio.Task[Any]) -> bool:
+    """The handler lost its page or link by the very event that tripped its scope (the
+    user cancelled debugging: the tab detaches as the cancel arrives): report the
+    interruption and its reason, not just the loss."""
+    return (op.tripped.future.done() and not work.cancelled()
+            and isinstance(work.exception(), (LinkClosed, TabGone)))
 
 
 def _log_abandoned(task: asyncio.Task[Any]) -> None:
