@@ -318,8 +318,9 @@ const OPS = {
     return await debuggerCommand(sessionId ? { tabId, sessionId } : { tabId }, method, params);
   },
   // Commands in order, with no round trip to the daemon in between (a click's
-  // move/press/release): each is sent once the one before was answered, unless that one
-  // says `answered_first: false` (a mouse move: Chrome keeps input in order). Stops
+  // move/press/release, then a read of the element): each is sent once the one before
+  // was answered, unless that one says `answered_first: false` (a mouse move: Chrome
+  // keeps input in order); an `optional` one answers null if it fails. Stops
   // before the next command if the daemon aborts it (a cancel: the button is then
   // released off the page) or the connection that asked for it is gone.
   async cdp_sequence({ id, tabId, sessionId, commands }) {
@@ -328,9 +329,10 @@ const OPS = {
     const replies = [];
     sequences.add(id);
     try {
-      for (const [index, { method, params, answered_first }] of commands.entries()) {
+      for (const [index, { method, params, answered_first, optional }] of commands.entries()) {
         if (aborted.has(id) || ws !== asker) break;
-        const reply = debuggerCommand(target, method, params, index);
+        let reply = debuggerCommand(target, method, params, index);
+        if (optional) reply = reply.catch(() => null); // a read riding along: null if it fails
         reply.catch(() => {}); // awaited below; never an unhandled rejection meanwhile
         replies.push(reply);
         if (answered_first !== false) await reply;

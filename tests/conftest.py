@@ -526,6 +526,21 @@ def ref_of(snapshot: str, role: str, name: str) -> str:
     return match.group(1)
 
 
+def clicks_report_the_state_they_left(s: Bsk, site: str) -> None:
+    """A click answers with what it left the element as (read right after its release):
+    expanded, checked, or gone (the page re-rendered it)."""
+    s.ok("open", f"{site}/click.html")
+    snap = s.ok("snapshot")["result"]["snapshot"]
+    details = ref_of(snap, "button", "Details")
+    assert s.ok("click", details)["result"]["element"] == {"expanded": True}
+    assert s.ok("click", details)["result"]["element"] == {"expanded": False}
+    assert s.ok("click", ref_of(snap, "checkbox", "Agree"))["result"]["element"] == {
+        "checked": True}
+    rerender = s.ok("click", ref_of(snap, "button", "Re-render me"))["result"]
+    assert rerender["element"] == {"removed": True}
+    assert s("eval", "document.querySelectorAll('#rerender').length").value == 1
+
+
 class PageDevTools:
     """A second, direct DevTools client on one page target (as the user's own hand):
     several commands in one CDP session, so node ids stay valid between them."""

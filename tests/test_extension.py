@@ -18,6 +18,7 @@ from conftest import (
     answer_of,
     answer_prompt,
     browser_cdp,
+    clicks_report_the_state_they_left,
     daemon_pid,
     live_ops,
     log_in_through_the_relay,
@@ -187,6 +188,12 @@ def test_a_click_cancelled_mid_sequence_never_sends_its_release_on_the_element(
         s("eval", "window.events")), what="the page to answer again")
     assert "slow-down:up" not in events and "slow-down:click" not in events, events
     assert s("eval", "window.pressedNow").value is False  # and no button is held
+
+
+def test_clicks_report_their_state_through_the_relay(ext_browser: ExtensionBrowser,
+                                                     site: str) -> None:
+    # The read rides in the click's own sequence through the extension.
+    clicks_report_the_state_they_left(agent_session(ext_browser), site)
 
 
 def test_only_the_extension_may_connect(ext_browser: ExtensionBrowser, site: str) -> None:

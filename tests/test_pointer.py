@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from conftest import Bsk, ref_of
+from conftest import Bsk, clicks_report_the_state_they_left, ref_of
 
 
 @pytest.fixture
@@ -43,6 +43,10 @@ def test_a_click_reaches_the_page_as_a_user_s_would(lab: tuple[Bsk, str]) -> Non
         < kinds.index("click"), kinds
     assert kinds.count("click") == 1
     assert len({(x, y) for _, _, x, y in seen}) == 1  # all at one point
+
+
+def test_clicks_report_the_state_they_left(bsk: Bsk, site: str) -> None:
+    clicks_report_the_state_they_left(bsk, site)
 
 
 def test_click_far_element_scrolls_it_into_view(lab: tuple[Bsk, str]) -> None:

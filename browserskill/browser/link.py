@@ -69,6 +69,9 @@ class Command(NamedTuple):
     # Chromium keeps the order itself and the answer merely says it was handled (a mouse
     # move, whose answer waits for the next frame: ~8 ms on average).
     answered_first: bool = True
+    # True: a failure answers None for this command instead of failing the sequence (a
+    # read that rides along after the steps).
+    optional: bool = False
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from browserskill.browser.link import Command, await_reply
+from browserskill.browser.link import CdpError, Command, await_reply
 from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
 
 # Tools that still work while a JavaScript dialog blocks the page.
@@ -108,18 +108,23 @@ class ToolContext:
         self._record_step(name)
         return await tab.request(method, params)
 
-    async def steps(self, steps: list[Step], *, tab: Tab | None = None) -> None:
+    async def steps(self, steps: list[Step], *, tab: Tab | None = None,
+                    then: Command | None = None) -> dict[str, Any] | None:
         """Send steps in order, each once the one before was answered (unless that one
         says otherwise). Through a link that relays sequences (the extension) they travel
-        together, all recorded before any can reach Chrome; a cancel stops the rest."""
+        together, all recorded before any can reach Chrome; a cancel stops the rest.
+
+        `then`: a read in the tab's own session once the last step was answered (through
+        the extension, in the same hop); its answer is returned, None if it failed."""
         tab = tab or self.tab
         if tab.link.relays_sequences:
             for step in steps:
                 self._record_step(step.name)
-            await tab.send_sequence(
-                [Command(s.method, s.params, s.answered_first) for s in steps],
-                timeout=self.remaining())
-            return
+            commands = [Command(s.method, s.params, s.answered_first) for s in steps]
+            if then is not None:
+                commands.append(then._replace(optional=True))
+            answers = await tab.send_sequence(commands, timeout=self.remaining())
+            return answers[-1] if then is not None and len(answers) > len(steps) else None
         unanswered: list[tuple[str, asyncio.Future[dict[str, Any]]]] = []
         try:
             for step in steps:
@@ -133,6 +138,12 @@ class ToolContext:
         finally:
             for _, reply in unanswered:
                 reply.cancel()  # no-op once answered; else nobody waits for it any more
+        if then is None:
+            return None
+        try:
+            return await self.inspect(then.method, then.params, tab=tab)
+        except CdpError:
+            return None
 
     def _record_step(self, name: str) -> None:
         self.mark_dispatched()

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from browserskill.browser.link import LinkError
+from browserskill.browser.link import CdpError, Command
 from browserskill.browser.tab import Tab
 from browserskill.dispatch.sessions import HoverState
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import Step, ToolContext
 from browserskill.tools.navigation import wait_for_document
 from browserskill.tools.pointer import point_for
-from browserskill.tools.refs import call_on, resolve
+from browserskill.tools.refs import call_answer, call_on, call_request, resolve
 from browserskill.tools.registry import implements
 
 MODIFIERS = {"Alt": 1, "Control": 2, "Ctrl": 2, "Meta": 4, "Command": 4, "Shift": 8}
@@ -92,11 +92,13 @@ async def release_off_page(tab: Tab, button: str) -> None:
 
 
 async def click_at(ctx: ToolContext, tab: Tab, x: float, y: float, *, button: str,
-                   count: int, modifiers: int) -> None:
+                   count: int, modifiers: int,
+                   then: Command | None = None) -> dict[str, Any] | None:
     """Move there, press and release `count` times; a cancel mid-way releases the button
     off the page. The press goes out without waiting for the move's answer (which waits
     for the next frame; Chromium keeps input in order); each release only once its press
-    was answered. Through the extension the steps travel as one sequence, one hop."""
+    was answered. Through the extension the steps travel as one sequence, one hop, and so
+    does `then`, a read once the last release was answered (its answer is returned)."""
     base = {"button": button, "modifiers": modifiers}
     steps = [Step("mouseMoved", "Input.dispatchMouseEvent",
                   {"type": "mouseMoved", "x": x, "y": y, "modifiers": modifiers},
@@ -113,8 +115,9 @@ async def click_at(ctx: ToolContext, tab: Tab, x: float, y: float, *, button: st
 
     held = ctx.on_cancel("mouse_released", release, undoes_effect=False,
                          after_step="mousePressed")
-    await ctx.steps(steps, tab=tab)
+    answer = await ctx.steps(steps, tab=tab, then=then)
     ctx.settled(held)
+    return answer
 
 
 async def click_ref(ctx: ToolContext, ref: str, *, button: str = "left", count: int = 1,
@@ -123,13 +126,24 @@ async def click_ref(ctx: ToolContext, ref: str, *, button: str = "left", count: 
     tab = target.tab
     x, y = await point_for(ctx, target)
     marks = Marks.take(ctx, tab)
-    await click_at(ctx, tab, x, y, button=button, count=count, modifiers=modifiers)
+    # The element's state after the click is read right after the last release; in the
+    # tab's own session that read rides along with the click's steps.
+    read = Command("Runtime.evaluate", call_request(target, _STATE))
+    own_session = target.session_id == tab.session_id
+    answer = await click_at(ctx, tab, x, y, button=button, count=count, modifiers=modifiers,
+                            then=read if own_session else None)
+    if not own_session:
+        try:
+            answer = await ctx.inspect(read.method, read.params, tab=tab,
+                                       session_id=target.session_id)
+        except CdpError:
+            answer = None
     ctx.session.hover = None  # the mouse is here now
     result: dict[str, Any] = {"ref": ref, "tab_id": tab.tab_id}
     if count > 1:
         result["count"] = count
     result.update(await after_input(ctx, marks, wait_until))
-    state = await _cheap_state(ctx, target) if "navigated" not in result else None
+    state = _state_after(target, answer) if "navigated" not in result else None
     if state:
         result["element"] = state
     return result
@@ -146,14 +160,15 @@ _STATE = """function() {
 }"""
 
 
-async def _cheap_state(ctx: ToolContext, target: Any) -> dict[str, Any] | None:
+def _state_after(target: Any, answer: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the click left the element as; nothing if that could not be read."""
+    if answer is None:
+        return None
     try:
-        state = await call_on(ctx, target, _STATE)
+        state = call_answer(target, answer, acted=True, sent_before=True)
     except BskError as e:
         # The click replaced the element (a re-render) or its document: say so, no more.
         return {"removed": True} if e.details.get("reason") == "element_removed" else None
-    except LinkError:
-        return None
     return state if isinstance(state, dict) and state else None
 
 

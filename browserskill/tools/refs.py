@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
@@ -96,30 +97,24 @@ _STALE_WHY = {"gone": "its element no longer exists",
               "removed": "its element was removed from the page"}
 
 
-async def call_on(ctx: ToolContext, target: Resolved, function: str, *args: object,
-                  act: bool = False) -> object:
-    """Run a function with the element as `this`; return its JSON value.
-
-    Raises `stale_ref` if the element is gone; if this operation already sent something
-    that may have changed the page, `action_failed` (element_removed) instead, saying so."""
-    sent_before = ctx.op.effect_sent
-    send = ctx.act if act else ctx.inspect
+def call_request(target: Resolved, function: str, *args: object) -> dict[str, Any]:
+    """The `Runtime.evaluate` params that run a function on the ref's element (`call_on`
+    sends them; a click sends them in its input sequence)."""
     expression = _CALL.format(ref=json.dumps(target.ref), function=function.strip(),
                               args=json.dumps(list(args)))
-    try:
-        answer = await send("Runtime.evaluate", {
-            "expression": expression, "contextId": target.world, "returnByValue": True,
-            "awaitPromise": True}, tab=target.tab, session_id=target.session_id)
-    except CdpError:
-        if sent_before or act:
-            raise
-        raise _stale(target.ref, "its page is gone") from None
+    return {"expression": expression, "contextId": target.world, "returnByValue": True,
+            "awaitPromise": True}
+
+
+def call_answer(target: Resolved, answer: dict[str, Any], *, acted: bool,
+                sent_before: bool) -> object:
+    """The function's JSON value from `call_request`'s answer, or why there is none."""
     if "exceptionDetails" in answer:
         details = answer["exceptionDetails"]
         text = details.get("exception", {}).get("description") or details.get("text", "")
         raise BskError("action_failed", f"the page threw while acting on {target.ref}: {text}",
                        details={"reason": "page_threw", "ref": target.ref},
-                       dispatched="yes" if act or sent_before else "no")
+                       dispatched="yes" if acted or sent_before else "no")
     value = answer.get("result", {}).get("value") or {}
     stale = value.get("stale")
     if stale is None:
@@ -130,6 +125,24 @@ async def call_on(ctx: ToolContext, target: Resolved, function: str, *args: obje
                    f"({_STALE_WHY.get(stale, stale)})", hint=SNAPSHOT_HINT,
                    details={"reason": "element_removed", "ref": target.ref},
                    dispatched="yes")
+
+
+async def call_on(ctx: ToolContext, target: Resolved, function: str, *args: object,
+                  act: bool = False) -> object:
+    """Run a function with the element as `this`; return its JSON value.
+
+    Raises `stale_ref` if the element is gone; if this operation already sent something
+    that may have changed the page, `action_failed` (element_removed) instead, saying so."""
+    sent_before = ctx.op.effect_sent
+    send = ctx.act if act else ctx.inspect
+    try:
+        answer = await send("Runtime.evaluate", call_request(target, function, *args),
+                            tab=target.tab, session_id=target.session_id)
+    except CdpError:
+        if sent_before or act:
+            raise
+        raise _stale(target.ref, "its page is gone") from None
+    return call_answer(target, answer, acted=act, sent_before=sent_before)
 
 
 async def element_handle(ctx: ToolContext, target: Resolved) -> str:
