@@ -165,13 +165,17 @@ class OpError extends Error {
 }
 
 async function handle(msg) {
+  // Answer on the connection that asked: a new one numbers its requests afresh, and a
+  // late answer must not settle one of its requests.
+  const asker = ws;
+  const answer = (reply) => { if (ws === asker) send(reply); };
   try {
     const fn = OPS[msg.op];
     if (!fn) throw new OpError("unknown_op", `unknown operation ${msg.op}`);
     const result = await fn(msg);
-    send({ id: msg.id, result: result ?? {} });
+    answer({ id: msg.id, result: result ?? {} });
   } catch (e) {
-    send({ id: msg.id, error: { code: e.code || "browser_error", message: String(e.message || e) } });
+    answer({ id: msg.id, error: { code: e.code || "browser_error", message: String(e.message || e) } });
   }
 }
 
@@ -185,13 +189,29 @@ async function checkAllowed(tabId) {
 
 // One CDP command through chrome.debugger; a failure names the command's place in a
 // sequence (`index`) so the daemon can say which one failed.
+const inputOrder = new Map(); // tab id -> its last input command was handed to Chrome
+
 async function debuggerCommand(target, method, params, index) {
   if (method === "Page.navigate" || method === "Target.createTarget") {
     const why = restrictedReason(params?.url);
     if (why) throw new OpError("restricted", `BrowserSkill does not open ${why} (${params.url})`);
   }
+  // A tab's input commands reach Chrome in the order they came: a press that waits on
+  // the focus guard is handed over before a release sent after it (a cancel's
+  // compensation), never overtaken.
+  let handedOver = () => {};
+  let before = null;
+  if (method.startsWith("Input.")) {
+    before = inputOrder.get(target.tabId);
+    inputOrder.set(target.tabId, new Promise((resolve) => { handedOver = resolve; }));
+  }
   try {
-    const run = () => chrome.debugger.sendCommand(target, method, params || {});
+    if (before) await before;
+    const run = () => {
+      const reply = chrome.debugger.sendCommand(target, method, params || {});
+      handedOver();
+      return reply;
+    };
     return await (activates(method, params) ? keepingUserFocus(target.tabId, run) : run());
   } catch (e) {
     // chrome.debugger folds the CDP error object into its message: {"code":..,"message":..}
@@ -208,6 +228,8 @@ async function debuggerCommand(target, method, params, index) {
       err = { code: -32000, message: text };
     }
     throw new OpError("cdp", JSON.stringify({ code: err.code, message: err.message, data: err.data, index }));
+  } finally {
+    handedOver(); // also when it failed before reaching Chrome
   }
 }
 
@@ -265,7 +287,13 @@ function giveFocusBack(guard) {
 async function keepingUserFocus(tabId, run) {
   let guard = null;
   try {
-    const [user, agentWindow] = await Promise.all([focusedWindowId(), windowOfTab(tabId)]);
+    const [focused, agentWindow] = await Promise.all([focusedWindowId(), windowOfTab(tabId)]);
+    // The user's window, never an Agent Window (another session's press may hold the
+    // focus for a moment: then the window its guard gives it back to).
+    const agentWindows = new Set(Object.values(agent).map((a) => a.windowId));
+    const user = agentWindows.has(focused)
+      ? [...focusGuards].find((g) => g.agent === focused)?.user ?? chrome.windows.WINDOW_ID_NONE
+      : focused;
     if (user !== chrome.windows.WINDOW_ID_NONE && user !== agentWindow) {
       guard = { user, agent: agentWindow, until: Infinity };
     }
@@ -304,7 +332,11 @@ function detachReported(tabId, ms = 1000) {
   if (detachedTabs.has(tabId)) return Promise.resolve();
   return new Promise((resolve) => {
     detachWaiters.set(tabId, [...(detachWaiters.get(tabId) || []), resolve]);
-    setTimeout(resolve, ms);
+    setTimeout(() => {
+      const left = (detachWaiters.get(tabId) || []).filter((r) => r !== resolve);
+      if (left.length) detachWaiters.set(tabId, left); else detachWaiters.delete(tabId);
+      resolve();
+    }, ms);
   });
 }
 
@@ -630,6 +662,7 @@ chrome.tabs.onCreated.addListener(async (tab) => {
 chrome.tabs.onRemoved.addListener((tabId, info) => {
   attached.delete(tabId);
   tabWindows.delete(tabId);
+  inputOrder.delete(tabId);
   detachedTabs.delete(tabId);
   for (const p of prompts.values()) if (p.tabId === tabId) p.finish({ approved: false, reason: "tab_closed" });
   send({ type: "tab_removed", tabId, windowId: info.windowId });

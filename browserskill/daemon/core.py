@@ -30,8 +30,7 @@ class Daemon:
         self.idle_timeout = idle_timeout
         self.journal = Journal(paths.journal_path(home), max_age_s=journal_max_age_s,
                                max_count=journal_max_count,
-                               prune_batch=int(os.environ.get("BSK_JOURNAL_PRUNE_BATCH",
-                                                              1000)))
+                               prune_batch=_prune_batch())
         # Before any answer: settle what a dead daemon left open. Retention's backlog is
         # deleted later, in batches, by a task `serve` runs (`Journal.prune_gradually`).
         self.reconciled = self.journal.reconcile()
@@ -119,3 +118,11 @@ class Daemon:
                 "fix": "" if exe and version else launcher.INSTALL_HINT,
             })
         return {"ok": all(c["ok"] for c in checks), "checks": checks, "daemon": self.info()}
+
+
+def _prune_batch() -> int:
+    """Rows per pruning batch (BSK_JOURNAL_PRUNE_BATCH, a tuning knob: tests slow it down)."""
+    try:
+        return max(1, int(os.environ.get("BSK_JOURNAL_PRUNE_BATCH", 1000)))
+    except ValueError:
+        return 1000

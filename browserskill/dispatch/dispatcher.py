@@ -352,6 +352,8 @@ _CANCEL_TEXT = {
     "link_lost": "the browser connection was lost",
     "user_interrupt": "the user took over",
     "debugging_cancelled": "the user cancelled debugging in the browser",
+    "window_closed": "its session ended (the Agent Window closed, or its browser did not "
+                     "come back)",
 }
 
 

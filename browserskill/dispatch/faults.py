@@ -363,12 +363,12 @@ class FaultContext(ToolContext):
         finally:
             SENDING.reset(token)
 
-    async def steps(self, steps: list[Any], **kwargs: Any) -> None:
+    async def steps(self, steps: list[Any], **kwargs: Any) -> Any:
         # Points fire per step on a direct link (through `step`); a relayed sequence
         # goes out whole, so it passes none, and its commands are logged as steps.
         token = SENDING.set("step")
         try:
-            await super().steps(steps, **kwargs)
+            return await super().steps(steps, **kwargs)
         finally:
             SENDING.reset(token)
 

@@ -242,7 +242,7 @@ _CHECK_STATE = """function() {
   return {kind: null, why: `${what} is not a checkbox, radio or switch`};
 }"""
 
-# A visually hidden checkbox is usually operated through its label.
+
 async def _set_checked(ctx: ToolContext, params: dict[str, Any], want: bool) -> dict[str, Any]:
     ref = params["ref"]
     target = resolve(ctx, ref)

@@ -233,7 +233,8 @@ async def _watch_frame(ctx: ToolContext, tab: Tab, frame_id: str, kind: str, nee
             # (a page restored from the back/forward cache) is made again once.
             if key is not None:
                 armed.discard(key)
-            tab.worlds.pop((frame_id, loader), None)
+            if "context" in str(e).lower():  # the world itself is gone, and its refs with it
+                tab.worlds.pop((frame_id, loader), None)
             if retried != loader:
                 retried = loader
                 continue
