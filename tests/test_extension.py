@@ -148,15 +148,22 @@ def test_user_interrupt_stops_the_call_and_refuses_the_next_change_once(
     stop_button_interrupts(ext_browser, agent_session(ext_browser), site)
 
 
-def test_lost_websocket_mid_click_is_outcome_unknown_then_readopted(
-        ext_browser: ExtensionBrowser, site: str) -> None:
-    s = agent_session(ext_browser)
+def slow_press(ext: ExtensionBrowser, site: str) -> tuple[Bsk, Any, str]:
+    """A session clicking a button whose mousedown blocks the page for 1.5 s; returned
+    once the click's steps are recorded as sent: (session, the CLI process, its op id)."""
+    s = agent_session(ext)
     s.ok("open", f"{site}/slow-input.html")
     button = ref_of(s.ok("snapshot")["result"]["snapshot"], "button", "Slow press")
     clicking = s.popen("click", button)
-    wait_until(lambda: [o for o in live_ops(s, "dispatched")
-                        if "mousePressed" in json.dumps(s.ok("op", "show", o["op_id"]))],
-               what="mousePressed sent")
+    (op,) = wait_until(lambda: [o for o in live_ops(s, "dispatched") if "mousePressed" in
+                                json.dumps(s.ok("op", "show", o["op_id"]))],
+                       what="mousePressed sent")
+    return s, clicking, op["op_id"]
+
+
+def test_lost_websocket_mid_click_is_outcome_unknown_then_readopted(
+        ext_browser: ExtensionBrowser, site: str) -> None:
+    s, clicking, _ = slow_press(ext_browser, site)
     ext_browser.worker_eval("bsk.reconnectNow(), true")  # the WebSocket drops
     code, answer = answer_of(clicking)
     assert code == 9 and answer["status"] == "outcome_unknown"
@@ -172,12 +179,8 @@ def test_a_click_cancelled_mid_sequence_never_sends_its_release_on_the_element(
         ext_browser: ExtensionBrowser, site: str) -> None:
     # The extension runs move/press/release itself; the cancel must stop it before the
     # release, which then goes off the page: the element is never clicked.
-    s = agent_session(ext_browser)
-    s.ok("open", f"{site}/slow-input.html")
-    button = ref_of(s.ok("snapshot")["result"]["snapshot"], "button", "Slow press")
-    clicking = s.popen("click", button)
-    (op,) = wait_until(lambda: live_ops(s, "dispatched"), what="the click to be dispatched")
-    s.ok("op", "cancel", op["op_id"])  # while the page blocks 1.5 s in its mousedown
+    s, clicking, op_id = slow_press(ext_browser, site)
+    s.ok("op", "cancel", op_id)  # while the page blocks 1.5 s in its mousedown
     code, answer = answer_of(clicking)
     assert code == 9 and answer["status"] == "outcome_unknown", answer
     assert answer["error"]["details"]["steps_sent"] == [

@@ -234,7 +234,9 @@ class ExtensionHub:
             await win._quietly({"op": "detach", "tabId": b.chrome_tab_id})
             await win._quietly({"op": "tab_restore", "tabId": b.chrome_tab_id,
                                 "windowId": b.window_id, "index": b.index})
-        for chrome_tab in sorted(mine):  # its own tabs, in popup windows too
+        # Its own tabs still in its window: one the user dragged out is the user's now.
+        still_there = {t.get("tabId") for t in seen.get("tabs") or []}
+        for chrome_tab in sorted(mine & still_there):
             await win._quietly({"op": "tab_close", "tabId": chrome_tab})
         await win._quietly({"op": "session_end", "session_id": win.session.id})
         if isinstance(seen.get("windowId"), int):
