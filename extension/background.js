@@ -19,20 +19,24 @@ let heartbeat = null;
 // chrome.storage.session so a restarted worker (MV3 idles them) still knows them.
 let agent = {};
 let borrowed = {};
+// tab id -> {session_id, label}: agent tabs outside an Agent Window (a popup window the
+// agent's page opened), so their overlay comes back after each navigation too.
+let overlaid = {};
 const attached = new Set();
 const prompts = new Map(); // prompt token -> {tabId, finish(answer)}
 let ready = null;
 
 function restore() {
-  ready ??= chrome.storage.session.get(["agent", "borrowed"]).then((s) => {
+  ready ??= chrome.storage.session.get(["agent", "borrowed", "overlaid"]).then((s) => {
     agent = s.agent || {};
     borrowed = s.borrowed || {};
+    overlaid = s.overlaid || {};
   });
   return ready;
 }
 
 function save() {
-  return chrome.storage.session.set({ agent, borrowed });
+  return chrome.storage.session.set({ agent, borrowed, overlaid });
 }
 
 async function settings() {
@@ -509,6 +513,9 @@ const OPS = {
     return { windowId: t.windowId, index: t.index, fallback };
   },
   async overlay({ tabId, session_id, label, on }) {
+    await restore();
+    if (on) overlaid[tabId] = { session_id, label: label || "" }; else delete overlaid[tabId];
+    await save();
     if (on) await showOverlay(tabId, { mode: "agent", session_id, label });
     else await hideOverlay(tabId);
     return {};
@@ -530,6 +537,7 @@ const OPS = {
     await restore();
     delete agent[session_id];
     for (const [tabId, sid] of Object.entries(borrowed)) if (sid === session_id) delete borrowed[tabId];
+    for (const [tabId, o] of Object.entries(overlaid)) if (o.session_id === session_id) delete overlaid[tabId];
     await save();
     return {};
   },
@@ -660,6 +668,7 @@ chrome.tabs.onCreated.addListener(async (tab) => {
 });
 
 chrome.tabs.onRemoved.addListener((tabId, info) => {
+  if (overlaid[tabId]) { delete overlaid[tabId]; save(); }
   attached.delete(tabId);
   tabWindows.delete(tabId);
   inputOrder.delete(tabId);
@@ -674,7 +683,8 @@ chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
   }
   if (change.status !== "complete") return;
   await restore();
-  const sid = borrowed[tabId] || Object.keys(agent).find((s) => agent[s].windowId === tab.windowId);
+  const sid = borrowed[tabId] || Object.keys(agent).find((s) => agent[s].windowId === tab.windowId)
+    || (agent[overlaid[tabId]?.session_id] ? overlaid[tabId].session_id : undefined);
   if (sid && !restrictedReason(tab.url)) showOverlay(tabId, { mode: "agent", session_id: sid, label: agent[sid]?.label });
 });
 

@@ -401,6 +401,13 @@ def test_popup_window_opened_by_the_agents_page_joins_its_session(
     wait_until(lambda: len(s.ok("tab", "list")["result"]["tabs"]) == 2, what="the popup")
     s.ok("tab", "select", "t2")
     wait_until(lambda: s("eval", "document.title").value == "Other", what="the popup's page")
+    # Its overlay (with Stop) is there, and back after the popup navigates.
+    s.ok("open", f"{site}/counter.html")
+    (popup,) = [t for t in s.ok("tab", "list")["result"]["tabs"] if t["tab_id"] == "t2"]
+    hand = PageDevTools(ext_browser.chromium, popup["target_id"])
+    wait_until(lambda: hand.find("data-bsk", "stop") is not None,
+               what="the popup's overlay after its navigation")
+    hand.close()
     s.ok("session", "stop")
     wait_until(lambda: not any(t["url"].endswith("/other.html")
                                for t in ext_browser.page_targets()),
