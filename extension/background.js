@@ -642,6 +642,12 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
 
 chrome.debugger.onEvent.addListener((source, method, params) => {
   if (source.tabId === undefined) return;
+  if (method === "Target.attachedToTarget" && params?.targetInfo?.type === "iframe") {
+    // An out-of-process iframe renders apart: it gets focus emulation of its own, as its
+    // tab did on attach, or it would see blur when the user's window gets the focus back.
+    chrome.debugger.sendCommand({ tabId: source.tabId, sessionId: params.sessionId },
+      "Emulation.setFocusEmulationEnabled", { enabled: true }).catch(() => {});
+  }
   send({ type: "event", tabId: source.tabId, sessionId: source.sessionId, method, params });
 });
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import re
 import shutil
 import subprocess
 from typing import Any
@@ -106,7 +107,8 @@ def xdotool(xvfb: str) -> Any:
 
 
 def test_a_click_leaves_the_focus_with_the_user(headed_ext_browser: ExtensionBrowser,
-                                               xdotool: Any, site: str) -> None:
+                                               xdotool: Any, site: str,
+                                               cross_site: str) -> None:
     """Chrome activates the window a DevTools press lands in; the extension gives the
     focus straight back to the user's window, and the agent's page behaves as focused."""
     ext = headed_ext_browser
@@ -164,6 +166,26 @@ def test_a_click_leaves_the_focus_with_the_user(headed_ext_browser: ExtensionBro
     wait_until(lambda: notes() == "notes:notes", what="the user's typing to reach the user")
     assert s("eval", "[username.value, password.value, document.hasFocus()]").value == [
         "jane", "secret", True]
+    # The same in an out-of-process iframe, which renders apart (its own emulation).
+    port = cross_site.rsplit(":", 1)[1]
+    s.ok("open", f"{site}/form-frames.html?cross={port}")
+    frame_url = f"{cross_site}/login.html"
+    frame = wait_until(lambda: next((t["targetId"] for t in browser_cdp(
+        ext.chromium, "Target.getTargets")["targetInfos"] if t["type"] == "iframe"
+        and t["url"] == frame_url), None), what="the out-of-process iframe")
+    browser_cdp(ext.chromium, "Runtime.evaluate", {"expression": (
+        "window.seen = []; addEventListener('blur', () => seen.push('window blur')); "
+        "username.addEventListener('blur', () => seen.push('username blur'))")},
+        session_of=frame)
+    snap = s.ok("snapshot")["result"]["snapshot"]
+    cross_username = re.findall(r'- textbox "Username" \[ref=(f\d+e\d+)\]', snap)[-1]
+    s.ok("click", cross_username)
+    wait_until(focus_is_the_users, what="the focus to be back in the user's window")
+    inside = browser_cdp(ext.chromium, "Runtime.evaluate", {
+        "expression": "({seen, active: document.activeElement.id, "
+                      "focused: document.hasFocus()})", "returnByValue": True},
+        session_of=frame)["result"]["value"]
+    assert inside == {"seen": [], "active": "username", "focused": True}, inside
     s.ok("session", "stop")
     wait_until(lambda: agent_id not in windows(ext), what="the Agent Window to close")
     assert focus_is_the_users()
