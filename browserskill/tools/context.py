@@ -33,9 +33,7 @@ class Step(NamedTuple):
     """One step of browser-native input (see `ToolContext.steps`)."""
 
     name: str  # as recorded in `steps_sent`: mouseMoved, mousePressed, …
-    method: str
-    params: dict[str, Any]
-    answered_first: bool = True  # see `Command.answered_first`
+    command: Command
 
 
 @dataclass
@@ -120,7 +118,7 @@ class ToolContext:
         if tab.link.relays_sequences:
             for step in steps:
                 self._record_step(step.name)
-            commands = [Command(s.method, s.params, s.answered_first) for s in steps]
+            commands = [step.command for step in steps]
             if then is not None:
                 commands.append(then._replace(optional=True))
             answers = await tab.send_sequence(commands, timeout=self.remaining())
@@ -128,11 +126,12 @@ class ToolContext:
         unanswered: list[tuple[str, asyncio.Future[dict[str, Any]]]] = []
         try:
             for step in steps:
-                if step.answered_first:
-                    await self.step(step.name, step.method, step.params, tab=tab)
+                method, params, answered_first, _ = step.command
+                if answered_first:
+                    await self.step(step.name, method, params, tab=tab)
                 else:
                     unanswered.append((step.name, await self.start_step(
-                        step.name, step.method, step.params, tab=tab)))
+                        step.name, method, params, tab=tab)))
             for name, reply in unanswered:
                 await await_reply(name, reply, self.remaining())
         finally:

@@ -100,15 +100,16 @@ async def click_at(ctx: ToolContext, tab: Tab, x: float, y: float, *, button: st
     was answered. Through the extension the steps travel as one sequence, one hop, and so
     does `then`, a read once the last release was answered (its answer is returned)."""
     base = {"button": button, "modifiers": modifiers}
-    steps = [Step("mouseMoved", "Input.dispatchMouseEvent",
-                  {"type": "mouseMoved", "x": x, "y": y, "modifiers": modifiers},
-                  answered_first=False)]
+    mouse = "Input.dispatchMouseEvent"
+    steps = [Step("mouseMoved", Command(mouse, {"type": "mouseMoved", "x": x, "y": y,
+                                               "modifiers": modifiers},
+                                        answered_first=False))]
     for n in range(1, count + 1):
-        steps.append(Step("mousePressed", "Input.dispatchMouseEvent",
-                          {"type": "mousePressed", "x": x, "y": y, "clickCount": n,
-                           "buttons": BUTTONS[button], **base}))
-        steps.append(Step("mouseReleased", "Input.dispatchMouseEvent",
-                          {"type": "mouseReleased", "x": x, "y": y, "clickCount": n, **base}))
+        steps.append(Step("mousePressed", Command(mouse, {
+            "type": "mousePressed", "x": x, "y": y, "clickCount": n,
+            "buttons": BUTTONS[button], **base})))
+        steps.append(Step("mouseReleased", Command(mouse, {
+            "type": "mouseReleased", "x": x, "y": y, "clickCount": n, **base})))
 
     async def release() -> None:
         await release_off_page(tab, button)
