@@ -81,7 +81,8 @@ class Bsk:
 
     def popen(self, *args: str, as_json: bool = True) -> subprocess.Popen[str]:
         return subprocess.Popen(self.argv(args, as_json), env=self.env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=_ctrl_c_as_in_a_terminal)
 
     def with_session(self, session: str) -> Bsk:
         other = Bsk.__new__(Bsk)
@@ -90,6 +91,13 @@ class Bsk:
 
     def stop_daemon(self) -> None:
         subprocess.run([*BSK, "daemon", "stop"], env=self.env, capture_output=True, timeout=60)
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A command started from a terminal gets Ctrl-C (SIGINT). One started by a shell
+    that ignores it (a background job, `nohup`, some CI runners) inherits the ignoring,
+    and Python then installs no KeyboardInterrupt: the tests' commands start as a user's."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class _Handler(SimpleHTTPRequestHandler):
