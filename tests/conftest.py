@@ -514,7 +514,7 @@ def headed_ext_browser(xvfb: str,
 def agent_session(ext: ExtensionBrowser, sid: str = "agent") -> Bsk:
     """A session of the extension's browser (a new Agent Window), bound to a runner."""
     started = ext.bsk.ok("session", "start", sid, "--browser", "extension", "--label", "tester")
-    assert started["browser"]["browser"] == ext.connected()[0]["browser_id"]
+    assert started["placement"]["browser"] == ext.connected()[0]["browser_id"]
     return ext.bsk.with_session(sid)
 
 

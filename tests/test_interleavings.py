@@ -225,8 +225,11 @@ class FakeLink:
         for handler in list(self._subscribers.get(session_id, ())):
             handler(method, params)
 
-    async def create_tab(self, url: str = "about:blank") -> TargetHandle:
-        created = await self.send("Target.createTarget", {"url": url})
+    async def create_tab(self, url: str = "about:blank", *, new_window: bool = False,
+                         context_id: str | None = None,
+                         window_size: tuple[int, int] | None = None) -> TargetHandle:
+        created = await self.send("Target.createTarget", {"url": url,
+                                                          "newWindow": new_window})
         attached = await self.send("Target.attachToTarget",
                                    {"targetId": created["targetId"], "flatten": True})
         return TargetHandle(created["targetId"], attached["sessionId"])

@@ -17,6 +17,7 @@ from starlette.routing import Route
 from browserskill.dispatch.operations import Operation
 from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog
+from browserskill.tools.state import read_state_file
 
 if TYPE_CHECKING:
     from browserskill.daemon.core import Daemon
@@ -191,16 +192,11 @@ def build_app(daemon: Daemon) -> Any:
 
     @guarded
     async def create_session(request: Request) -> Response:
-        body = await json_body(request)
-        sid, label = body.pop("session_id", None), body.pop("label", None)
-        browser = body.pop("browser", None)
-        for name, value in (("session_id", sid), ("label", label), ("browser", browser)):
-            if value is not None and not isinstance(value, str):
-                raise invalid(name, "must be a string")
-        if body:
-            raise invalid(next(iter(body)), "unknown field (accepted: session_id, label, "
-                                            "browser)")
-        session = await daemon.sessions.create(sid, label, browser)
+        params = catalog.SESSION_START.validate(await json_body(request))
+        state = read_state_file(params["state"]) if params["state"] else None
+        session = await daemon.sessions.create(params["session_id"], params["label"],
+                                               params["browser"], isolated=params["isolated"],
+                                               state=state)
         return respond(session.summary(), status=201)
 
     @guarded

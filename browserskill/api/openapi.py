@@ -119,6 +119,17 @@ def _simple(summary: str, codes: list[str] | None = None) -> dict[str, Any]:
     return op
 
 
+def _session_start() -> dict[str, Any]:
+    spec = catalog.SESSION_START
+    op = _simple(spec.summary, ["invalid_params", "browser_unavailable"])
+    op["operationId"] = spec.name
+    op["requestBody"] = {"required": False, "content": {"application/json": {
+        "schema": spec.input_schema()}}}
+    op["responses"]["201"] = op["responses"].pop("200")
+    op["responses"]["201"]["description"] = "the session, started (its summary)"
+    return op
+
+
 def document() -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for spec in catalog.TOOLS:
@@ -151,8 +162,7 @@ def document() -> dict[str, Any]:
         "/v1/tools": {"get": _simple("Tool catalog with input schemas.")},
         "/v1/openapi.json": {"get": _simple("This document.")},
         "/v1/sessions": {
-            "post": _simple("Start a session: {session_id?, label?}.",
-                            ["invalid_params", "browser_unavailable"]),
+            "post": _session_start(),
             "get": _simple("List sessions."),
         },
         "/v1/sessions/{sid}": {"delete": {**_simple(

@@ -33,8 +33,10 @@ class Borrow:
 class AgentWindow:
     """A session's place in an extension browser: its window, tabs and borrowed tabs.
 
-    Stands in for the `BrowserManager` in that session's tool calls (`new_tab`,
-    `close_tab`), so tools need not know which browser they are in."""
+    The session's `Backend` (browser/backend.py), so tools need not know which browser
+    they are in."""
+
+    placement = "extension"
 
     def __init__(self, browser: ExtensionBrowser, session: Session) -> None:
         self.ext = browser
@@ -56,6 +58,17 @@ class AgentWindow:
     @property
     def link(self) -> ExtensionLink | None:
         return self.ext.link
+
+    @property
+    def owner(self) -> object:
+        return self.ext
+
+    def lost(self) -> bool:
+        return self.ext.link is None or self.ext.link.closed or self.waiting
+
+    def lost_hint(self) -> str:
+        return "call again once the extension has reconnected: its Agent Window's tabs " \
+               "are re-adopted"
 
     def require_link(self) -> ExtensionLink:
         link = self.ext.link
@@ -152,10 +165,23 @@ class AgentWindow:
         if not set(self.chrome_tabs.values()) - self.elsewhere:
             self.window_id = None
 
-    async def adopt_tab(self, tab_id: str, chrome_tab: str) -> Tab:
+    async def adopt_tab(self, tab_id: str, target_id: str, opener: Tab | None = None) -> Tab:
         """A tab the session's own page opened (window.open, target=_blank): attached as
-        one of the session's (it stays in the window Chrome opened it in)."""
-        return await self.attach(tab_id, int(chrome_tab))
+        one of the session's (it stays in the window Chrome opened it in). `target_id`
+        is the Chrome tab id."""
+        return await self.attach(tab_id, int(target_id))
+
+    async def show(self, tab: Tab, timeout: float) -> None:
+        await tab.send("Page.bringToFront", timeout=timeout)
+
+    async def ensure_shown(self, tab: Tab, timeout: float) -> None:
+        return None  # the user arranges their browser's tabs; the overlay says whose it is
+
+    def windows_to_follow(self, tab: Tab, tabs: list[Tab]) -> list[Tab]:
+        return []  # one Agent Window; tabs elsewhere (popups) are not the agent's to size
+
+    def resized(self, width: int, height: int) -> None:
+        return None
 
     async def return_tab(self, tab: Tab) -> dict[str, Any]:
         """Detach and put a borrowed tab back where it was (or somewhere sensible)."""
@@ -221,5 +247,5 @@ class AgentWindow:
             self.ext.borrows[int(chrome_tab)] = self.session.id
 
     def describe(self) -> dict[str, Any]:
-        return {"browser": self.ext.instance_id, "window_id": self.window_id,
-                "borrowed": sorted(self.borrowed)}
+        return {"kind": self.placement, "browser": self.ext.instance_id,
+                "window_id": self.window_id, "borrowed": sorted(self.borrowed)}

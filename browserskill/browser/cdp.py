@@ -96,8 +96,17 @@ class CdpLink:
     def on_close(self, handler: Callable[[str], None]) -> None:
         self._conv.on_close(handler)
 
-    async def create_tab(self, url: str = "about:blank") -> TargetHandle:
-        created = await self.send("Target.createTarget", {"url": url})
+    async def create_tab(self, url: str = "about:blank", *, new_window: bool = False,
+                         context_id: str | None = None,
+                         window_size: tuple[int, int] | None = None) -> TargetHandle:
+        params: dict[str, Any] = {"url": url}
+        if new_window:
+            params["newWindow"] = True
+        if context_id is not None:
+            params["browserContextId"] = context_id
+        if window_size is not None:
+            params["width"], params["height"] = window_size
+        created = await self.send("Target.createTarget", params)
         target_id = created["targetId"]
         try:
             attached = await self.send(

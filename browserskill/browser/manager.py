@@ -44,6 +44,8 @@ class BrowserManager:
         self.launched: launcher.LaunchedBrowser | None = None
         self.version_info: dict[str, Any] = {}
         self._lock = asyncio.Lock()
+        # Bumped for each browser (re)connected: browser contexts die with their browser.
+        self.generation = 0
         self._tabs: dict[str, Tab] = {}  # target id -> tab
         self._temp_profile: Path | None = None
         self._lost_handlers: list[Callable[[str], None]] = []
@@ -75,6 +77,7 @@ class BrowserManager:
 
     async def _adopt_link(self, link: CdpLink) -> None:
         self.link = link
+        self.generation += 1
         self.version_info = await link.version()
         link.subscribe(None, self._on_browser_event)
         link.on_close(self._on_link_closed)
@@ -158,17 +161,42 @@ class BrowserManager:
             return self._temp_profile
         return self.config.profile or self.state_dir / "profile"
 
-    async def new_tab(self, tab_id: str, url: str = "about:blank") -> Tab:
+    async def new_tab(self, tab_id: str, url: str = "about:blank", *,
+                      context_id: str | None = None,
+                      window_size: tuple[int, int] | None = None) -> Tab:
+        """A tab in a window of its own (see browser/embedded.py for why)."""
         link = await self.ensure()
-        handle = await link.create_tab(url)
+        handle = await link.create_tab(url, new_window=True, context_id=context_id,
+                                       window_size=window_size)
         tab = Tab(link, tab_id, handle)
         self._tabs[handle.target_id] = tab
         try:
-            await tab.start()
+            await self._start(tab)
         except BaseException:
             await self.close_tab(tab)
             raise
         return tab
+
+    async def _start(self, tab: Tab) -> None:
+        await tab.start()
+        # Pages behave as focused whichever window the OS focuses (headed) or none does.
+        await tab.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
+
+    async def create_context(self) -> str:
+        """A browser context of its own (cookies, storage, cache apart); it outlives this
+        daemon's connection, so a restarted daemon can re-adopt its session."""
+        link = await self.ensure()
+        made = await link.send("Target.createBrowserContext", {"disposeOnDetach": False})
+        return str(made["browserContextId"])
+
+    async def dispose_context(self, context_id: str) -> None:
+        if self.link is None or self.link.closed:
+            return
+        try:
+            await self.link.send("Target.disposeBrowserContext",
+                                 {"browserContextId": context_id}, timeout=5.0)
+        except LinkError as e:
+            log.info("disposing browser context %s: %s", context_id, e)
 
     async def close_tab(self, tab: Tab) -> None:
         self._tabs.pop(tab.target_id, None)
@@ -185,7 +213,7 @@ class BrowserManager:
         tab = Tab(link, tab_id, await link.attach(target_id))
         self._tabs[target_id] = tab
         try:
-            await tab.start()
+            await self._start(tab)
         except BaseException:
             await self.close_tab(tab)
             raise

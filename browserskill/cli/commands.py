@@ -8,9 +8,15 @@ import sys
 from collections import namedtuple
 
 from browserskill import __version__, paths
-from browserskill.cli.args import looks_like_option, valid_op_id, valid_session_id
+from browserskill.cli.args import (
+    looks_like_option,
+    parse_tool_args,
+    valid_op_id,
+    valid_session_id,
+)
 from browserskill.cli.transport import DaemonUnreachable
 from browserskill.errors import BskError, invalid
+from browserskill.tools.catalog import SESSION_START as _SESSION_START
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -20,30 +26,11 @@ if TYPE_CHECKING:
 
 
 def cmd_session_start(client: Client, args: list[str]) -> Any:
-    sid, label, browser = None, None, None
-    i = 0
-    while i < len(args):
-        if args[i] in ("--label", "-l", "--browser") and i + 1 < len(args):
-            if args[i] == "--browser":
-                browser = args[i + 1]
-            else:
-                label = args[i + 1]
-            i += 2
-            continue
-        if args[i].startswith("--label="):
-            label = args[i].split("=", 1)[1]
-        elif args[i].startswith("--browser="):
-            browser = args[i].split("=", 1)[1]
-        elif looks_like_option(args[i]):
-            raise invalid(args[i].lstrip("-"), "unknown option (accepted: --label, --browser)")
-        elif sid is None:
-            sid = args[i]
-        else:
-            raise invalid("arguments", f"unexpected argument {args[i]!r}")
-        i += 1
-    body = {k: v for k, v in (("session_id", sid), ("label", label), ("browser", browser))
-            if v is not None}
-    return client.call("POST", "/v1/sessions", body)[2]
+    params = parse_tool_args(_SESSION_START, args)
+    if "session_id" in params and not valid_session_id(params["session_id"]):
+        raise invalid("session_id", f"{params['session_id']!r} is not a session id (1-64 "
+                      "letters, digits, '_', '.', '-')")
+    return client.call("POST", "/v1/sessions", params)[2]
 
 
 def cmd_session_list(client: Client, args: list[str]) -> Any:
@@ -217,14 +204,18 @@ def _no_args(command: str, args: list[str]) -> None:
 
 
 # words: the command's words; run(client, args) -> answer; usage; summary.
-Control = namedtuple("Control", "words run usage summary")
+# spec: the catalog definition of its parameters, when it has one (help is built from it).
+Control = namedtuple("Control", "words run usage summary spec", defaults=(None,))
 
 
 CONTROL: tuple[Control, ...] = (
     Control(("session", "start"), cmd_session_start,
-            "session start [ID] [--label L] [--browser extension|ID|LABEL]",
-            "Start a session (its own tab); use it with -s ID or BSK_SESSION=ID. With "
-            "--browser, in the user's browser (extension): its own Agent Window."),
+            "session start [ID] [--label L] [--isolated [--state FILE]] "
+            "[--browser extension|ID|LABEL]",
+            "Start a session with its own tab in its own window; use it with -s ID or "
+            "BSK_SESSION=ID. Sessions share the profile's cookies and storage unless "
+            "--isolated. With --browser, in the user's browser (extension): its own Agent "
+            "Window.", _SESSION_START),
     Control(("browsers",), cmd_browsers, "browsers",
             "Browsers connected through the BrowserSkill extension (id, label, version)."),
     Control(("session", "list"), cmd_session_list, "session list", "List sessions."),

@@ -131,7 +131,8 @@ def _tab_closed(r: dict[str, Any]) -> str:
 
 
 def _session(r: dict[str, Any]) -> str:
-    return (f"session {r['session_id']} started (tab {r.get('current_tab')})\n"
+    where = _placement(r.get("placement") or {})
+    return (f"session {r['session_id']} started (tab {r.get('current_tab')}) {where}\n"
             f"use it with: bsk -s {r['session_id']} …  or  export BSK_SESSION={r['session_id']}")
 
 
@@ -140,8 +141,16 @@ def _sessions(r: dict[str, Any]) -> str:
     for s in r.get("sessions", []):
         busy = f"  busy: {s['busy']['tool']} {s['busy']['op_id']}" if s.get("busy") else ""
         label = f"  ({s['label']})" if s.get("label") else ""
-        rows.append(f"{s['session_id']}{label}  tabs: {s['tabs']}{busy}")
+        rows.append(f"{s['session_id']}{label}  tabs: {s['tabs']}  "
+                    f"{_placement(s.get('placement') or {})}{busy}")
     return "\n".join(rows) or "(no sessions)"
+
+
+def _placement(p: dict[str, Any]) -> str:
+    if p.get("kind") == "extension":
+        return f"[user's browser {p.get('browser')}, Agent Window {p.get('window_id')}]"
+    return f"[{p.get('browser', 'embedded')}, {'isolated' if p.get('isolated') else 'shared'}" \
+           " profile]" if p else ""
 
 
 def _session_stop(r: dict[str, Any]) -> str:
@@ -420,6 +429,55 @@ def _webmcp_invoke(r: dict[str, Any]) -> str:
 
 RENDERERS.update({("webmcp", "list"): _webmcp_list, ("webmcp", "invoke"): _webmcp_invoke})
 
+
+# -- cookies, storage, state --------------------------------------------------------------
+
+
+def _cookies(r: dict[str, Any]) -> str:
+    rows = []
+    for c in r.get("cookies", []):
+        flags = [f for f, on in (("HttpOnly", c.get("httpOnly")), ("Secure", c.get("secure")))
+                 if on] + [f"SameSite={c.get('sameSite')}"]
+        expires = "session" if c.get("expires", -1) < 0 else f"expires {c['expires']:.0f}"
+        rows.append(f"{c['name']}={_short(c['value'], 60)[1:-1]}  {c['domain']}{c['path']}  "
+                    f"{expires}  {' '.join(flags)}")
+    return "\n".join(rows) or f"(no cookies; {r.get('scope')} profile)"
+
+
+def _storage_list(r: dict[str, Any]) -> str:
+    head = f"{r['area']} of {r['origin']}"
+    rows = [f"{it['name']} = {_short(it['value'])}" for it in r.get("items", [])]
+    return "\n".join([head, *rows]) if rows else f"{head}: empty"
+
+
+def _state_saved(r: dict[str, Any]) -> str:
+    origins = ", ".join(r["origins"]) or "no origin with localStorage"
+    return f"saved {r['cookies']} cookies and the storage of {origins} to {r['path']} (0600)"
+
+
+def _state_loaded(r: dict[str, Any]) -> str:
+    origins = ", ".join(r["origins"]) or "no origins"
+    return f"loaded {r['cookies']} cookies and the storage of {origins}; {r['note']}"
+
+
+RENDERERS.update({
+    ("cookies", "list"): _cookies,
+    ("cookies", "set"): lambda r: f"set cookie {r['set']} for {r['where']} ({r['scope']} "
+                                  "profile)",
+    ("cookies", "delete"): lambda r: f"deleted {r['deleted']} cookie(s) named {r['name']}",
+    ("cookies", "clear"): lambda r: f"cleared {r['cleared']} cookies ({r['scope']} profile)",
+    ("storage", "list"): _storage_list,
+    ("storage", "get"): lambda r: str(r["value"]),
+    ("storage", "set"): lambda r: f"set {r['key']} in {r['area']} of {r['origin']}",
+    ("storage", "delete"): lambda r: (f"deleted {r['key']}" if r.get("deleted") else
+                                      f"{r['key']} was not set") + f" ({r['area']} of "
+                                                                   f"{r['origin']})",
+    ("storage", "clear"): lambda r: f"cleared {r['cleared']} keys of {r['area']} of "
+                                    f"{r['origin']}",
+    ("state", "save"): _state_saved,
+    ("state", "load"): _state_loaded,
+})
+
 # -- help --------------------------------------------------------------------------------
 
 GLOBAL_HELP = """\
@@ -453,11 +511,15 @@ def main_help(controls: Iterable[Any], tools: Iterable[Any], hidden: set[Words])
 
 
 def command_help(control: Any, spec: Any) -> str:
-    if control is not None:
+    if control is not None and control.spec is None:
         return f"Usage: bsk {control.usage}\n\n{control.summary}\n\n{GLOBAL_HELP}"
-    lines = [f"Usage: bsk {spec.usage()} [options]", "", spec.summary,
-             f"Effect: {spec.effect.value}"
-             + (" (safe to retry)" if spec.effect.retry_safe else " (a retry may repeat it)")]
+    if control is not None:
+        spec = control.spec
+        lines = [f"Usage: bsk {control.usage}", "", spec.summary]
+    else:
+        lines = [f"Usage: bsk {spec.usage()} [options]", "", spec.summary,
+                 f"Effect: {spec.effect.value}" + (" (safe to retry)" if spec.effect.retry_safe
+                                                   else " (a retry may repeat it)")]
     if spec.params:
         lines += ["", "Arguments:"]
         for p in spec.params:

@@ -18,6 +18,7 @@ from browserskill.client.core import (
     _retry_delay,
     _should_retry,
     _spawn_error,
+    session_start_body,
 )
 from browserskill.client.results import (
     _WIRE_MARGIN_S,
@@ -128,8 +129,10 @@ class AsyncClient(_Base):
             raise
 
     async def session_start(self, session_id: str | None = None, *, label: str | None = None,
+                      isolated: bool = False, state: str | None = None,
+                      browser: str | None = None,
                             use: bool = True) -> Session:
-        body = {k: v for k, v in (("session_id", session_id), ("label", label)) if v}
+        body = session_start_body(session_id, label, isolated, state, browser)
         session = Session.from_dict(await self._json("POST", "/v1/sessions", body))
         if use:
             self.session_id = session.session_id

@@ -38,6 +38,18 @@ def new_op_id() -> str:
     return "op_" + secrets.token_hex(6)
 
 
+def session_start_body(session_id: str | None, label: str | None, isolated: bool,
+                       state: str | None, browser: str | None) -> dict[str, Any]:
+    """POST /v1/sessions's body (its fields: catalog.SESSION_START)."""
+    body: dict[str, Any] = {k: v for k, v in (("session_id", session_id), ("label", label),
+                                              ("browser", browser)) if v}
+    if isolated:
+        body["isolated"] = True
+    if state:
+        body["state"] = os.path.abspath(os.path.expanduser(state))
+    return body
+
+
 def _q(value: str) -> str:
     return quote(value, safe="")
 

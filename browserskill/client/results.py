@@ -93,11 +93,13 @@ class Session:
     busy: dict[str, Any] | None = None  # the operation holding the session, if any
     queued: int = 0
     created_at: float | None = None
+    # Where it runs: {"kind": "embedded", "isolated": …} or {"kind": "extension", …}.
+    placement: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Session:
         return cls(d["session_id"], d.get("label"), d.get("tabs", 0), d.get("current_tab"),
-                   d.get("busy"), d.get("queued", 0), d.get("created_at"))
+                   d.get("busy"), d.get("queued", 0), d.get("created_at"), d.get("placement"))
 
 
 # -- errors: one class per code of the table ------------------------------------------------

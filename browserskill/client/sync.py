@@ -17,6 +17,7 @@ from browserskill.client.core import (
     _retry_delay,
     _should_retry,
     _spawn_error,
+    session_start_body,
 )
 from browserskill.client.results import (
     _WIRE_MARGIN_S,
@@ -114,9 +115,13 @@ class Client(_Base):
     # -- sessions --------------------------------------------------------------------------
 
     def session_start(self, session_id: str | None = None, *, label: str | None = None,
+                      isolated: bool = False, state: str | None = None,
+                      browser: str | None = None,
                       use: bool = True) -> Session:
-        """Start a session (its own tab). With `use`, this client acts in it from now on."""
-        body = {k: v for k, v in (("session_id", session_id), ("label", label)) if v}
+        """Start a session (its own tab in its own window). `isolated`: a browser context
+        of its own; `state`: a storageState file to start it from (needs `isolated`).
+        With `use`, this client acts in it from now on."""
+        body = session_start_body(session_id, label, isolated, state, browser)
         session = Session.from_dict(self._json("POST", "/v1/sessions", body))
         if use:
             self.session_id = session.session_id

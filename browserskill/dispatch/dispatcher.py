@@ -133,8 +133,7 @@ class Dispatcher:
                     f"session {session.id} was still busy when this call's deadline passed")
             if got == CANCELLED:
                 raise self._cancelled_before_dispatch(op)
-            if session.browser is not None:  # an extension browser: connected? user's Stop?
-                session.browser.before_dispatch(op, session)
+            session.backend.before_dispatch(op, session)
             await self._dispatch(op, session)
         except BskError as e:
             op.fail(e)
@@ -160,8 +159,11 @@ class Dispatcher:
         op.state = DISPATCHED
         op.note(DISPATCHED)
         self.journal.record(op)
-        ctx = self.context_class(op, session, self.sessions, session.browser or self.browser,
-                                 self.state_dir)
+        current = session.tabs.get(session.current_tab_id or "")
+        if current is not None and not current.gone and op.tool != "session_stop":
+            await session.backend.ensure_shown(current, timeout=min(
+                2.0, max(0.001, op.deadline - asyncio.get_running_loop().time())))
+        ctx = self.context_class(op, session, self.sessions, session.backend, self.state_dir)
         work = asyncio.create_task(self.handlers[op.tool](ctx, op.params))
         timeout = max(0.0, op.deadline - asyncio.get_running_loop().time())
         await asyncio.wait({work, op.tripped.future}, timeout=timeout,
@@ -205,14 +207,9 @@ class Dispatcher:
             return BskError("action_failed", "the tab's renderer crashed; nothing was sent",
                             hint="`bsk reload` brings the tab back (or `bsk tab new URL`)",
                             details={"reason": "tab_crashed"}, dispatched="no")
-        # The session's own link: an extension browser's, or the daemon's browser.
-        owner = session.browser if session is not None and session.browser else self.browser
-        if owner.link is None or owner.link.closed or getattr(owner, "waiting", False):
+        if session is not None and session.backend.lost():
             return BskError("browser_unavailable", f"the browser went away: {e}",
-                            hint="call again: the daemon relaunches or reconnects it; "
-                                 "then open a tab with `bsk tab new URL`"
-                            if owner is self.browser else "call again once the extension "
-                            "has reconnected: its Agent Window's tabs are re-adopted")
+                            hint=session.backend.lost_hint())
         return BskError("action_failed", f"the tab is gone: {e}",
                         hint="`bsk tab list`, then `bsk tab select ID` or `bsk tab new URL`",
                         details={"reason": "tab_gone"}, dispatched="no")
@@ -305,7 +302,7 @@ class Dispatcher:
         for op in list(self.ops.values()):
             session = self.sessions.sessions.get(op.session_id)
             on_link = (op.session_id in session_ids if session_ids is not None
-                       else session is None or session.browser is None)
+                       else session is None or session.backend.owner is self.browser)
             if not op.ended and on_link:
                 op.request_cancel("link_lost")
 

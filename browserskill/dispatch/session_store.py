@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS sessions (
   tab_seq INTEGER NOT NULL,
   ended_at REAL,
   ended_reason TEXT,
-  browser TEXT                 -- extension browser: {"id", "window_id", "tabs", "borrowed"}
+  browser TEXT                 -- its placement: Backend.stored() (NULL: embedded, old rows)
 );
 """
 
@@ -37,7 +37,7 @@ class StoredSession:
     current_tab: str | None
     tab_seq: int
     ended_reason: str | None
-    browser: dict[str, Any] | None = None  # the extension browser it was bound to, if any
+    browser: dict[str, Any] | None = None  # its placement (Backend.stored())
 
 
 class SessionStore:
@@ -50,7 +50,7 @@ class SessionStore:
 
     def save(self, session: Any) -> None:
         tabs = [[t.tab_id, t.target_id] for t in session.tabs.values()]
-        browser = session.browser.stored() if session.browser is not None else None
+        browser = session.backend.stored()
         self.db.execute(
             "INSERT OR REPLACE INTO sessions (session_id, label, created_at, tabs, current_tab,"
             " tab_seq, ended_at, ended_reason, browser) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?)",

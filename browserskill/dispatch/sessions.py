@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from browserskill.browser.backend import Backend
+from browserskill.browser.embedded import EmbeddedPlacement
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import Tab
 from browserskill.dispatch.queue import SessionQueue
@@ -60,8 +62,8 @@ class Session:
     popups: dict[str, list[str]] = field(default_factory=dict)  # opener tab -> tabs it opened
     tab_seq: int = 0
     ref_seq: int = 0  # refs handed out so far (e1, e2, …; f1e3 in iframes)
-    # Set for a session in an extension browser (its AgentWindow); None: the daemon's own.
-    browser: Any = None
+    # Where it runs (docs/design.md, placement): set by SessionManager as it is made.
+    backend: Backend = field(init=False)
     user_interrupted: bool = False  # the user pressed Stop: the next change is refused once
 
     def __post_init__(self) -> None:
@@ -110,7 +112,7 @@ class Session:
             "current_tab": self.current_tab_id,
             "busy": holder.holder_summary() if holder else None,
             "queued": len(self.queue.queued),
-            **({"browser": self.browser.describe()} if self.browser is not None else {}),
+            "placement": self.backend.describe(),
         }
 
 
@@ -133,20 +135,23 @@ class SessionManager:
         if not stored:
             return report
         alive: set[str] = set()
-        if any(row.browser is None for row in stored) and await self.browser.adopt_running():
+        if any(_embedded(row.browser) for row in stored) and await self.browser.adopt_running():
             alive = await self.browser.page_targets()
         for row in stored:
             session = Session(row.session_id, row.label, row.created_at, tab_seq=row.tab_seq)
-            if row.browser is not None:  # in an extension browser: wait for it to reconnect
+            if not _embedded(row.browser):  # an extension browser: wait for it to reconnect
                 self._await_browser(session, row, report)
                 continue
+            session.backend = EmbeddedPlacement.restore(self.browser, row.browser or {})
             for tab_id, target_id in row.tabs:
                 if target_id in alive:
                     try:
-                        session.tabs[tab_id] = await self.browser.adopt_tab(tab_id, target_id)
+                        session.tabs[tab_id] = await session.backend.adopt_tab(tab_id,
+                                                                               target_id)
                     except Exception as e:
                         log.warning("re-adopting %s/%s: %s", row.session_id, tab_id, e)
             if not session.tabs:
+                await session.backend.session_ended()
                 self.store.end(row.session_id, "its browser tabs did not survive the daemon's "
                                "restart")
                 report["ended"].append(row.session_id)
@@ -167,7 +172,7 @@ class SessionManager:
                            "daemon (start it with --extension-port)")
             report["ended"].append(session.id)
             return
-        session.browser = self.extensions.expect(session, row.browser)
+        session.backend = self.extensions.expect(session, row.browser)
         session.current_tab_id = row.current_tab
         self.sessions[session.id] = session
         report.setdefault("awaiting_browser", []).append(session.id)
@@ -183,8 +188,7 @@ class SessionManager:
         """A tab our page opened belongs to the same session; the opener's result lists it.
         (`target_id`: in an extension browser, the Chrome tab id.)"""
         try:
-            tab = await (session.browser or self.browser).adopt_tab(session.next_tab_id(),
-                                                                    target_id)
+            tab = await session.backend.adopt_tab(session.next_tab_id(), target_id, opener)
         except Exception as e:
             log.warning("could not adopt tab %s opened by %s: %s", target_id, opener.tab_id, e)
             opener.popups_requested = max(0, opener.popups_requested - 1)
@@ -193,6 +197,9 @@ class SessionManager:
         session.tabs[tab.tab_id] = tab
         session.popups.setdefault(opener.tab_id, []).append(tab.tab_id)
         opener.mark_changed()
+        current = session.tabs.get(session.current_tab_id or "")
+        if current is not None and not current.gone:  # the new tab hid it: show it again
+            await session.backend.ensure_shown(current, timeout=5.0)
 
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
@@ -214,7 +221,10 @@ class SessionManager:
         return self.get(session_id)
 
     async def create(self, session_id: str | None = None, label: str | None = None,
-                     browser: str | None = None) -> Session:
+                     browser: str | None = None, *, isolated: bool = False,
+                     state: dict[str, Any] | None = None) -> Session:
+        """A new session with its first tab; `state` (Playwright's storageState, checked
+        by the caller) is loaded into its isolated context before it is handed out."""
         if session_id is None:
             session_id = "s_" + secrets.token_hex(4)
         elif not _SESSION_ID.match(session_id):
@@ -222,32 +232,55 @@ class SessionManager:
         if session_id in self.sessions:
             raise invalid("session_id", f"session {session_id!r} already exists",
                           hint="pick another id, or use it with --session")
+        in_extension = browser not in (None, "embedded")
+        if in_extension and (isolated or state is not None):
+            raise invalid("isolated", "a session in the user's browser uses that browser's "
+                          "profile: --isolated and --state are for the embedded browser")
+        if state is not None and not isolated:
+            raise invalid("state", "a saved state starts an isolated session",
+                          hint="add --isolated (or load it into this session later with "
+                               "`bsk state load FILE`)")
         session = Session(session_id, label)
-        if browser not in (None, "embedded"):
-            from browserskill.browser.extension import bind_session
-
-            session.browser = bind_session(self.extensions, browser, session)
         self.sessions[session_id] = session  # reserve the id while the first tab opens
+        backend: Backend | None = None
         try:
-            tab = await (session.browser or self.browser).new_tab(session.next_tab_id())
+            if in_extension:
+                from browserskill.browser.extension import bind_session
+
+                backend = bind_session(self.extensions, browser or "", session)
+            else:
+                backend = await EmbeddedPlacement.start(self.browser, isolated=isolated)
+            session.backend = backend
+            tab = await backend.new_tab(session.next_tab_id())
+            session.add_tab(tab)
+            if state is not None:  # its first tab is blank: it restores the origins too
+                from browserskill.tools.state import load_state
+
+                await load_state(tab, tab, state, timeout=30.0)
+                if state["origins"]:
+                    await tab.send("Page.navigate", {"url": "about:blank"})
         except BaseException:
             del self.sessions[session_id]
-            if session.browser is not None:
-                await session.browser.session_ended()
+            if backend is not None:
+                for tab in list(session.tabs.values()):
+                    await backend.close_tab(tab)
+                await backend.session_ended()
             raise
-        session.add_tab(tab)
         self.store.save(session)
         return session
 
     async def close(self, session: Session, reason: str = "stopped") -> list[str]:
         closed = []
-        browser = session.browser or self.browser
         for tab in list(session.tabs.values()):
-            await browser.close_tab(tab)
+            await session.backend.close_tab(tab)
             closed.append(tab.tab_id)
             session.forget_tab(tab.tab_id)
-        if session.browser is not None:
-            await session.browser.session_ended()
+        await session.backend.session_ended()
         self.sessions.pop(session.id, None)
         self.store.end(session.id, reason)
         return closed
+
+
+def _embedded(stored: dict[str, Any] | None) -> bool:
+    """A stored session of the daemon's own browser (rows from before placements: None)."""
+    return stored is None or stored.get("placement") == "embedded"

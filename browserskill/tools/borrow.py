@@ -17,7 +17,7 @@ from browserskill.tools.registry import implements
 
 
 def _window(ctx: ToolContext, field: str) -> AgentWindow:
-    win = ctx.browser
+    win = ctx.backend
     if not isinstance(win, AgentWindow):
         raise invalid(field, "the user's tabs exist only in a session in the user's browser",
                       hint="start one with `bsk session start --browser extension`")

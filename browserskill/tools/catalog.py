@@ -413,8 +413,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "window_resize", ("window", "resize"), _M,
-        "Resize the browser window of the current tab. Its viewport follows; other tabs in "
-        "the same window get the size too. In the user's browser (extension): only the "
+        "Resize this session's browser windows (each of its tabs in the embedded browser "
+        "has one); viewports follow, and the session's new tabs get the size too. Other "
+        "sessions' windows are untouched. In the user's browser (extension): only the "
         "session's Agent Window.",
         (Param("width", "integer", "window width in pixels", required=True, positional=True,
                minimum=100, maximum=10_000),
@@ -439,6 +440,112 @@ TOOLS: tuple[ToolSpec, ...] = (
         example='bsk webmcp invoke add_item --input \'{"item": "lamp"}\'',
         default_timeout_s=60.0, timeout_range_s=(1.0, 120.0),
     ),
+)
+
+
+_COOKIE_URL = Param("url", "string", "the cookies a request to this URL would send",
+                    max_length=8192)
+_SESSION_STORAGE = Param("session_storage", "boolean", "sessionStorage instead of "
+                         "localStorage", default=False)
+_KEY = Param("key", "string", "storage key", required=True, positional=True,
+             max_length=10_000, blank_ok=True)
+_STATE_NOTE = ("Cookies are the session's browser context's: its own with `session start "
+               "--isolated`, else the shared profile's, which every non-isolated session "
+               "sees too.")
+
+STATE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("cookies_list", ("cookies", "list"), _R,
+             "List cookies, HttpOnly ones included. " + _STATE_NOTE, (_COOKIE_URL,),
+             example="bsk cookies list --url https://example.com/"),
+    ToolSpec(
+        "cookies_set", ("cookies", "set"), _M,
+        "Set a cookie for --url, or --domain and --path; with neither, for the current "
+        "tab's page. " + _STATE_NOTE,
+        (Param("name", "string", "cookie name", required=True, positional=True,
+               max_length=4096),
+         Param("value", "string", "cookie value", required=True, positional=True,
+               max_length=4096, blank_ok=True),
+         Param("url", "string", "the URL it belongs to (sets domain, path, secure)",
+               max_length=8192),
+         Param("domain", "string", "its domain (a leading dot includes subdomains)",
+               max_length=255),
+         Param("path", "string", "its path (default /)", max_length=4096),
+         Param("http_only", "boolean", "hidden from page script", default=False),
+         Param("secure", "boolean", "sent over https only", default=False),
+         Param("same_site", "string", "SameSite policy", choices=("Strict", "Lax", "None")),
+         Param("expires", "number", "expiry, seconds since the epoch (default: a session "
+               "cookie)", minimum=0, maximum=253_402_300_799)),
+        example="bsk cookies set theme dark --url https://example.com/",
+    ),
+    ToolSpec("cookies_delete", ("cookies", "delete"), _M,
+             "Delete the cookies named NAME (all of them, or those of --url, or of --domain "
+             "and --path).",
+             (Param("name", "string", "cookie name", required=True, positional=True,
+                    max_length=4096),
+              Param("url", "string", "only the one a request to this URL would send",
+                    max_length=8192),
+              Param("domain", "string", "only those of this domain", max_length=255),
+              Param("path", "string", "only those of this path", max_length=4096)),
+             example="bsk cookies delete sid --domain example.com"),
+    ToolSpec("cookies_clear", ("cookies", "clear"), _M,
+             "Delete every cookie of the session's browser context. In the shared profile "
+             "that is every non-isolated session's cookies."),
+    ToolSpec("storage_list", ("storage", "list"), _R,
+             "List the current tab's origin's localStorage (or --session-storage).",
+             (_SESSION_STORAGE,), example="bsk storage list"),
+    ToolSpec("storage_get", ("storage", "get"), _R,
+             "Read one key of the current tab's origin's storage (no key: action_failed).",
+             (_KEY, _SESSION_STORAGE), example="bsk storage get token"),
+    ToolSpec("storage_set", ("storage", "set"), _M,
+             "Set a key in the current tab's origin's storage (pages already open see it "
+             "on their next read).",
+             (_KEY, Param("value", "string", "the value", required=True, positional=True,
+                          max_length=5_000_000, blank_ok=True), _SESSION_STORAGE),
+             example="bsk storage set theme dark"),
+    ToolSpec("storage_delete", ("storage", "delete"), _M,
+             "Remove a key from the current tab's origin's storage.",
+             (_KEY, _SESSION_STORAGE), example="bsk storage delete token"),
+    ToolSpec("storage_clear", ("storage", "clear"), _M,
+             "Remove every key of the current tab's origin's storage.", (_SESSION_STORAGE,)),
+    ToolSpec(
+        "state_save", ("state", "save"), _R,
+        "Save the session's cookies and the localStorage of the origins open in its tabs "
+        "to FILE, in Playwright's storageState JSON (written 0600: it holds credentials).",
+        (Param("path", "string", "file to write", required=True, positional=True,
+               path=True),),
+        example="bsk state save login.json",
+    ),
+    ToolSpec(
+        "state_load", ("state", "load"), _M,
+        "Load cookies and localStorage from a storageState JSON file (bsk's or "
+        "Playwright's) into the session. To start a session from one: `bsk session start "
+        "ID --isolated --state FILE`.",
+        (Param("path", "string", "storageState file to read", required=True,
+               positional=True, path=True),),
+        example="bsk state load login.json",
+    ),
+)
+TOOLS = TOOLS + STATE_TOOLS
+
+# Starting a session is a control call, not an operation; its parameters are defined
+# here once for the CLI, the HTTP API and the OpenAPI document.
+SESSION_START = ToolSpec(
+    "session_start", ("session", "start"), _S,
+    "Start a session with a tab of its own, in a window of its own; use it with -s ID or "
+    "BSK_SESSION=ID. Sessions share the browser profile (cookies, storage, cache) unless "
+    "started --isolated, which gives one a browser context of its own; --state FILE "
+    "starts an isolated session from a saved state.",
+    (Param("session_id", "string", "the new session's id (default: one is made up)",
+           positional=True, max_length=64),
+     Param("label", "string", "a name people see (extension overlay, session list)",
+           max_length=200),
+     Param("browser", "string", "where it runs: embedded (default), extension, or a "
+           "browser id or label from `bsk browsers`", max_length=200),
+     Param("isolated", "boolean", "a browser context of its own: cookies, storage, cache "
+           "and permissions apart from every other session", default=False),
+     Param("state", "string", "storageState JSON file (from `bsk state save` or "
+           "Playwright) to start from; needs --isolated", path=True)),
+    example="bsk session start alice --isolated --state alice.json",
 )
 
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

@@ -24,7 +24,7 @@ CRASH_SAFE_TOOLS = frozenset({"reload", "open", "back", "forward", "tab_list", "
                               "tab_new", "tab_close", "session_stop"})
 
 if TYPE_CHECKING:
-    from browserskill.browser.manager import BrowserManager
+    from browserskill.browser.backend import Backend
     from browserskill.dispatch.operations import Operation
     from browserskill.dispatch.sessions import Session, SessionManager
 
@@ -51,12 +51,12 @@ class Compensation:
 class ToolContext:
     def __init__(
         self, op: Operation, session: Session, sessions: SessionManager,
-        browser: BrowserManager, state_dir: Any,
+        backend: Backend, state_dir: Any,
     ) -> None:
         self.op = op
         self.session = session
         self.sessions = sessions
-        self.browser = browser
+        self.backend = backend
         self.state_dir = state_dir
         self.compensations: list[Compensation] = []
 

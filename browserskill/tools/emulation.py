@@ -87,16 +87,37 @@ async def emulate(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 
 @implements("window_resize")
 async def window_resize(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    """The tab's window, through its link: CDP's Browser.* window commands, or through the
-    extension chrome.windows on the session's Agent Window (never a user's window)."""
+    """The session's windows, through its link: CDP's Browser.* window commands, or through
+    the extension chrome.windows on the session's Agent Window (never a user's window).
+    Other sessions' windows are never touched; the session's new tabs get the size too."""
     tab = ctx.tab
+    size = (params["width"], params["height"])
+    others = ctx.backend.windows_to_follow(tab, list(ctx.session.tabs.values()))
+    window_id, bounds = await _resize_window_of(ctx, tab, size)
+    for other in others:
+        await _resize_window_of(ctx, other, size)
+    ctx.backend.resized(*size)
+    out: dict[str, Any] = {"tab_id": tab.tab_id, "window_id": window_id,
+                           "window": {k: bounds.get(k) for k in ("left", "top", "width",
+                                                                 "height", "windowState")},
+                           "page": await _resized_view(ctx, tab, bounds)}
+    if others:
+        out["other_tabs_resized"] = [t.tab_id for t in others]
+    if tab in _SETTINGS:
+        out["note"] = "emulation is on in this tab: its viewport stays as emulated"
+    return out
+
+
+async def _resize_window_of(ctx: ToolContext, tab: Tab,
+                            size: tuple[int, int]) -> tuple[int, dict[str, Any]]:
     link = tab.link
     try:
         window = await link.window_of(TargetHandle(tab.target_id, tab.session_id),
                                       timeout=ctx.remaining())
     except (CdpError, ExtensionOpError) as e:
-        raise BskError("action_failed", f"can't resize this tab's window: {e}",
-                       details={"reason": "browser_error"}, dispatched="no") from None
+        raise BskError("action_failed", f"can't resize the window of tab {tab.tab_id}: {e}",
+                       details={"reason": "browser_error"},
+                       dispatched="yes" if ctx.op.effect_sent else "no") from None
     window_id = window["windowId"]
     try:
         if window.get("bounds", {}).get("windowState", "normal") != "normal":
@@ -104,20 +125,12 @@ async def window_resize(ctx: ToolContext, params: dict[str, Any]) -> dict[str, A
             await link.set_window_bounds(window_id, {"windowState": "normal"},
                                          timeout=ctx.remaining())
         ctx.mark_dispatched()
-        await link.set_window_bounds(window_id, {"width": params["width"],
-                                                 "height": params["height"]},
+        await link.set_window_bounds(window_id, {"width": size[0], "height": size[1]},
                                      timeout=ctx.remaining())
     except (CdpError, ExtensionOpError) as e:
         raise BskError("action_failed", f"the browser did not resize the window: {e}",
                        details={"reason": "browser_error"}, dispatched="yes") from None
-    bounds = await link.window_bounds(window_id, timeout=ctx.remaining())
-    out: dict[str, Any] = {"tab_id": tab.tab_id, "window_id": window_id,
-                           "window": {k: bounds.get(k) for k in ("left", "top", "width",
-                                                                 "height", "windowState")},
-                           "page": await _resized_view(ctx, tab, bounds)}
-    if tab in _SETTINGS:
-        out["note"] = "emulation is on in this tab: its viewport stays as emulated"
-    return out
+    return window_id, await link.window_bounds(window_id, timeout=ctx.remaining())
 
 
 async def _resized_view(ctx: ToolContext, tab: Tab, bounds: dict[str, Any]) -> dict[str, Any]:

@@ -35,14 +35,14 @@ async def tab_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 async def tab_new(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     url = normalize_url(params["url"]) if params["url"] else None
     ctx.mark_dispatched()
-    tab = await ctx.browser.new_tab(ctx.session.next_tab_id())
+    tab = await ctx.backend.new_tab(ctx.session.next_tab_id())
     previous = ctx.session.current_tab_id
     ctx.session.add_tab(tab)
 
     async def close_half_made_tab() -> None:
         ctx.session.forget_tab(tab.tab_id)
         ctx.session.current_tab_id = previous if previous in ctx.session.tabs else None
-        await ctx.browser.close_tab(tab)
+        await ctx.backend.close_tab(tab)
 
     made = ctx.on_cancel("tab_closed", close_half_made_tab)
     if url:
@@ -62,18 +62,16 @@ async def tab_select(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
         raise BskError("action_failed", f"tab {tab.tab_id} is gone: {tab.gone}",
                        details={"reason": "tab_gone"}, dispatched="no")
     ctx.session.current_tab_id = tab.tab_id
-    await ctx.inspect("Page.bringToFront", tab=tab)
+    await ctx.backend.show(tab, ctx.remaining())
     return describe(tab, tab.tab_id)
 
 
 @implements("tab_close")
 async def tab_close(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     tab = ctx.session.tab(params["tab_id"])
-    check_close = getattr(ctx.browser, "check_close", None)
-    if check_close is not None:  # a user's borrowed tab is returned, never closed
-        check_close(tab)
+    ctx.backend.check_close(tab)  # a user's borrowed tab is returned, never closed
     ctx.mark_dispatched()
     ctx.session.forget_tab(tab.tab_id)
-    await ctx.browser.close_tab(tab)
+    await ctx.backend.close_tab(tab)
     return {"closed": tab.tab_id, "current_tab": ctx.session.current_tab_id,
             "tabs_left": len(ctx.session.tabs)}
