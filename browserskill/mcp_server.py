@@ -140,16 +140,19 @@ def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any]) -> types.CallT
 class Bridge:
     """One MCP connection's view of the daemon: its session and its calls."""
 
-    def __init__(self, client: AsyncClient, session: str | None) -> None:
+    def __init__(self, client: AsyncClient, session: str | None,
+                 isolated: bool = False) -> None:
         self.client = client
         self.session_id = session
+        self.isolated = isolated  # the connection's own session gets its own context
         self.owns_session = False
         self._lock = anyio.Lock()
 
     async def session(self) -> str:
         async with self._lock:
             if self.session_id is None:
-                started = await self.client.session_start(label="mcp", use=False)
+                started = await self.client.session_start(label="mcp", use=False,
+                                                          isolated=self.isolated)
                 self.session_id = started.session_id
                 self.owns_session = True
             return self.session_id
@@ -202,14 +205,15 @@ def build_server(bridge: Bridge) -> Server[Any]:
                   instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def serve(session: str | None = None, **client_options: Any) -> None:
+async def serve(session: str | None = None, isolated: bool = False,
+                **client_options: Any) -> None:
     """Serve one MCP connection on stdin/stdout; stop its session when it ends."""
     main_task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     if main_task is not None:
         loop.add_signal_handler(signal.SIGTERM, main_task.cancel)
     async with AsyncClient(**client_options) as client:
-        bridge = Bridge(client, session)
+        bridge = Bridge(client, session, isolated)
         server = build_server(bridge)
         try:
             async with stdio_server() as (read_stream, write_stream):
@@ -220,11 +224,11 @@ async def serve(session: str | None = None, **client_options: Any) -> None:
                 await bridge.close()
 
 
-def main(session: str | None = None) -> int:
+def main(session: str | None = None, isolated: bool = False) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="bsk mcp: %(levelname)s %(message)s")
     try:
-        asyncio.run(serve(session))
+        asyncio.run(serve(session, isolated))
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     return 0

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import Bsk, alive, ref_of, wait_until
-from test_mcp import mcp
+from test_mcp import mcp, structured
 
 # Page-side workload: visibility, how long a 300 ms timer really takes, and how many of
 # five animation frames arrive within 2 s.
@@ -296,3 +296,16 @@ def test_isolated_session_survives_a_daemon_restart(fresh_bsk: Bsk,
     listed = {s["session_id"]: s for s in fresh_bsk.ok("session", "list")["sessions"]}
     assert listed["keep"]["placement"]["isolated"] is True
     fresh_bsk.ok("session", "stop", "keep")
+
+
+async def test_an_isolated_mcp_connection_has_cookies_of_its_own(
+        bsk: Bsk, login_site: tuple[str, list[str | None]]) -> None:
+    url, _ = login_site
+    bsk.ok("open", f"{url}/")
+    async with mcp(bsk, "--isolated") as session:
+        opened = await session.call_tool("open", {"url": f"{url}/login"})
+        assert not opened.is_error
+        listed = structured(await session.call_tool("cookies_list", {}))
+        assert "sid" in [c["name"] for c in listed["result"]["cookies"]]
+        assert listed["result"]["scope"] == "isolated"
+        assert "sid" not in await asyncio.to_thread(cookie_names, bsk)

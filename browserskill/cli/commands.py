@@ -180,11 +180,15 @@ def cmd_op_list(client: Client, args: list[str]) -> Any:
 
 def cmd_mcp(client: Client, args: list[str]) -> Any:
     """Serve MCP on stdin/stdout until the client hangs up (stdout is the protocol)."""
-    _no_args("mcp [--session ID]", args)
+    isolated = args == ["--isolated"]
+    _no_args("mcp [--session ID | --isolated]", [] if isolated else args)
     from browserskill.mcp_server import main as mcp_main
 
     explicit = client.g.session_given or bool(os.environ.get("BSK_SESSION"))
-    sys.exit(mcp_main(session=client.g.session if explicit else None))
+    if explicit and isolated:
+        raise invalid("isolated", "--isolated is for the connection's own session; "
+                      "--session ID uses an existing one as it is")
+    sys.exit(mcp_main(session=client.g.session if explicit else None, isolated=isolated))
 
 
 def cmd_install_skill(client: Client, args: list[str]) -> Any:
@@ -237,8 +241,9 @@ CONTROL: tuple[Control, ...] = (
             "Recent operations of this session (--all: every session)."),
     Control(("op", "cancel"), cmd_op_cancel, "op cancel ID", "Cancel an operation."),
     Control(("op", "wait"), cmd_op_wait, "op wait ID", "Wait for an operation to end."),
-    Control(("mcp",), cmd_mcp, "mcp [--session ID]",
-            "Serve the browser tools over MCP on stdio (one session per connection)."),
+    Control(("mcp",), cmd_mcp, "mcp [--session ID | --isolated]",
+            "Serve the browser tools over MCP on stdio (one session per connection; "
+            "--isolated: that session gets cookies and storage of its own)."),
     Control(("install-skill",), cmd_install_skill,
             "install-skill [--harness NAME]… [--dir DIR] [--list]",
             "Install the agent skill (SKILL.md) where claude, codex, opencode or cursor "
