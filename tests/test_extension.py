@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from pathlib import Path
 from typing import Any
 
 from conftest import (
@@ -523,3 +524,24 @@ def test_a_browser_that_reconnects_within_the_grace_keeps_its_sessions(
         assert s("eval", "window.kept").value == 7  # the same session, the same page
         assert [x["session_id"] for x in ext.bsk.ok("session", "list")["sessions"]] == [
             "agent"]
+
+
+def test_state_tools_through_the_relay(ext_browser: ExtensionBrowser, site: str,
+                                       tmp_path: Path) -> None:
+    """Cookies, storage and state save/load work in the user's browser too (its profile:
+    an extension session is never isolated)."""
+    s = agent_session(ext_browser)
+    s.ok("open", f"{site}/login.html")
+    s.ok("cookies", "set", "relay_cookie", "v1", "--http-only")
+    listed = {c["name"]: c for c in s.ok("cookies", "list", "--url", site)["result"]["cookies"]}
+    assert listed["relay_cookie"]["httpOnly"] is True
+    s.ok("storage", "set", "relay_key", "v2")
+    assert s.ok("storage", "get", "relay_key")["result"]["value"] == "v2"
+    saved = s.ok("state", "save", str(tmp_path / "state.json"))["result"]
+    assert saved["origins"] == [site]
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert {"name": "relay_key", "value": "v2"} in state["origins"][0]["localStorage"]
+    assert s.ok("cookies", "delete", "relay_cookie")["result"]["deleted"] == 1
+    refused = ext_browser.bsk("session", "start", "iso", "--browser", "extension",
+                              "--isolated")
+    assert refused.code == 2 and refused.json["error"]["details"]["field"] == "isolated"
