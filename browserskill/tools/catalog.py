@@ -447,7 +447,7 @@ _COOKIE_URL = Param("url", "string", "the cookies a request to this URL would se
                     max_length=8192)
 _SESSION_STORAGE = Param("session_storage", "boolean", "sessionStorage instead of "
                          "localStorage", default=False)
-_KEY = Param("key", "string", "storage key", required=True, positional=True,
+_KEY = Param("name", "string", "the storage key", required=True, positional=True,
              max_length=10_000, blank_ok=True)
 _STATE_NOTE = ("Cookies are the session's browser context's: its own with `session start "
                "--isolated`, else the shared profile's, which every non-isolated session "
@@ -494,7 +494,7 @@ STATE_TOOLS: tuple[ToolSpec, ...] = (
              "List the current tab's origin's localStorage (or --session-storage).",
              (_SESSION_STORAGE,), example="bsk storage list"),
     ToolSpec("storage_get", ("storage", "get"), _R,
-             "Read one key of the current tab's origin's storage (no key: action_failed).",
+             "Read one key of the current tab's origin's storage (not set: action_failed).",
              (_KEY, _SESSION_STORAGE), example="bsk storage get token"),
     ToolSpec("storage_set", ("storage", "set"), _M,
              "Set a key in the current tab's origin's storage (pages already open see it "

@@ -195,24 +195,24 @@ async def storage_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
 
 @implements("storage_get")
 async def storage_get(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    out = await _storage(ctx, "get", params, key=params["key"])
+    out = await _storage(ctx, "get", params, key=params["name"])
     if not out.get("found"):
-        raise BskError("action_failed", f"no key {params['key']!r} in {out['area']} of "
+        raise BskError("action_failed", f"no key {params['name']!r} in {out['area']} of "
                        f"{out['origin']}", hint="`bsk storage list` shows the keys",
-                       details={"reason": "no_such_key", "key": params["key"]},
+                       details={"reason": "no_such_key", "key": params["name"]},
                        dispatched="no")
-    return {"key": params["key"], **out}
+    return {"key": params["name"], **out}
 
 
 @implements("storage_set")
 async def storage_set(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    out = await _storage(ctx, "set", params, key=params["key"], value=params["value"])
-    return {"key": params["key"], **out}
+    out = await _storage(ctx, "set", params, key=params["name"], value=params["value"])
+    return {"key": params["name"], **out}
 
 
 @implements("storage_delete")
 async def storage_delete(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    return {"key": params["key"], **await _storage(ctx, "delete", params, key=params["key"])}
+    return {"key": params["name"], **await _storage(ctx, "delete", params, key=params["name"])}
 
 
 @implements("storage_clear")
@@ -270,55 +270,55 @@ def write_private(path: str, text: str) -> str:
     return path
 
 
-def read_state_file(path: str) -> dict[str, Any]:
-    """A storageState file, checked; invalid_params naming what is wrong."""
+def read_state_file(path: str, field: str = "state") -> dict[str, Any]:
+    """A storageState file, checked; invalid_params naming `field` and what is wrong."""
     if not os.path.isabs(path):
-        raise invalid("state", "must be an absolute path (the CLI makes it absolute)")
+        raise invalid(field, "must be an absolute path (the CLI makes it absolute)")
     try:
         with open(path, "rb") as f:
             raw = f.read(STATE_FILE_MAX_BYTES + 1)
     except OSError as e:
-        raise invalid("state", f"can't read {path}: {e.strerror}") from None
+        raise invalid(field, f"can't read {path}: {e.strerror}") from None
     if len(raw) > STATE_FILE_MAX_BYTES:
-        raise invalid("state", f"{path} is larger than {STATE_FILE_MAX_BYTES} bytes")
+        raise invalid(field, f"{path} is larger than {STATE_FILE_MAX_BYTES} bytes")
     try:
         state = json.loads(raw)
     except ValueError as e:
-        raise invalid("state", f"{path} is not JSON ({e})") from None
-    return check_state(state)
+        raise invalid(field, f"{path} is not JSON ({e})") from None
+    return check_state(state, field)
 
 
-def check_state(state: Any) -> dict[str, Any]:
+def check_state(state: Any, field: str = "state") -> dict[str, Any]:
     if not isinstance(state, dict):
-        raise invalid("state", "must be a JSON object with cookies and origins (Playwright's "
+        raise invalid(field, "must be a JSON object with cookies and origins (Playwright's "
                       "storageState format)")
     cookies, origins = state.get("cookies", []), state.get("origins", [])
     if not isinstance(cookies, list) or not isinstance(origins, list):
-        raise invalid("state", "cookies and origins must be lists")
+        raise invalid(field, "cookies and origins must be lists")
     for i, c in enumerate(cookies):
         where = f"state.cookies[{i}]"
         if not isinstance(c, dict):
-            raise invalid("state", f"{where} must be an object")
+            raise invalid(field, f"{where} must be an object")
         for key in ("name", "value"):
             if not isinstance(c.get(key), str):
-                raise invalid("state", f"{where}.{key} must be a string")
+                raise invalid(field, f"{where}.{key} must be a string")
         if not isinstance(c.get("domain"), str) and not isinstance(c.get("url"), str):
-            raise invalid("state", f"{where} needs a domain (or a url)")
+            raise invalid(field, f"{where} needs a domain (or a url)")
         if c.get("sameSite") is not None and c["sameSite"] not in _SAME_SITE:
-            raise invalid("state", f"{where}.sameSite must be Strict, Lax or None")
+            raise invalid(field, f"{where}.sameSite must be Strict, Lax or None")
     for i, o in enumerate(origins):
         where = f"state.origins[{i}]"
         if not isinstance(o, dict) or not isinstance(o.get("origin"), str):
-            raise invalid("state", f"{where} must be an object with an origin")
+            raise invalid(field, f"{where} must be an object with an origin")
         parts = urlsplit(o["origin"])
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise invalid("state", f"{where}.origin must be an http(s) origin, got "
+            raise invalid(field, f"{where}.origin must be an http(s) origin, got "
                           f"{o['origin']!r}")
         items = o.get("localStorage", [])
         if not isinstance(items, list) or not all(
                 isinstance(it, dict) and isinstance(it.get("name"), str)
                 and isinstance(it.get("value"), str) for it in items):
-            raise invalid("state", f"{where}.localStorage must be a list of {{name, value}} "
+            raise invalid(field, f"{where}.localStorage must be a list of {{name, value}} "
                           "strings")
     return {"cookies": cookies, "origins": origins}
 
@@ -399,7 +399,7 @@ async def _write_origins(helper: Tab, origins: list[dict[str, Any]], left: Any) 
 
 @implements("state_load")
 async def state_load(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    state = read_state_file(params["path"])
+    state = read_state_file(params["path"], "path")
     tab = ctx.tab
     ctx.mark_dispatched()
     helper = None
