@@ -135,7 +135,11 @@ class ExtensionHub:
             await self._server.wait_closed()
 
     def _check_request(self, conn: ServerConnection, request: Any) -> Any:
-        origin = request.headers.get("Origin")
+        origins = request.headers.get_all("Origin")
+        if len(origins) > 1:  # ambiguous: refused before anything reads either
+            log.warning("refused a WebSocket with %d Origin headers", len(origins))
+            return conn.respond(HTTPStatus.BAD_REQUEST, "send exactly one Origin header\n")
+        origin = origins[0] if origins else None
         if origin != EXTENSION_ORIGIN:
             log.warning("refused a WebSocket from origin %r", origin)
             return conn.respond(HTTPStatus.FORBIDDEN,
