@@ -801,6 +801,7 @@ chrome.runtime.onInstalled.addListener(connect);
 globalThis.bsk = {
   link, reconnectNow,
   configure: (settings) => chrome.storage.local.set(settings).then(() => true), // as options.html
+  pair: (code) => pairWith(normalizeCode(code)), // as options.html's Pair button
   get agent() { return agent; },
   get borrowed() { return borrowed; },
 };
