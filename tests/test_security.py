@@ -1,15 +1,18 @@
 """What keeps other local users and forged clients out (DESIGN §6, docs/http-api.md):
-the state directory's files are private from their creation, and requests whose
-security headers are ambiguous (two Host headers, two Origin headers) are refused."""
+the state directory's files are private from their creation, another local user reaches
+neither the socket nor the state dir, and requests whose security headers are ambiguous
+(two Host headers, two Origin headers) are refused."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import Bsk
+import pytest
+from conftest import Bsk, stop_for_good
 
 
 def loose_entries(home: Path) -> list[str]:
@@ -128,3 +131,81 @@ def test_two_origin_headers_on_the_extension_port_are_refused(
     assert status_of(upgrade("http://evil.example")) == 403
     log = (runner.home / "daemon.log").read_text()
     assert "Traceback" not in log and "opening handshake failed" not in log
+
+
+OTHER_USER = "bsk-other"  # a system user with no home and no shell, made once, kept
+
+# Run as the other user: what of the daemon can it reach? (stdlib only: the system Python)
+PROBE = r"""
+import json, os, socket, sys
+home, tcp_port = sys.argv[1], int(sys.argv[2])
+out = {}
+def attempt(name, fn):
+    try:
+        out[name] = fn()
+    except OSError as e:
+        out[name] = type(e).__name__
+attempt("parent", lambda: "ok" if os.listdir(os.path.dirname(home)) else "empty")
+attempt("state_dir", lambda: os.listdir(home))
+for name in ("journal.sqlite3", "token", "daemon.log", "browser.json"):
+    attempt(name, lambda: open(os.path.join(home, name), "rb").read(1) and "read")
+def unix_socket():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(home, "bsk.sock"))
+    return "connected"
+attempt("socket", unix_socket)
+def tcp():
+    with socket.create_connection(("127.0.0.1", tcp_port), timeout=5) as s:
+        s.sendall(f"GET /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:{tcp_port}\r\n"
+                  "Connection: close\r\n\r\n".encode())
+        return s.recv(100).split(b" ")[1].decode()
+attempt("tcp", tcp)
+print(json.dumps(out))
+"""
+
+
+def other_user_python() -> list[str]:
+    """How to run the system Python as OTHER_USER (made when missing), or skip saying why."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root: it creates another local user and runs a probe as it")
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    runuser, useradd = shutil.which("runuser"), shutil.which("useradd")
+    if not (python and runuser and useradd):
+        pytest.skip("needs /usr/bin/python3, runuser and useradd (util-linux, passwd)")
+    if subprocess.run(["getent", "passwd", OTHER_USER], capture_output=True).returncode:
+        subprocess.run([useradd, "--system", "--no-create-home", "--shell",
+                        "/usr/sbin/nologin", OTHER_USER], check=True, capture_output=True)
+    return [runuser, "-u", OTHER_USER, "--", python]
+
+
+def test_another_local_user_cannot_reach_the_daemon(site: str) -> None:
+    import json
+    import subprocess
+    import tempfile
+
+    probe = other_user_python()
+    # A parent every user may enter (pytest's own temp dirs are 0700, which would hide
+    # the state dir anyway): only the state dir's own modes keep the other user out.
+    parent = Path(tempfile.mkdtemp(prefix="bsk-other-"))
+    parent.chmod(0o755)
+    runner = Bsk(parent / "home", BSK_TCP_PORT="0")
+    try:
+        runner.ok("session", "start", "mine")
+        runner.with_session("mine").ok("open", f"{site}/form.html")
+        port = int(runner.ok("daemon", "status")["tcp"].rsplit(":", 1)[1])
+        run = subprocess.run([*probe, "-c", PROBE, str(runner.home), str(port)],
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        seen = json.loads(run.stdout)
+        assert seen["parent"] == "ok"  # the path up to the state dir is open to it
+        assert seen["state_dir"] == "PermissionError"
+        for name in ("journal.sqlite3", "token", "daemon.log", "browser.json", "socket"):
+            assert seen[name] == "PermissionError", (name, seen)
+        assert seen["tcp"] == "401"  # the TCP listener wants the token it can't read
+        # And the daemon is none the worse for it.
+        assert runner.with_session("mine").ok("eval", "1 + 1")["result"]["value"] == 2
+    finally:
+        stop_for_good(runner)
+        shutil.rmtree(parent, ignore_errors=True)
