@@ -194,3 +194,20 @@ def test_the_extension_obeys_no_daemon_that_cannot_prove_the_secret(
     (hello,) = seen
     assert "auth" not in hello and "pair" not in hello  # not paired with that port
     assert not answered.is_set()
+
+
+def test_bsk_extension_pair_says_what_to_do_or_why_not(
+        make_bsk: Callable[..., Bsk]) -> None:
+    off = make_bsk()  # a daemon without the extension listener
+    r = off("extension", "pair")
+    assert r.code == 2 and r.json["error"]["details"]["field"] == "extension_port"
+    assert "--extension-port" in r.json["error"]["hint"]
+    port = free_port()
+    on = make_bsk(BSK_EXTENSION_PORT=str(port))
+    r = on("extension", "pair", as_json=False)
+    assert r.code == 0, r.stderr
+    code = r.stdout.split("pairing code: ", 1)[1].split()[0]
+    assert len(code) == 11 and code[5] == "-" and not set(code) & set("01OILU")
+    assert f"port {port}" in r.stdout and "Pair" in r.stdout
+    # Each call makes a new code; the one before is void.
+    assert on.ok("extension", "pair")["code"] != code

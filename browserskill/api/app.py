@@ -267,11 +267,10 @@ def build_app(daemon: Daemon) -> Any:
         return respond({"listening": True, **hub.info()})
 
     def extension_hub() -> Any:
-        if daemon.extensions is None:
-            raise BskError("action_failed", "the extension listener is off: there is "
-                           "nothing to pair with", hint="start the daemon with "
-                           "`--extension-port PORT` (or BSK_EXTENSION_PORT)",
-                           details={"reason": "extension_listener_off"})
+        if daemon.extensions is None:  # the daemon's own option, not a browser's failure
+            raise invalid("extension_port", "the daemon runs without its extension "
+                          "listener: there is nothing to pair with", hint="stop the daemon "
+                          "and start it with `--extension-port PORT` (or BSK_EXTENSION_PORT)")
         return daemon.extensions
 
     @guarded

@@ -193,10 +193,9 @@ def document() -> dict[str, Any]:
         "/v1/extension/pair": {"post": _simple(
             "A one-time pairing code (valid 5 minutes) for the user to enter in the "
             "extension's options page; the code pending before it is void.",
-            ["action_failed"])},
+            ["invalid_params"])},
         "/v1/extension/pairings/{browser_id}": {"delete": {**_simple(
-            "Forget a paired browser and disconnect it.", ["invalid_params",
-                                                          "action_failed"]),
+            "Forget a paired browser and disconnect it.", ["invalid_params"]),
             "parameters": [{"name": "browser_id", "in": "path", "required": True,
                             "schema": {"type": "string"}}]}},
     })

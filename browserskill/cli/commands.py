@@ -240,7 +240,8 @@ CONTROL: tuple[Control, ...] = (
             "Start a session (its own tab); use it with -s ID or BSK_SESSION=ID. With "
             "--browser, in the user's browser (extension): its own Agent Window."),
     Control(("browsers",), cmd_browsers, "browsers",
-            "Browsers connected through the BrowserSkill extension (id, label, version)."),
+            "Browsers connected through the BrowserSkill extension (id, label, version), "
+            "and the paired ones."),
     Control(("extension", "pair"), cmd_extension_pair, "extension pair",
             "Pair a browser's BrowserSkill extension: prints a one-time code (valid 5 "
             "minutes) to enter in the extension's options page. Until then the daemon "
