@@ -100,7 +100,7 @@ export async function handshakeProof({ code, secretHex, serverNonce, instanceId,
       secretHex: await mac(key, PAIR_SECRET, serverNonce, clientNonce, instanceId),
     };
   }
-  if (secretHex) {
+  if (typeof secretHex === "string" && /^[0-9a-f]{64}$/.test(secretHex)) { // else: unpaired
     return {
       field: "auth",
       part: { nonce: clientNonce, proof: await mac(fromHex(secretHex), HELLO, serverNonce, clientNonce, instanceId) },

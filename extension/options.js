@@ -32,7 +32,12 @@ $("pair").onclick = async () => {
   try {
     const port = await saveSettings(out);
     if (!port) return;
-    const got = await chrome.runtime.sendMessage({ type: "pair", code: $("code").value });
+    let got;
+    try {
+      got = await chrome.runtime.sendMessage({ type: "pair", code: $("code").value });
+    } catch (e) { // the worker went away mid-way (an extension reload, say)
+      got = { ok: false, reason: String(e.message || e) };
+    }
     out.className = got.ok ? "ok" : "bad";
     out.textContent = got.ok ? `paired with the daemon on 127.0.0.1:${got.port}` : `not paired: ${got.reason}`;
     if (got.ok) $("code").value = "";

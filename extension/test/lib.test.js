@@ -60,7 +60,9 @@ test("a paired browser proves its secret; the welcome proves the daemon's", asyn
   assert.equal(await welcomeProved(null, welcome, SN, CN, "inst-1"), false);
 });
 
-test("unpaired: nothing to prove", async () => {
-  const got = await handshakeProof({ serverNonce: SN, instanceId: "inst-1" });
-  assert.equal(got.field, null);
+test("unpaired, or a stored secret that is not one: nothing to prove", async () => {
+  for (const secretHex of [undefined, "", "zz", SECRET.slice(2), 42]) {
+    const got = await handshakeProof({ secretHex, serverNonce: SN, instanceId: "inst-1" });
+    assert.equal(got.field, null);
+  }
 });
