@@ -51,9 +51,11 @@ def test_an_unpaired_browser_is_refused_and_told_how_to_pair(
     assert listing["browsers"] == [] and listing["paired"] == []
     r = unpaired.bsk("session", "start", "x", "--browser", "extension")
     assert r.code == 10 and r.json["error"]["code"] == "browser_unavailable"
-    # Refused for a reason retrying can't mend: it waits for the user instead of knocking.
+    # Refused for a reason retrying can't mend: it waits for the user instead of knocking
+    # with its backoff (250 ms, 500 ms, 1 s …: several by now). A worker Chrome stopped
+    # and its alarm woke (every 30 s) may try once more.
     log = (unpaired.bsk.home / "daemon.log").read_text()
-    assert log.count("refused an extension handshake (not_paired)") == 1
+    assert log.count("refused an extension handshake (not_paired)") in (1, 2), log
 
 
 def test_pairing_with_the_code_then_reconnects_on_the_secret_alone(
