@@ -116,8 +116,9 @@ def chromium_with_extension() -> Iterator[int]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def point_extension_at(devtools: int, port: int) -> None:
-    """What the options page does: set the daemon's port in the extension's storage."""
+def point_extension_at(devtools: int, port: int, code: str) -> None:
+    """What the options page does: set the daemon's port in the extension's storage, and
+    pair with the code from `bsk extension pair` (docs/extension.md, "Pairing")."""
     def worker() -> str | None:
         for t in browser_cdp(devtools, "Target.getTargets")["targetInfos"]:
             if t["type"] == "service_worker" and t["url"].startswith("chrome-extension://"):
@@ -131,6 +132,11 @@ def point_extension_at(devtools: int, port: int) -> None:
     browser_cdp(devtools, "Runtime.evaluate", {
         "expression": f"bsk.configure({{port: {port}, label: 'bench'}})",
         "awaitPromise": True}, target)
+    paired = browser_cdp(devtools, "Runtime.evaluate", {
+        "expression": f"bsk.pair({json.dumps(code)})", "awaitPromise": True,
+        "returnByValue": True}, target)["result"]["value"]
+    if not paired.get("ok"):
+        raise RuntimeError(f"pairing the extension failed: {paired.get('reason')}")
 
 
 BUTTON = re.compile(r'- button "Add one"[^\n]*\[ref=(\w+)\]')
@@ -186,7 +192,7 @@ def main(n: int = N) -> int:
         try:
             ext.start()
             cdp.start()
-            point_extension_at(devtools, ext_port)
+            point_extension_at(devtools, ext_port, ext.json("extension", "pair")["code"])
             wait_for(lambda: [b for b in ext.json("browsers")["browsers"] if b["connected"]],
                      20, "the extension to connect")
             ext.json("session", "start", "relay", "--browser", "extension")

@@ -40,6 +40,32 @@ def ensure_state_dir(home: Path | None = None) -> Path:
     return d
 
 
+# The daemon runs with this umask: every file and directory it (or the browser it
+# launches) creates is the user's alone from its creation (DESIGN §6): the journal and
+# its -wal/-shm, logs, browser.json, token, screenshots, the profile.
+PRIVATE_UMASK = 0o077
+
+
+def open_private(path: Path | str, flags: int = os.O_WRONLY | os.O_CREAT | os.O_APPEND) -> int:
+    """A file descriptor on `path`, created 0600; one made looser by an older version is
+    tightened, so its contents are never readable by others after this."""
+    fd = os.open(path, flags, 0o600)
+    if os.fstat(fd).st_mode & 0o077:
+        os.fchmod(fd, 0o600)
+    return fd
+
+
+def tighten_state_files(home: Path) -> None:
+    """Make the regular files directly in the state dir 0600 (left looser by an older
+    version); what is below is behind 0700 directories."""
+    for entry in os.scandir(home):
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat().st_mode & 0o077:
+                os.chmod(entry.path, 0o600)
+        except OSError:
+            pass
+
+
 def socket_path(home: Path | None = None) -> Path:
     return (home or state_dir()) / "bsk.sock"
 

@@ -3,8 +3,8 @@
 // chrome.tabs/windows, and the in-page UI (agent overlay with a stop button, borrow prompt).
 
 import {
-  DEFAULT_PORT, HEARTBEAT_MS, MIN_PROTOCOL, PROTOCOL, backoffDelay,
-  restrictedReason, validPort,
+  DEFAULT_PORT, HEARTBEAT_MS, MIN_PROTOCOL, PROTOCOL, backoffDelay, handshakeProof,
+  normalizeCode, restrictedReason, validPort, welcomeProved,
 } from "./lib.js";
 
 const HANDSHAKE_MS = 5_000;
@@ -14,6 +14,10 @@ let ws = null;
 const link = { state: "disconnected", error: "", port: null, since: Date.now(), daemon: null };
 let failures = 0;
 let reconnectTimer = null;
+// Set when the daemon refused this browser for a reason retrying can't mend (not paired,
+// a secret it does not know): "unpaired" or "refused". Cleared by the user's next step.
+let blocked = null;
+let pairing = null; // the options page's pairing attempt: {code, finish(outcome)}
 let heartbeat = null;
 // session id -> {label, windowId}; tab id -> session id for borrowed tabs. Mirrored to
 // chrome.storage.session so a restarted worker (MV3 idles them) still knows them.
@@ -64,12 +68,12 @@ async function browserInfo() {
 // -- the connection -----------------------------------------------------------------
 
 async function connect() {
-  if (ws) return;
+  if (ws || blocked) return; // refused as unpaired: only the user's next step retries
   clearTimeout(reconnectTimer);
   reconnectTimer = null;
   await restore();
   const cfg = await settings();
-  if (ws) return;
+  if (ws || blocked) return;
   link.port = cfg.port;
   setState("connecting");
   let sock;
@@ -86,32 +90,67 @@ async function connect() {
       sock.close();
     }
   }, HANDSHAKE_MS);
-  sock.onopen = async () => {
+  // The daemon speaks first: a challenge whose nonce the hello's proof covers.
+  let proved = null; // {secretHex, serverNonce, clientNonce, code}
+  async function hello(challenge) {
+    const code = pairing?.code;
+    const secretHex = (await pairedSecrets())[cfg.port];
+    const got = await handshakeProof({ code, secretHex, serverNonce: challenge.nonce, instanceId: cfg.instanceId });
+    proved = { secretHex: got.secretHex, serverNonce: challenge.nonce, clientNonce: got.part?.nonce, code };
     sock.send(JSON.stringify({
       type: "hello", protocol: PROTOCOL, min_protocol: MIN_PROTOCOL,
       instance_id: cfg.instanceId, label: cfg.label, browser: await browserInfo(),
       extension_version: chrome.runtime.getManifest().version,
       sessions: await openAgentSessions(),
+      ...(got.field ? { [got.field]: got.part } : {}),
     }));
-  };
-  sock.onmessage = (e) => {
+  }
+  async function welcome(msg) {
+    clearTimeout(handshakeTimer);
+    if (!proved || !await welcomeProved(proved.secretHex, msg.proof, proved.serverNonce,
+      proved.clientNonce, cfg.instanceId)) {
+      // Whoever answers on this port does not hold the pairing secret: obey nothing.
+      refuse("refused", `the process on 127.0.0.1:${cfg.port} could not prove the pairing: `
+        + "it is not the daemon this browser paired with");
+      sock.close();
+      return;
+    }
+    if (proved.code) {
+      await chrome.storage.local.set({ pairings: { ...await pairedSecrets(), [cfg.port]: proved.secretHex } });
+      finishPairing({ ok: true, port: cfg.port });
+    }
+    failures = 0;
+    link.error = "";
+    link.daemon = { version: msg.daemon_version, protocol: msg.protocol };
+    setState("connected");
+    heartbeat = setInterval(() => send({ type: "ping", t: Date.now() }), msg.heartbeat_ms || HEARTBEAT_MS);
+  }
+  // Messages are handled one after another: the welcome's check ends before any request.
+  let inbox = Promise.resolve();
+  sock.onmessage = (e) => { inbox = inbox.then(() => receive(e)).catch(() => {}); };
+  async function receive(e) {
     let msg;
     try { msg = JSON.parse(e.data); } catch { return; }
-    if (msg.type === "welcome") {
-      clearTimeout(handshakeTimer);
-      failures = 0;
-      link.error = "";
-      link.daemon = { version: msg.daemon_version, protocol: msg.protocol };
-      setState("connected");
-      heartbeat = setInterval(() => send({ type: "ping", t: Date.now() }), msg.heartbeat_ms || HEARTBEAT_MS);
+    if (ws !== sock) return;
+    if (msg.type === "challenge") return hello(msg);
+    if (msg.type === "welcome") return welcome(msg);
+    if (msg.type === "refused") {
+      if (proved?.code && msg.code === "bad_code") {
+        // A pairing that failed leaves things as they were: a browser paired before
+        // goes on with its secret (the retry), one that was not is told so.
+        link.error = `the daemon refused: ${msg.reason}`;
+        finishPairing({ ok: false, reason: link.error });
+        return;
+      }
+      // Not paired, a secret the daemon does not know, a wrong code, another protocol:
+      // trying again would not help; the user's next step (pair, reconnect) does.
+      refuse(["not_paired", "bad_secret"].includes(msg.code) ? "unpaired" : "refused",
+        `the daemon refused: ${msg.reason}`);
       return;
     }
+    if (link.state !== "connected") return; // nothing is obeyed before the welcome's proof
     if (msg.type === "sessions") {
       reconcile(msg.sessions || []);
-      return;
-    }
-    if (msg.type === "refused") {
-      link.error = `the daemon refused: ${msg.reason}`;
       return;
     }
     if (msg.type === "pong") return;
@@ -120,27 +159,60 @@ async function connect() {
       return;
     }
     if (msg.id !== undefined) handle(msg);
-  };
+  }
   sock.onerror = () => { link.error ||= `cannot reach the daemon on 127.0.0.1:${cfg.port}`; };
-  sock.onclose = () => {
+  sock.onclose = (e) => {
     clearTimeout(handshakeTimer);
     if (ws !== sock) return;
     ws = null;
     clearInterval(heartbeat);
     heartbeat = null;
+    if (!blocked && e.code === 1008 && link.state !== "connected") {
+      link.error ||= `the daemon refused: ${e.reason}`;
+    }
+    finishPairing({ ok: false, reason: link.error || "the connection closed before the daemon answered" });
+    if (blocked) { setState(blocked); return; }
     setState("disconnected");
     retry();
   };
 }
 
+// Refused for good (until the user pairs, reconnects or changes the settings).
+function refuse(state, error) {
+  blocked = state;
+  link.error = error;
+  finishPairing({ ok: false, reason: error });
+}
+
+async function pairedSecrets() {
+  return (await chrome.storage.local.get("pairings")).pairings || {};
+}
+
+// The options page's Pair button: connect once with the code; answers how it went.
+function pairWith(code) {
+  finishPairing({ ok: false, reason: "replaced by a newer pairing attempt" });
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => finishPairing({ ok: false, reason: "no answer from the daemon within 10 s" }), 10_000);
+    pairing = { code, finish: (outcome) => { clearTimeout(timer); resolve(outcome); } };
+    reconnectNow();
+  });
+}
+
+function finishPairing(outcome) {
+  const p = pairing;
+  pairing = null;
+  p?.finish(outcome);
+}
+
 function retry() {
-  if (reconnectTimer) return;
+  if (reconnectTimer || blocked) return;
   const delay = backoffDelay(failures++);
   reconnectTimer = setTimeout(() => { reconnectTimer = null; connect(); }, delay);
 }
 
 function reconnectNow() {
   failures = 0;
+  blocked = null;
   if (ws) {
     const old = ws;
     ws = null;
@@ -615,15 +687,27 @@ function askBorrow(tabId, sessionId, label, timeoutS) {
 
 chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   if (msg?.type === "status") {
-    restore().then(async () => reply({
-      link, agent, borrowed, instance_id: (await settings()).instanceId,
-    }));
+    restore().then(async () => {
+      const cfg = await settings();
+      reply({ link, agent, borrowed, instance_id: cfg.instanceId,
+        paired: Boolean((await pairedSecrets())[cfg.port]) });
+    });
     return true;
   }
   if (msg?.type === "reconnect") {
     reconnectNow();
     reply({});
     return false;
+  }
+  // Only the extension's own pages pair (never a content script in a web page).
+  if (msg?.type === "pair" && (sender.url || "").startsWith(chrome.runtime.getURL(""))) {
+    const code = normalizeCode(msg.code);
+    if (!/^[A-Z0-9]{10}$/.test(code)) {
+      reply({ ok: false, reason: "a pairing code has 10 letters and digits (e.g. ABCDE-FGHJK)" });
+      return false;
+    }
+    pairWith(code).then(reply);
+    return true;
   }
   const tabId = sender.tab?.id;
   if (msg?.type === "borrow_answer" && tabId !== undefined) {
@@ -702,7 +786,8 @@ chrome.windows.onRemoved.addListener(async (windowId) => {
 });
 
 chrome.storage.onChanged.addListener((changes, area) => {
-  if (area === "local" && (changes.port || changes.label)) reconnectNow();
+  // A pairing attempt connects with the new settings itself.
+  if (area === "local" && (changes.port || changes.label) && !pairing) reconnectNow();
 });
 
 // Keep-alive: an open WebSocket with traffic keeps an MV3 worker running (Chrome 116+);
@@ -716,6 +801,7 @@ chrome.runtime.onInstalled.addListener(connect);
 globalThis.bsk = {
   link, reconnectNow,
   configure: (settings) => chrome.storage.local.set(settings).then(() => true), // as options.html
+  pair: (code) => pairWith(normalizeCode(code)), // as options.html's Pair button
   get agent() { return agent; },
   get borrowed() { return borrowed; },
 };

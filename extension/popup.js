@@ -6,6 +6,8 @@ async function refresh() {
   $("state").className = `state ${s.link.state}`;
   $("port").textContent = s.link.port ? `127.0.0.1:${s.link.port}` : "";
   $("error").textContent = s.link.error || "";
+  $("pairing").textContent = s.paired ? "" : "Not paired: run `bsk extension pair` in a "
+    + "terminal, then enter its code in Settings.";
   $("instance").textContent = s.instance_id;
   const list = $("sessions");
   list.replaceChildren();

@@ -422,6 +422,23 @@ def browser_cdp(chromium: Chromium, method: str, params: dict[str, Any] | None =
     return msg["result"]
 
 
+def _evaluate_in(chromium: Chromium, target: str, script: str) -> dict[str, Any] | None:
+    """Evaluate `script` in a page target; None while that page is still loading."""
+    try:
+        result = browser_cdp(chromium, "Runtime.evaluate", {
+            "expression": script, "awaitPromise": True, "returnByValue": True},
+            session_of=target)
+    except AssertionError as e:  # ran in the blank page the target starts with
+        if "Execution context was destroyed" in str(e):
+            return None
+        raise
+    if "exceptionDetails" in result:
+        text = json.dumps(result["exceptionDetails"])
+        assert "Cannot read properties of null" in text or "not defined" in text, text
+        return None
+    return result
+
+
 @dataclass
 class ExtensionBrowser:
     """A Chromium with extension/ loaded, connected to a daemon of its own."""
@@ -454,6 +471,59 @@ class ExtensionBrowser:
         assert "exceptionDetails" not in result, result["exceptionDetails"]
         return result["result"].get("value")
 
+    def pair_in_options_page(self, code: str, *, port: int | None = None,
+                             label: str = "test-browser") -> str:
+        """Open the extension's options page, enter the port, label and pairing code, press
+        Pair, and return what the page then says (as a user would read it); the page is
+        closed again."""
+        from browserskill.browser.extension_protocol import EXTENSION_ORIGIN
+
+        target = browser_cdp(self.chromium, "Target.createTarget",
+                             {"url": f"{EXTENSION_ORIGIN}/options.html"})["targetId"]
+        try:
+            script = f"""(async () => {{
+              const $ = (id) => document.getElementById(id);
+              const until = (ok) => new Promise((resolve) => {{
+                const check = () => ok() ? resolve() : requestAnimationFrame(check);
+                check();
+              }});
+              await until(() => $("paired") && $("paired").textContent);  // options.js ran
+              $("port").value = {json.dumps(str(port or self.port))};
+              $("label").value = {json.dumps(label)};
+              $("code").value = {json.dumps(code)};
+              $("pair").click();
+              await until(() => !["", "pairing…"].includes($("pair-result").textContent));
+              return $("pair-result").textContent;
+            }})()"""
+            result = wait_until(lambda: _evaluate_in(self.chromium, target, script), 30,
+                                "the options page to load")
+            return result["result"]["value"]
+        finally:
+            browser_cdp(self.chromium, "Target.closeTarget", {"targetId": target})
+
+    def popup(self) -> dict[str, str]:
+        """What the extension's popup shows (its text fields by id), opened as a tab."""
+        from browserskill.browser.extension_protocol import EXTENSION_ORIGIN
+
+        target = browser_cdp(self.chromium, "Target.createTarget",
+                             {"url": f"{EXTENSION_ORIGIN}/popup.html"})["targetId"]
+        script = """(async () => {
+          const $ = (id) => document.getElementById(id);
+          await new Promise((resolve) => {
+            const check = () => $("instance") && $("instance").textContent
+              ? resolve() : requestAnimationFrame(check);
+            check();
+          });
+          return Object.fromEntries(["state", "port", "error", "pairing", "instance"]
+            .map((id) => [id, $(id).textContent]));
+        })()"""
+        try:
+            result = wait_until(lambda: _evaluate_in(self.chromium, target, script), 30,
+                                "the popup to load")
+            return result["result"]["value"]
+        finally:
+            browser_cdp(self.chromium, "Target.closeTarget", {"targetId": target})
+
     def page_targets(self) -> list[dict[str, Any]]:
         return [t for t in browser_cdp(self.chromium, "Target.getTargets")["targetInfos"]
                 if t["type"] == "page"]
@@ -465,18 +535,27 @@ class ExtensionBrowser:
 
 @contextlib.contextmanager
 def extension_browser(runner: Bsk, port: int, log_file: Path, *extra_args: str,
-                      headless: bool = True,
-                      display: str | None = None) -> Iterator[ExtensionBrowser]:
+                      headless: bool = True, display: str | None = None,
+                      pair: bool = True) -> Iterator[ExtensionBrowser]:
     """The daemon of `runner` (whose env sets BSK_EXTENSION_PORT=`port`), and a Chromium
-    that loads extension/ and is pointed at that port; connected when yielded. The
-    browser is killed and the daemon stopped afterwards."""
+    that loads extension/ and is pointed at that port; paired and connected when yielded
+    (with `pair=False`: neither, only pointed there). The browser is killed and the daemon
+    stopped afterwards."""
     runner.ok("daemon", "start")
     try:
         with launched_chromium(log_file, f"--load-extension={EXTENSION_DIR}", *extra_args,
                                headless=headless, display=display) as chromium:
             ext = ExtensionBrowser(chromium, runner, port)
-            # What the options page does (remote DevTools don't see `chrome` in extensions).
-            assert ext.worker_eval(f"bsk.configure({{port: {port}, label: 'test-browser'}})")
+            if not pair:  # the port and label saved in the options page, nothing more
+                assert ext.worker_eval(f"bsk.configure({{port: {port}, "
+                                       "label: 'test-browser'})")
+                yield ext
+                return
+            # As the user does: the code from `bsk extension pair`, entered once (with
+            # the port and a label) in the extension's options page.
+            outcome = ext.pair_in_options_page(runner.ok("extension", "pair")["code"],
+                                               label="test-browser")
+            assert outcome.startswith("paired with the daemon"), outcome
             wait_until(ext.connected, 20, "the extension to connect to the daemon")
             yield ext
     finally:
@@ -618,9 +697,12 @@ def the_connected_browser(ext: ExtensionBrowser) -> dict[str, Any]:
     """The one browser `bsk browsers` lists as connected, its handshake checked."""
     (b,) = ext.connected()
     assert b["label"] == "test-browser"
-    assert b["protocol"] == 1
+    assert b["protocol"] == 2  # the handshake that proves pairing
     assert b["name"] and b["version"]
     assert len(b["browser_id"]) >= 8
+    paired = ext.bsk.ok("browsers")["paired"]
+    assert [p["browser_id"] for p in paired] == [b["browser_id"]]
+    assert "secret" not in paired[0]
     return b
 
 

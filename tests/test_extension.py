@@ -219,8 +219,10 @@ def test_only_the_extension_may_connect(ext_browser: ExtensionBrowser, site: str
         except InvalidStatus as e:
             assert e.response.status_code == 403
     # The right origin must still say hello first: a wrong handshake is refused.
+    # (tests/test_extension_pairing.py: it must prove its pairing too.)
     origin = "chrome-extension://pebaeafhdkemkkghlhipicmckejioeln"
     with connect(url, origin=origin) as ws:  # type: ignore[arg-type]
+        assert json.loads(ws.recv(timeout=5))["type"] == "challenge"
         ws.send(json.dumps({"type": "hello", "protocol": 99, "min_protocol": 99,
                             "instance_id": "x"}))
         refused = json.loads(ws.recv(timeout=5))

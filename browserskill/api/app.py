@@ -262,6 +262,21 @@ def build_app(daemon: Daemon) -> Any:
                             "hint": "start the daemon with --extension-port PORT"})
         return respond({"listening": True, **hub.info()})
 
+    def extension_hub() -> Any:
+        if daemon.extensions is None:  # the daemon's own option, not a browser's failure
+            raise invalid("extension_port", "the daemon runs without its extension "
+                          "listener: there is nothing to pair with", hint="stop the daemon "
+                          "and start it with `--extension-port PORT` (or BSK_EXTENSION_PORT)")
+        return daemon.extensions
+
+    @guarded
+    async def extension_pair(request: Request) -> Response:
+        return respond(extension_hub().pairing_code())
+
+    @guarded
+    async def extension_unpair(request: Request) -> Response:
+        return respond(await extension_hub().unpair(request.path_params["browser_id"]))
+
     @guarded
     async def doctor(request: Request) -> Response:
         return respond(await daemon.doctor())
@@ -299,6 +314,8 @@ def build_app(daemon: Daemon) -> Any:
         Route("/v1/daemon/stop", stop_daemon, methods=["POST"]),
         Route("/v1/doctor", doctor, methods=["GET"]),
         Route("/v1/browsers", browsers, methods=["GET"]),
+        Route("/v1/extension/pair", extension_pair, methods=["POST"]),
+        Route("/v1/extension/pairings/{browser_id}", extension_unpair, methods=["DELETE"]),
         Route("/v1/tools", tools, methods=["GET"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
         Route("/v1/sessions", create_session, methods=["POST"]),

@@ -198,6 +198,17 @@ def document() -> dict[str, Any]:
                                                    "(?timeout_ms=).", ["op_not_found"]),
                                          "parameters": op_id}},
     })
+    # Pairing the extension (docs/extension.md, "Pairing"): its own block, added to.
+    paths.update({
+        "/v1/extension/pair": {"post": _simple(
+            "A one-time pairing code (valid 5 minutes) for the user to enter in the "
+            "extension's options page; the code pending before it is void.",
+            ["invalid_params"])},
+        "/v1/extension/pairings/{browser_id}": {"delete": {**_simple(
+            "Forget a paired browser and disconnect it.", ["invalid_params"]),
+            "parameters": [{"name": "browser_id", "in": "path", "required": True,
+                            "schema": {"type": "string"}}]}},
+    })
     return {
         "openapi": "3.1.0",
         "info": {"title": "BrowserSkill daemon API", "version": __version__,

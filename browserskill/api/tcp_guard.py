@@ -40,11 +40,17 @@ class TcpGuard:
         over_tcp = bool(server) and isinstance(server[1], int)
         if scope["type"] != "http" or not over_tcp:
             return await self.app(scope, receive, send)
-        headers = dict(scope.get("headers") or [])
-        if headers.get(b"host") not in self.hosts:
+        headers = scope.get("headers") or []
+        hosts = [v for k, v in headers if k == b"host"]
+        auths = [v for k, v in headers if k == b"authorization"]
+        # Two of either is ambiguous: a proxy or a check may read the other one.
+        if len(hosts) > 1 or len(auths) > 1:
+            return await _refuse(send, 400, "duplicate Host or Authorization header: send "
+                                 "exactly one of each")
+        if not hosts or hosts[0] not in self.hosts:
             return await _refuse(send, 403, "Host header does not name this listener "
                                  "(127.0.0.1:PORT or localhost:PORT)")
-        auth = headers.get(b"authorization", b"")
+        auth = auths[0] if auths else b""
         if not (auth.startswith(b"Bearer ") and hmac.compare_digest(auth[7:], self.token)):
             return await _refuse(send, 401, "missing or wrong bearer token "
                                  "(it is in $BSK_HOME/token)")

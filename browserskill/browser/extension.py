@@ -1,7 +1,8 @@
 """The user's own browser, through the BrowserSkill extension (`extension/`).
 
 `ExtensionHub` listens on 127.0.0.1:PORT for the extension's WebSocket: only the pinned
-extension origin may connect, and its first message must be a handshake within 5 s.
+extension origin may connect, and its first message must be a handshake within 5 s that
+proves the browser was paired (`extension_pairing.py`); nothing else becomes a browser.
 Each connected browser (known by the stable instance id it sends) is an
 `ExtensionBrowser`; each connection is an `ExtensionLink`, which implements the same
 `BrowserLink` interface as `CdpLink` by relaying CDP through `chrome.debugger`, so tools
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from browserskill import __version__
 from browserskill.browser.agent_window import AgentWindow
 from browserskill.browser.extension_link import ExtensionLink
+from browserskill.browser.extension_pairing import Pairings, Refused, welcome_proof
 from browserskill.browser.extension_protocol import (
     DEFAULT_PORT,
     EXTENSION_ORIGIN,
@@ -96,10 +99,11 @@ class ExtensionBrowser:
 class ExtensionHub:
     """The extension WebSocket listener and the browsers connected through it."""
 
-    def __init__(self, port: int, *, host: str = "127.0.0.1",
+    def __init__(self, port: int, pairings: Pairings, *, host: str = "127.0.0.1",
                  grace_s: float = RECONNECT_GRACE_S) -> None:
         self.port = port
         self.host = host
+        self.pairings = pairings  # who may connect (extension_pairing.py)
         self.grace_s = grace_s  # how long a lost browser's sessions wait (0: until stopped)
         self.browsers: dict[str, ExtensionBrowser] = {}
         self._server: Any = None
@@ -135,7 +139,11 @@ class ExtensionHub:
             await self._server.wait_closed()
 
     def _check_request(self, conn: ServerConnection, request: Any) -> Any:
-        origin = request.headers.get("Origin")
+        origins = request.headers.get_all("Origin")
+        if len(origins) > 1:  # ambiguous: refused before anything reads either
+            log.warning("refused a WebSocket with %d Origin headers", len(origins))
+            return conn.respond(HTTPStatus.BAD_REQUEST, "send exactly one Origin header\n")
+        origin = origins[0] if origins else None
         if origin != EXTENSION_ORIGIN:
             log.warning("refused a WebSocket from origin %r", origin)
             return conn.respond(HTTPStatus.FORBIDDEN,
@@ -143,17 +151,21 @@ class ExtensionHub:
         return None
 
     async def _serve(self, ws: ServerConnection) -> None:
+        # The challenge first: the handshake must prove the pairing secret over this nonce.
+        server_nonce = secrets.token_hex(16)
         try:
+            await ws.send(json.dumps({"type": "challenge", "nonce": server_nonce,
+                                      "protocol": PROTOCOL, "min_protocol": MIN_PROTOCOL}))
             hello = json.loads(await asyncio.wait_for(ws.recv(), HANDSHAKE_S))
-            browser, sessions = self._handshake(hello)
+            browser, sessions, secret = self._handshake(hello, server_nonce)
         except TimeoutError:
             await ws.close(1008, "no handshake within 5 s")
             return
         except (ValueError, TypeError, KeyError) as e:
-            await _refuse(ws, f"bad handshake: {e}")
+            await _refuse(ws, "bad_handshake", f"bad handshake: {e}")
             return
-        except _Refused as e:
-            await _refuse(ws, str(e))
+        except Refused as e:
+            await _refuse(ws, e.code, str(e))
             return
         except websockets.ConnectionClosed:
             return
@@ -168,7 +180,9 @@ class ExtensionHub:
         self._stop_grace(browser)  # back in time: its sessions are re-adopted below
         await ws.send(json.dumps({"type": "welcome", "protocol": browser.protocol,
                                   "daemon_version": __version__,
-                                  "heartbeat_ms": HEARTBEAT_MS}))
+                                  "heartbeat_ms": HEARTBEAT_MS,
+                                  "paired": isinstance(hello.get("pair"), dict),
+                                  "proof": welcome_proof(secret, server_nonce, hello)}))
         log.info("extension connected: %s %s %s", browser.describe(), browser.name,
                  browser.version)
         try:
@@ -177,21 +191,31 @@ class ExtensionHub:
             log.exception("reconciling sessions of %s", browser.describe())
         await link.wait_closed()
 
-    def _handshake(self, hello: Any) -> tuple[ExtensionBrowser, list[dict[str, Any]]]:
+    def _handshake(self, hello: Any, server_nonce: str
+                   ) -> tuple[ExtensionBrowser, list[dict[str, Any]], bytes]:
+        """The browser a handshake names, once it proved its pairing (nothing about a
+        browser changes before that), its open Agent Windows, and its secret."""
         if not isinstance(hello, dict) or hello.get("type") != "hello":
-            raise _Refused("the first message must be the handshake (type: hello)")
+            raise Refused("bad_handshake",
+                          "the first message must be the handshake (type: hello)")
         theirs_max = int(hello["protocol"])
         theirs_min = int(hello.get("min_protocol", theirs_max))
         agreed = negotiate(theirs_min, theirs_max)
         if agreed is None:
-            raise _Refused(f"protocol {theirs_min}-{theirs_max} is not supported: this "
-                           f"daemon speaks {MIN_PROTOCOL}-{PROTOCOL}; update the "
-                           f"{'daemon' if theirs_min > PROTOCOL else 'extension'}")
+            raise Refused("protocol", f"protocol {theirs_min}-{theirs_max} is not supported: "
+                          f"this daemon speaks {MIN_PROTOCOL}-{PROTOCOL}; update the "
+                          f"{'daemon' if theirs_min > PROTOCOL else 'extension'}")
         instance = hello["instance_id"]
         if not isinstance(instance, str) or not 1 <= len(instance) <= 64:
-            raise _Refused("instance_id must be a string of 1-64 characters")
-        browser = self.browsers.get(instance) or ExtensionBrowser(instance)
+            raise Refused("bad_handshake", "instance_id must be a string of 1-64 characters")
         info = hello.get("browser") or {}
+        secret, just_paired = self.pairings.verify(hello, server_nonce)
+        if just_paired:
+            self.pairings.add(instance, secret, {
+                "name": str(info.get("name", ""))[:64],
+                "label": str(hello.get("label") or "")[:64]})
+            log.info("paired browser %s", instance)
+        browser = self.browsers.get(instance) or ExtensionBrowser(instance)
         browser.name = str(info.get("name", ""))[:64]
         browser.version = str(info.get("version", ""))[:64]
         browser.label = str(hello.get("label") or "")[:64]
@@ -199,7 +223,7 @@ class ExtensionHub:
         browser.protocol = agreed
         self.browsers[instance] = browser
         sessions = hello.get("sessions") or []
-        return browser, [s for s in sessions if isinstance(s, dict)]
+        return browser, [s for s in sessions if isinstance(s, dict)], secret
 
     async def _reconcile(self, browser: ExtensionBrowser, link: ExtensionLink,
                          reported: list[dict[str, Any]]) -> None:
@@ -431,20 +455,42 @@ class ExtensionHub:
 
     def info(self) -> dict[str, Any]:
         return {"port": self.port, "origin": EXTENSION_ORIGIN, "grace_s": self.grace_s,
-                "browsers": [b.info() for b in self.browsers.values()]}
+                "browsers": [b.info() for b in self.browsers.values()],
+                "paired": self.pairings.info()}
+
+    # -- pairing ---------------------------------------------------------------------------
+
+    def pairing_code(self) -> dict[str, Any]:
+        """A code for the user to enter in the extension's options page (one pending)."""
+        return {**self.pairings.new_code(), "port": self.port}
+
+    async def unpair(self, browser_id: str) -> dict[str, Any]:
+        """Forget a browser's secret and drop its connection: it must pair again."""
+        if not self.pairings.remove(browser_id):
+            raise invalid("browser_id", f"no paired browser {browser_id!r}",
+                          hint="`bsk browsers` lists the paired ones")
+        browser = self.browsers.get(browser_id)
+        if browser is not None and browser.link is not None and not browser.link.closed:
+            await browser.link.close()
+        log.info("unpaired browser %s", browser_id)
+        return {"unpaired": browser_id,
+                "disconnected": browser is not None and browser.link is not None}
 
 
-class _Refused(Exception):
-    pass
-
-
-async def _refuse(ws: ServerConnection, reason: str) -> None:
-    log.warning("refused an extension handshake: %s", reason)
+async def _refuse(ws: ServerConnection, code: str, reason: str) -> None:
+    """Say why (the extension's popup shows it), then close: 1008, policy violation."""
+    log.warning("refused an extension handshake (%s): %s", code, reason)
     try:
-        await ws.send(json.dumps({"type": "refused", "reason": reason}))
-        await ws.close(1008, reason[:120])
+        await ws.send(json.dumps({"type": "refused", "code": code, "reason": reason}))
+        await ws.close(1008, _close_reason(f"{code}: {reason}"))
     except websockets.ConnectionClosed:
         pass
+
+
+def _close_reason(text: str) -> str:
+    """A WebSocket close reason holds at most 123 bytes of UTF-8."""
+    data = text.encode()[:123]
+    return data.decode(errors="ignore")
 
 
 def bind_session(hub: ExtensionHub | None, wanted: str, session: Session) -> AgentWindow:

@@ -7,7 +7,9 @@ from __future__ import annotations
 EXTENSION_ID = "pebaeafhdkemkkghlhipicmckejioeln"
 EXTENSION_ORIGIN = f"chrome-extension://{EXTENSION_ID}"
 DEFAULT_PORT = 47800  # the extension's default; the daemon listens only when asked
-PROTOCOL, MIN_PROTOCOL = 1, 1  # versions this daemon speaks: [MIN_PROTOCOL, PROTOCOL]
+# Versions this daemon speaks: [MIN_PROTOCOL, PROTOCOL]. 2: the handshake proves pairing
+# (a challenge first, an HMAC in the hello); 1 trusted the Origin alone and is refused.
+PROTOCOL, MIN_PROTOCOL = 2, 2
 HANDSHAKE_S = 5.0
 HEARTBEAT_MS = 10_000
 SILENCE_S = 35.0  # no message (heartbeats included) for this long: the link is dead

@@ -67,6 +67,20 @@ def cmd_browsers(client: Client, args: list[str]) -> Any:
     return client.call("GET", "/v1/browsers")[2]
 
 
+def cmd_extension_pair(client: Client, args: list[str]) -> Any:
+    _no_args("extension pair", args)
+    return client.call("POST", "/v1/extension/pair")[2]
+
+
+def cmd_extension_unpair(client: Client, args: list[str]) -> Any:
+    if len(args) != 1 or looks_like_option(args[0]):
+        raise invalid("browser_id", "give exactly one browser id",
+                      hint="usage: bsk extension unpair ID (ids: `bsk browsers`)")
+    from urllib.parse import quote
+
+    return client.call("DELETE", f"/v1/extension/pairings/{quote(args[0], safe='')}")[2]
+
+
 def cmd_status(client: Client, args: list[str]) -> Any:
     connect = "--connect" in args
     _no_args("status", [a for a in args if a != "--connect"])
@@ -221,7 +235,15 @@ CONTROL: tuple[Control, ...] = (
             "--isolated. With --browser, in the user's browser (extension): its own Agent "
             "Window.", _SESSION_START),
     Control(("browsers",), cmd_browsers, "browsers",
-            "Browsers connected through the BrowserSkill extension (id, label, version)."),
+            "Browsers connected through the BrowserSkill extension (id, label, version), "
+            "and the paired ones."),
+    Control(("extension", "pair"), cmd_extension_pair, "extension pair",
+            "Pair a browser's BrowserSkill extension: prints a one-time code (valid 5 "
+            "minutes) to enter in the extension's options page. Until then the daemon "
+            "refuses that browser, whatever Origin it sends."),
+    Control(("extension", "unpair"), cmd_extension_unpair, "extension unpair ID",
+            "Forget a paired browser (its id from `bsk browsers`) and disconnect it; it "
+            "must pair again to connect."),
     Control(("session", "list"), cmd_session_list, "session list", "List sessions."),
     Control(("session", "stop"), cmd_session_stop, "session stop [ID | --all]",
             "Stop a session and close its tabs (after its running operation)."),

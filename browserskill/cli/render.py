@@ -219,7 +219,21 @@ def _install_skill(r: dict[str, Any]) -> str:
                      for x in r["installed"])
 
 
+def _extension_pair(r: dict[str, Any]) -> str:
+    return (f"pairing code: {r['code']}  (valid {r['ttl_s'] / 60:g} minutes, for one "
+            "browser)\n"
+            "In that browser: BrowserSkill's popup → Settings, port "
+            f"{r['port']}, enter the code, press Pair.")
+
+
+def _extension_unpair(r: dict[str, Any]) -> str:
+    return (f"unpaired {r['unpaired']}"
+            + (" (disconnected)" if r.get("disconnected") else "")
+            + ": it must pair again (`bsk extension pair`) to connect")
+
+
 RENDERERS: dict[Words, Callable[[dict[str, Any]], str]] = {
+    ("extension", "pair"): _extension_pair, ("extension", "unpair"): _extension_unpair,
     ("open",): _page, ("back",): _page, ("forward",): _page, ("reload",): _page,
     ("eval",): _eval, ("snapshot",): _snapshot, ("screenshot",): _screenshot,
     ("click",): _click, ("tab", "list"): _tab_list, ("tab", "new"): _tab_line,

@@ -36,7 +36,7 @@ def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0,
     home = paths.ensure_state_dir(home)
     log_file = paths.log_path(home)
     sock_path = paths.socket_path(home)
-    with open(log_file, "ab") as log:
+    with os.fdopen(paths.open_private(log_file), "ab") as log:  # 0600 from its creation
         log.write(f"\n--- spawned by `bsk` (pid {os.getpid()}) ---\n".encode())
         log.flush()
         proc = subprocess.Popen(

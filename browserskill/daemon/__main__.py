@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from browserskill import paths
 from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.server import AlreadyRunning, serve
@@ -69,6 +70,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    os.umask(paths.PRIVATE_UMASK)  # before anything is written: see paths.PRIVATE_UMASK
     args = parser().parse_args(argv)
     if args.cdp_url and not (args.ephemeral and os.environ.get("BSK_EPHEMERAL")) and (
             args.profile or args.ephemeral):

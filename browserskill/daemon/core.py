@@ -49,8 +49,10 @@ class Daemon:
         self.extensions = None  # the extension listener (ExtensionHub), when asked for
         if extension_port is not None:
             from browserskill.browser.extension import ExtensionHub, wire
+            from browserskill.browser.extension_pairing import Pairings
 
-            self.extensions = ExtensionHub(extension_port, grace_s=extension_grace_s)
+            self.extensions = ExtensionHub(extension_port, Pairings(home),
+                                           grace_s=extension_grace_s)
             wire(self.extensions, self.sessions, self.dispatcher)
         self.requests_in_flight = 0
         self.tcp_port: int | None = None  # the optional loopback TCP listener

@@ -64,6 +64,7 @@ async def serve(
 ) -> None:
     home = paths.ensure_state_dir()
     lock_fd = take_lock(home)
+    paths.tighten_state_files(home)
     sock_path = paths.socket_path(home)
     daemon = Daemon(home, browser_config, idle_timeout=idle_timeout,
                     journal_max_age_s=journal_max_age_s, journal_max_count=journal_max_count,

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
+from browserskill import paths
 from browserskill.dispatch.operations import ENDED, QUEUED, Operation, iso
 
 _SCHEMA = """
@@ -57,12 +59,17 @@ class Journal:
         self.prune_batch_rows = max(1, prune_batch)  # rows per DELETE: ~15-30 ms here
         self.pruning = False  # a backlog is being deleted in the background
         self.pruned = 0  # rows deleted by retention since this journal was opened
+        # Created 0600 before SQLite opens it: SQLite gives the -wal and -shm it creates
+        # the database file's own mode.
+        os.close(paths.open_private(path, os.O_RDWR | os.O_CREAT))
+        for side in ("-wal", "-shm"):
+            if os.path.exists(f"{path}{side}"):
+                os.chmod(f"{path}{side}", 0o600)
         # Used only from the event loop's thread; each write is a short transaction.
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
-        path.chmod(0o600)
         self._writes = 0
 
     def record(self, op: Operation) -> None:
