@@ -68,3 +68,15 @@ if ! command -v Xvfb >/dev/null 2>&1 || ! command -v xdotool >/dev/null 2>&1; th
       "(Debian/Ubuntu: sudo apt-get install xvfb xdotool)" >&2
   fi
 fi
+
+# Node.js, for the extension's own unit tests (`node --test extension/test/`).
+if ! command -v node >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install: no node found; installing Debian's nodejs (for the extension's unit tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs >/dev/null
+  else
+    echo "install: no node: install Node.js 18+ to run the extension's unit tests" >&2
+    exit 1
+  fi
+fi

@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 .venv/bin/ruff check browserskill tests bench
+node --test extension/test/    # the extension's own unit tests (plain JS, no build step)
 exec .venv/bin/python -m pytest -q "$@"
