@@ -114,8 +114,8 @@ def answer_of(e: BrowserSkillError, session_id: str | None, tool: str) -> dict[s
 
 
 def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any]) -> types.CallToolResult:
-    error = answer.get("error") or None
-    failed = bool(error) and error.get("code") != "page_error"
+    error = answer.get("error")
+    failed = isinstance(error, dict) and bool(error) and error.get("code") != "page_error"
     if failed:
         text = render.error_text(answer)
     else:

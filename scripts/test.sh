@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 .venv/bin/ruff check browserskill tests bench
+.venv/bin/mypy    # files and strictness: [tool.mypy] in pyproject.toml
 node --test extension/test/    # the extension's own unit tests (plain JS, no build step)
 exec .venv/bin/python -m pytest -q "$@"

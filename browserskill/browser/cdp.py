@@ -148,8 +148,10 @@ class CdpLink:
                         timeout=timeout)
 
     async def window_bounds(self, window_id: int, *, timeout: float = 30.0) -> dict[str, Any]:
-        return (await self.send("Browser.getWindowBounds", {"windowId": window_id},
-                                timeout=timeout))["bounds"]
+        answer = await self.send("Browser.getWindowBounds", {"windowId": window_id},
+                                 timeout=timeout)
+        bounds: dict[str, Any] = answer["bounds"]
+        return bounds
 
     async def close(self) -> None:
         self._conv.close("closed by the daemon")

@@ -418,9 +418,10 @@ class ExtensionHub:
                                "extension is connected",
                                hint=f"load extension/ in Chrome/Edge and point it at port "
                                     f"{self.port} (its options page)")
-            raise invalid("browser", "several browsers are connected: choose one by id or "
-                          "label", hint="see `bsk browsers`",
-                          details={"browsers": [b.info() for b in connected]})
+            raise BskError("invalid_params", "browser: several browsers are connected: "
+                           "choose one by id or label", hint="see `bsk browsers`",
+                           details={"field": "browser",
+                                    "browsers": [b.info() for b in connected]})
         matches = [b for b in self.browsers.values()
                    if wanted in (b.instance_id, b.label)]
         if len(matches) > 1:

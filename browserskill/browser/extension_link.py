@@ -259,7 +259,7 @@ class ExtensionLink:
     def _event(self, msg: dict[str, Any]) -> None:
         method, params = msg.get("method", ""), msg.get("params") or {}
         tab_id = msg.get("tabId")
-        key = msg.get("sessionId") or tab_session(tab_id)
+        key = msg.get("sessionId") or (tab_session(tab_id) if isinstance(tab_id, int) else "")
         if method == "Target.attachedToTarget" and isinstance(tab_id, int):
             self._children[params.get("sessionId", "")] = tab_id
         elif method == "Target.detachedFromTarget":

@@ -174,7 +174,7 @@ async def resolve_cdp_url(url: str, timeout: float = 10.0) -> str:
 
     def fetch() -> str:
         with urllib.request.urlopen(url.rstrip("/") + "/json/version", timeout=timeout) as r:
-            return json.load(r)["webSocketDebuggerUrl"]
+            return str(json.load(r)["webSocketDebuggerUrl"])
 
     try:
         return await asyncio.to_thread(fetch)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+T = TypeVar("T")
 
 EventHandler = Callable[[str, dict[str, Any]], None]
 
@@ -41,8 +43,7 @@ class CdpError(LinkError):
         self.message = message
 
 
-async def await_reply(method: str, fut: asyncio.Future[dict[str, Any]],
-                      timeout: float) -> dict[str, Any]:
+async def await_reply(method: str, fut: asyncio.Future[T], timeout: float) -> T:
     """Await a reply future with a deadline; a late reply is then dropped."""
     try:
         async with asyncio.timeout(timeout):
@@ -82,6 +83,13 @@ class PendingSequence:
 
     reply: asyncio.Future[list[dict[str, Any]]]
     abort: Callable[[], Awaitable[None]]
+
+
+class SequenceRelay(Protocol):
+    """A link whose far end runs a whole input sequence itself (`relays_sequences`)."""
+
+    async def request_sequence(self, commands: list[Command], *,
+                               session_id: str) -> PendingSequence: ...
 
 
 class BrowserLink(Protocol):

@@ -14,7 +14,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from browserskill.browser.buffers import DOMAINS as OBSERVED_DOMAINS
 from browserskill.browser.buffers import TabBuffers
@@ -24,6 +24,7 @@ from browserskill.browser.link import (
     Command,
     LinkClosed,
     LinkError,
+    SequenceRelay,
     TargetHandle,
     await_reply,
 )
@@ -172,7 +173,9 @@ class Tab:
         commands not yet sent are not sent."""
         if self.gone:
             raise TabGone(self.gone)
-        pending = await self.link.request_sequence(commands, session_id=self.session_id)
+        # Only called when `self.link.relays_sequences`: such a link is a SequenceRelay.
+        relay = cast(SequenceRelay, self.link)
+        pending = await relay.request_sequence(commands, session_id=self.session_id)
         self._in_flight.add(pending.reply)
         try:
             what = f"{commands[0].method} and {len(commands) - 1} more"

@@ -292,7 +292,8 @@ def _select(r: dict[str, Any]) -> str:
 
 
 def _checked(r: dict[str, Any]) -> str:
-    state = {True: "checked", False: "unchecked"}.get(r.get("checked"), str(r.get("checked")))
+    checked = r.get("checked")
+    state = "checked" if checked is True else "unchecked" if checked is False else str(checked)
     if r.get("navigated"):
         return f"{r['ref']}: clicked{_went(r)}"
     return f"{r['ref']}: {'' if r.get('changed') else 'already '}{state}"

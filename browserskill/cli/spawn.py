@@ -16,7 +16,7 @@ class DaemonStartError(Exception):
     pass
 
 
-def reachable(sock_path: Path) -> bool:
+def reachable(sock_path: str | Path) -> bool:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.connect(str(sock_path))

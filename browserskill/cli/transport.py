@@ -80,7 +80,8 @@ def parse_response(data: bytes) -> tuple[int, dict[str, str], Any]:
 
 
 def _unchunk(data: bytes) -> bytes:
-    out, pos = [], 0
+    out: list[bytes] = []
+    pos = 0
     while True:
         end = data.index(b"\r\n", pos)
         size = int(data[pos:end].split(b";")[0], 16)

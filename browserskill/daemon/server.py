@@ -92,7 +92,6 @@ async def serve(
     config = uvicorn.Config(app, log_level="warning", access_log=False,
                             lifespan="off", timeout_graceful_shutdown=5, http="httptools")
     server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, daemon.request_stop, f"signal {sig.name}")

@@ -82,8 +82,9 @@ class Dispatcher:
                                   or self.journal.get(op_id)):
             raise invalid("op_id", "must look like op_<6-64 letters, digits, _ or -> and be new")
         session = await self.sessions.get_for_call(session_id)
-        op = Operation(session_id, tool, params, idempotency_key=idempotency_key,
-                       **({"op_id": op_id} if op_id else {}))
+        op = Operation(session_id, tool, params, idempotency_key=idempotency_key)
+        if op_id:
+            op.op_id = op_id
         timeout_s = timeout_ms / 1000 if timeout_ms else spec.default_timeout_s
         op.deadline = asyncio.get_running_loop().time() + timeout_s
         self._remember(op)
@@ -166,7 +167,8 @@ class Dispatcher:
         ctx = self.context_class(op, session, self.sessions, session.backend, self.state_dir)
         work = asyncio.create_task(self.handlers[op.tool](ctx, op.params))
         timeout = max(0.0, op.deadline - asyncio.get_running_loop().time())
-        await asyncio.wait({work, op.tripped.future}, timeout=timeout,
+        watched: set[asyncio.Future[Any]] = {work, op.tripped.future}
+        await asyncio.wait(watched, timeout=timeout,
                            return_when=asyncio.FIRST_COMPLETED)
         if not work.done() or _ran_out_of_time(op, work) or _lost_to_the_interrupt(op, work):
             await self._interrupt(op, ctx, work, op.cancel_reason or "deadline")

@@ -217,7 +217,9 @@ class Faults:
         async def request(method: str, params: dict[str, Any] | None = None, *,
                           session_id: str | None = None) -> asyncio.Future[dict[str, Any]]:
             log(method, session_id)
-            return await original(method, params, session_id=session_id)
+            reply: asyncio.Future[dict[str, Any]] = await original(method, params,
+                                                                   session_id=session_id)
+            return reply
 
         link.request = request
         if link.relays_sequences:

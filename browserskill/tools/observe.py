@@ -16,6 +16,7 @@ import asyncio
 import json
 import time
 import uuid
+from functools import partial
 from typing import Any
 
 from browserskill.browser.link import CdpError, TargetClosed
@@ -239,7 +240,7 @@ async def _watch_frame(ctx: ToolContext, tab: Tab, frame_id: str, kind: str, nee
                 retried = loader
                 continue
             try:
-                await tab.until(lambda seen=loader: tab.frames.get(frame_id) != seen,
+                await tab.until(partial(_replaced, tab, frame_id, loader),
                                 max(0.001, end - loop.time()))
             except TimeoutError:
                 return
@@ -324,7 +325,7 @@ async def _network_idle(ctx: ToolContext, tab: Tab, end: float) -> dict[str, Any
         if window <= 0:
             raise TimeoutError
         try:
-            await tab.until(lambda mark=mark: buffers.network_activity != mark, window)
+            await tab.until(partial(_active_since, buffers, mark), window)
         except TimeoutError:
             if window < quiet_left:
                 raise
@@ -381,3 +382,11 @@ async def network(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     tab = ctx.session.tab()
     return {"tab_id": tab.tab_id,
             **tab.buffers.read_network(params["since"], params["limit"])}
+
+
+def _replaced(tab: Tab, frame_id: str, loader: str | None) -> bool:
+    return tab.frames.get(frame_id) != loader
+
+
+def _active_since(buffers: Any, mark: int) -> bool:
+    return bool(buffers.network_activity != mark)

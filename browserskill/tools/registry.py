@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from browserskill.tools.catalog import BY_NAME
 from browserskill.tools.context import ToolContext
 
-Handler = Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]]
+Handler = Callable[[ToolContext, dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]
 
 HANDLERS: dict[str, Handler] = {}
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -381,7 +382,7 @@ async def _write_origins(helper: Tab, origins: list[dict[str, Any]], left: Any) 
                                details={"reason": "state_origin_failed"})
             loader = nav.get("loaderId")
             if loader:
-                await helper.until(lambda lid=loader: helper.reached(lid, "load"), left())
+                await helper.until(partial(helper.reached, loader, "load"), left())
             items = [[it["name"], it["value"]] for it in o.get("localStorage", [])]
             done = await helper.send("Runtime.evaluate", {
                 "expression": _STORAGE_JS % ", ".join(json.dumps(a) for a in (
