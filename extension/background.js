@@ -493,10 +493,6 @@ const OPS = {
     try { await chrome.tabs.remove(tabId); } catch { /* already closed */ }
     return {};
   },
-  async tab_activate({ tabId }) {
-    await chrome.tabs.update(tabId, { active: true });
-    return {};
-  },
   async window_close({ windowId }) {
     try { await chrome.windows.remove(windowId); } catch { /* already closed */ }
     return {};
