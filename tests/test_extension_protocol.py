@@ -10,7 +10,9 @@ from pathlib import Path
 from browserskill.browser import extension_protocol as proto
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKER = (ROOT / "extension" / "background.js").read_text(encoding="utf-8")
+# The service worker's modules (background.js and what it imports).
+WORKER = "\n".join((ROOT / "extension" / f"{name}.js").read_text(encoding="utf-8") for name in
+                   ("background", "connection", "relay", "focus", "ui", "state", "tabs"))
 LIB = (ROOT / "extension" / "lib.js").read_text(encoding="utf-8")
 DOCS = (ROOT / "docs" / "extension.md").read_text(encoding="utf-8")
 PYTHON = "\n".join(p.read_text(encoding="utf-8")
@@ -18,7 +20,7 @@ PYTHON = "\n".join(p.read_text(encoding="utf-8")
 
 
 def worker_ops() -> set[str]:
-    body = WORKER[WORKER.index("const OPS = {"):]
+    body = WORKER[WORKER.index("\nconst OPS = {"):]
     body = body[:body.index("\n};\n")]
     return set(re.findall(r"^  (?:async )?([a-z_]+)\(", body, re.M))
 
