@@ -9,6 +9,8 @@ element keeps its ref across snapshots of one document.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +33,10 @@ ACTIONABLE = frozenset({
 })
 # Roles that also get a ref: things an agent reads or targets by ref.
 REF_ROLES = ACTIONABLE | {"heading", "img", "image", "dialog", "alertdialog", "iframe",
-                          "region", "form"}
+                          "region", "form", "canvas"}
+# Listeners that make an element clickable (the page's own, in any world).
+CLICK_EVENTS = frozenset({"click", "dblclick", "auxclick", "contextmenu", "mousedown",
+                          "mouseup", "pointerdown", "pointerup", "touchstart"})
 MAX_REFS_PER_SESSION = 50_000
 
 
@@ -61,6 +66,45 @@ class Node:
 
 
 _SCRIPT = (Path(__file__).with_name("snapshot.js")).read_text()
+_LISTENED_GROUP = "bsk-listened"
+_MARK_LISTENED = ("function(...els) { globalThis.__bskListened = new WeakSet(els); "
+                  "return els.length; }")
+
+
+async def mark_listened(ctx: ToolContext, tab: Tab, world: int, sid: str) -> int:
+    """Tell snapshot.js which elements have click/mouse listeners of the page's own.
+
+    Listeners added with addEventListener live in the page's world, out of the isolated
+    world's sight; one DOMDebugger.getEventListeners over the whole document (depth -1)
+    lists them with their nodes, which are then handed to the isolated world at once.
+    Chosen over patching addEventListener in the main world: nothing is injected into the
+    page, it also sees listeners added before BrowserSkill attached, and it costs a few
+    milliseconds on ordinary pages (bench/snapshot.py). Returns how many were marked."""
+    try:
+        doc = await ctx.inspect("Runtime.evaluate", {
+            "expression": "document", "contextId": world, "objectGroup": _LISTENED_GROUP},
+            tab=tab, session_id=sid)
+        found = await ctx.inspect("DOMDebugger.getEventListeners", {
+            "objectId": doc["result"]["objectId"], "depth": -1, "pierce": True},
+            tab=tab, session_id=sid)
+        nodes = {listener["backendNodeId"] for listener in found.get("listeners", ())
+                 if listener.get("type") in CLICK_EVENTS and listener.get("backendNodeId")}
+        handles = await asyncio.gather(*(ctx.inspect("DOM.resolveNode", {
+            "backendNodeId": node, "executionContextId": world,
+            "objectGroup": _LISTENED_GROUP}, tab=tab, session_id=sid) for node in nodes),
+            return_exceptions=True)
+        args = [{"objectId": h["object"]["objectId"]} for h in handles
+                if isinstance(h, dict) and "objectId" in h.get("object", {})]
+        await ctx.inspect("Runtime.callFunctionOn", {
+            "functionDeclaration": _MARK_LISTENED, "executionContextId": world,
+            "arguments": args, "returnByValue": True}, tab=tab, session_id=sid)
+        return len(args)
+    except (CdpError, KeyError):
+        return 0  # a frame that went away: the script's own retry reads the new one
+    finally:
+        with contextlib.suppress(CdpError):
+            await ctx.inspect("Runtime.releaseObjectGroup", {"objectGroup": _LISTENED_GROUP},
+                              tab=tab, session_id=sid)
 
 
 def _nodes(raw: list[Any], holders: list[Node]) -> list[Node]:
@@ -100,6 +144,7 @@ async def _run_script(ctx: ToolContext, tab: Tab, frame_id: str,
         options["prefix"] = ("" if frame_id == tab.main_frame_id
                              else f"f{tab.frame_ordinal(frame_id)}")
         options["next"] = ctx.session.ref_seq + 1
+        await mark_listened(ctx, tab, world, sid)
         try:
             answer = await ctx.inspect("Runtime.evaluate", {
                 "expression": f"({_SCRIPT})({json.dumps(options)})", "contextId": world,
