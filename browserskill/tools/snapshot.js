@@ -466,6 +466,115 @@
     return lines;
   }
 
+  // Locators (`options.locate`: {kind: css|text|role, value, name}): the visible elements
+  // that match, each with a ref, for the caller to demand exactly one (locators.py).
+  function* elementsIn(root) {
+    for (const el of root.querySelectorAll("*")) {
+      yield el;
+      if (el.shadowRoot) yield* elementsIn(el.shadowRoot);
+    }
+  }
+
+  function shownText(el) {
+    if (el.localName === "input" && ["button", "submit", "reset"].includes(el.type))
+      return clean(el.value, Infinity);
+    return clean(el.innerText === undefined ? el.textContent : el.innerText, Infinity);
+  }
+
+  function isShown(el) {
+    return el.getAttribute("aria-hidden") !== "true" &&
+           el.checkVisibility({visibilityProperty: true});
+  }
+
+  const squash = text => (text || "").replace(/\s+/g, " ");
+
+  // Elements whose text may hold `lower`; a subtree whose text can't is skipped whole.
+  function* textCandidates(root, lower) {
+    for (const el of root.children) {
+      const own = el.localName === "input" ? el.value || "" : el.textContent;
+      const inside = squash(own).toLowerCase().includes(lower);
+      if (inside) yield el;
+      if (inside) yield* textCandidates(el, lower);
+      if (el.shadowRoot) yield* textCandidates(el.shadowRoot, lower);
+    }
+  }
+
+  // Of elements whose text matches, the innermost; then the outermost actionable element
+  // around it with that same text (the button, not the <span> in it).
+  function byText(want, exact) {
+    const lower = want.toLowerCase();
+    const hits = [];
+    for (const el of textCandidates(document, lower)) {
+      if (SKIP_TAGS.has(el.localName) || el.localName === "html" || el.localName === "body")
+        continue;
+      const text = shownText(el);
+      if ((exact ? text === want : text.toLowerCase().includes(lower)) && isShown(el))
+        hits.push(el);
+    }
+    const inner = hits.filter(el => !hits.some(other => other !== el && el.contains(other)));
+    const out = new Set();
+    for (let el of inner) {
+      const text = shownText(el);
+      for (let up = el; up && up.localName !== "body" && shownText(up) === text;
+           up = up.parentElement) {
+        const role = roleOf(up);
+        if (role !== null && (ACTIONABLE.has(role) || interactiveWhy(up, role, false))) el = up;
+      }
+      out.add(el);
+    }
+    return [...out];
+  }
+
+  const INFERRED_ROLES = new Set(["clickable", "focusable", "draggable", "link"]);
+
+  // [role as the snapshot shows it, name], or null when it is not `want` (if given).
+  function roleAndName(el, want) {
+    const role = roleOf(el);
+    if (role === null) return null;
+    let shown = role, why = "";
+    if (want === undefined || (role !== want && INFERRED_ROLES.has(want)) ||
+        (role === want && !ACTIONABLE.has(role))) {
+      why = ACTIONABLE.has(role) ? "" : interactiveWhy(el, role, false);
+      if (why) shown = inferredRole(el, role, why);
+    }
+    if (want !== undefined && shown !== want) return null;
+    return [shown, nameOf(el, shown === "link" ? "link" : role) || (why ? textOf(el) : "")];
+  }
+
+  function byRole(want, name) {
+    const hits = [];
+    for (const el of elementsIn(document)) {
+      if (SKIP_TAGS.has(el.localName)) continue;
+      const found = roleAndName(el, want);
+      if (found && isShown(el)) hits.push([el, found[1]]);
+    }
+    if (name === null || name === undefined) return hits.map(h => h[0]);
+    const exact = hits.filter(h => h[1] === name);
+    if (exact.length) return exact.map(h => h[0]);
+    const lower = name.toLowerCase();
+    return hits.filter(h => h[1].toLowerCase().includes(lower)).map(h => h[0]);
+  }
+
+  if (options.locate) {
+    const {kind, value, name} = options.locate;
+    let found;
+    if (kind === "css") {
+      try { found = [...document.querySelectorAll(value)]; }
+      catch (e) { return JSON.stringify({error: String(e.message || e), next}) + "\n"; }
+      found = found.filter(isShown);
+    } else if (kind === "text") {
+      found = byText(value, true);
+      if (!found.length) found = byText(value, false);
+    } else {
+      found = byRole(value, name);
+    }
+    const matches = found.slice(0, 20).map(el => {
+      const [role, elName] = roleAndName(el) || ["", ""];
+      return [refFor(el), role || el.localName, elName];
+    });
+    return JSON.stringify({matches, count: found.length, next}) + "\n";
+  }
+
   let tree = [];
   if (rootRef) {
     const el = bsk.refs.get(rootRef);

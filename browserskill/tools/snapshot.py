@@ -134,7 +134,7 @@ class FrameView:
     title: str | None = None  # the frame's document.title
 
 
-async def _run_script(ctx: ToolContext, tab: Tab, frame_id: str,
+async def run_script(ctx: ToolContext, tab: Tab, frame_id: str,
                       options: dict[str, Any]) -> tuple[dict[str, Any], str, int, str]:
     """Run snapshot.js in the frame's isolated world; retried if the document changes."""
     sid = tab.session_for_frame(frame_id)
@@ -170,7 +170,7 @@ async def read_frame(ctx: ToolContext, tab: Tab, frame_id: str, *, root_ref: str
                      interactive: bool, as_tree: bool, depth: int = 0) -> FrameView:
     options = {"refRoles": sorted(REF_ROLES), "actionable": sorted(ACTIONABLE),
                "rootRef": root_ref, "interactive": interactive, "asTree": as_tree}
-    value, loader, world, sid = await _run_script(ctx, tab, frame_id, options)
+    value, loader, world, sid = await run_script(ctx, tab, frame_id, options)
     if value.get("missing"):
         raise BskError("stale_ref", f"ref {root_ref} is not in the page any more",
                        hint="take a full snapshot", details={"ref": root_ref},
