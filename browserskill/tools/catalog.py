@@ -211,8 +211,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "snapshot", ("snapshot",), _R,
-        "Accessibility tree of the current tab, one node per line, with refs (e12) to act on. "
-        "Iframes are included; their refs carry the frame (f1e7).",
+        "Accessibility tree of the current tab, one node per line, with refs (e12) to act on: "
+        "controls, links, and anything clickable, focusable, draggable or editable. Iframes "
+        "are included; their refs carry the frame (f1e7).",
         (Param("interactive", "boolean", "only actionable nodes, with the named containers "
                "around them", default=False),
          Param("max_tokens", "integer", "truncate the text to about this many tokens "
