@@ -79,13 +79,15 @@ async def mark_listened(ctx: ToolContext, tab: Tab, world: int, sid: str) -> int
     lists them with their nodes, which are then handed to the isolated world at once.
     Chosen over patching addEventListener in the main world: nothing is injected into the
     page, it also sees listeners added before BrowserSkill attached, and it costs a few
-    milliseconds on ordinary pages (bench/snapshot.py). Returns how many were marked."""
+    milliseconds on ordinary pages (bench/snapshot.py). Not `pierce: true` (into shadow
+    roots): with it, Chromium 156's renderer crashed after ~17 snapshots of a plain page;
+    listeners inside shadow roots go unseen. Returns how many were marked."""
     try:
         doc = await ctx.inspect("Runtime.evaluate", {
             "expression": "document", "contextId": world, "objectGroup": _LISTENED_GROUP},
             tab=tab, session_id=sid)
         found = await ctx.inspect("DOMDebugger.getEventListeners", {
-            "objectId": doc["result"]["objectId"], "depth": -1, "pierce": True},
+            "objectId": doc["result"]["objectId"], "depth": -1, "pierce": False},
             tab=tab, session_id=sid)
         nodes = {listener["backendNodeId"] for listener in found.get("listeners", ())
                  if listener.get("type") in CLICK_EVENTS and listener.get("backendNodeId")}
