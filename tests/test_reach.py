@@ -193,3 +193,14 @@ def test_bad_targets_say_what_to_do(bsk: Bsk, site: str, target: str, code: int,
     assert says in error["message"] + error["hint"], error
     assert r.json["dispatched"] == "no"
     assert bsk("eval", "events").value == []
+
+
+def test_many_snapshots_leave_the_page_alive(bsk: Bsk, site: str) -> None:
+    # Listeners are read at every snapshot; one way of reading them (pierce) crashed
+    # Chromium's renderer after ~17 snapshots of the same document.
+    bsk.ok("open", f"{site}/reach_inbox.html")
+    for _ in range(25):
+        snap = interactive(bsk)
+    assert len(refs_of(snap, "clickable", "Star")) == 3
+    bsk.ok("click", "text=Quarterly report")
+    assert bsk("eval", "events").value == ["open:Quarterly report"]

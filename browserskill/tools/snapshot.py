@@ -79,15 +79,23 @@ async def mark_listened(ctx: ToolContext, tab: Tab, world: int, sid: str) -> int
     lists them with their nodes, which are then handed to the isolated world at once.
     Chosen over patching addEventListener in the main world: nothing is injected into the
     page, it also sees listeners added before BrowserSkill attached, and it costs a few
-    milliseconds on ordinary pages (bench/snapshot.py). Not `pierce: true` (into shadow
-    roots): with it, Chromium 156's renderer crashed after ~17 snapshots of a plain page;
+    milliseconds on ordinary pages (bench/snapshot.py). Asked about the page world's own
+    `document`, without `pierce` (which reports every world's listeners and shadow roots'
+    too, but crashed Chromium 156's renderer after ~17 snapshots of a plain page):
     listeners inside shadow roots go unseen. Returns how many were marked."""
     try:
+        # The document as the page's own world sees it: listeners are reported for the
+        # world of the object asked about.
         doc = await ctx.inspect("Runtime.evaluate", {
             "expression": "document", "contextId": world, "objectGroup": _LISTENED_GROUP},
             tab=tab, session_id=sid)
+        described = await ctx.inspect("DOM.describeNode", {"objectId": doc["result"]["objectId"]},
+                                 tab=tab, session_id=sid)
+        page_doc = await ctx.inspect("DOM.resolveNode", {
+            "backendNodeId": described["node"]["backendNodeId"], "objectGroup": _LISTENED_GROUP},
+            tab=tab, session_id=sid)
         found = await ctx.inspect("DOMDebugger.getEventListeners", {
-            "objectId": doc["result"]["objectId"], "depth": -1, "pierce": False},
+            "objectId": page_doc["object"]["objectId"], "depth": -1, "pierce": False},
             tab=tab, session_id=sid)
         nodes = {listener["backendNodeId"] for listener in found.get("listeners", ())
                  if listener.get("type") in CLICK_EVENTS and listener.get("backendNodeId")}
