@@ -5,13 +5,14 @@
 // 5,000-row table; walking the DOM here takes tens of milliseconds. Roles and names
 // follow the ARIA/HTML-AAM mappings and a pragmatic subset of accname.
 //
-// Anything a person could act on gets a ref whatever its tag (docs/contract-notes.md, "Targets"): native
-// controls and ARIA widget roles, and also elements that are focusable (tabindex),
-// draggable, editable, or clickable — a pointer-like cursor of their own (not inherited
-// from an element that already has a ref), an on* handler attribute, or a click/mouse
-// listener found with DOMDebugger.getEventListeners (`__bskListened`, filled by
-// snapshot.py before this runs). Those get a role-like name: their own role if they
-// have one, else "link" (<a> without href), "clickable", "focusable" or "draggable".
+// Anything a person could act on gets a ref whatever its tag (docs/contract-notes.md,
+// "Targets"): native controls and ARIA widget roles, and also elements that are
+// focusable (tabindex), draggable, editable, or clickable — a pointer-like cursor of
+// their own (not inherited from an element that already has a ref), an on* handler
+// attribute, or a click/mouse listener found with DOMDebugger.getEventListeners
+// (`__bskListened`, filled by snapshot.py before this runs). Those get a role-like name:
+// their own role if they have one, else "link" (<a> without href), "clickable",
+// "focusable" or "draggable".
 // A wrapper whose only interactive content already has a ref gets none.
 //
 // Returns a JSON line {refs, next} (+ `tree` with `asTree`: nodes are
@@ -76,16 +77,49 @@
     return el === doc.body || el === doc.documentElement ? null : el;
   }
 
+  // Elements that may set an act-on-me cursor of their own: those matched by a style
+  // rule that sets one (pseudo-classes dropped: a superset) or by an inline style.
+  // Computing every element's style costs more than the rest of the walk on a big page;
+  // this asks only these. null when a style sheet can't be read (cross-origin): ask all.
+  function cursorCandidates() {
+    const selectors = [];
+    const visit = rules => {
+      for (const rule of rules) {
+        if (rule.selectorText && rule.style &&
+            ACT_CURSORS.has(rule.style.getPropertyValue("cursor").trim()))
+          selectors.push(rule.selectorText);
+        if (rule.cssRules) visit(rule.cssRules);  // @media, @supports, @layer, nesting
+      }
+    };
+    try {
+      for (const sheet of [...document.styleSheets, ...(document.adoptedStyleSheets || [])])
+        visit(sheet.cssRules);
+      const found = new Set(document.querySelectorAll("[style*=cursor]"));
+      for (const selector of selectors) {
+        const plain = selector.replace(/::?[\w-]+(\((?:[^()]|\([^()]*\))*\))?/g, "");
+        for (const el of document.querySelectorAll(plain)) found.add(el);
+      }
+      return found;
+    } catch (e) {
+      return null;  // an unreadable sheet, or a selector that means "everything"
+    }
+  }
+  const cursorSet = cursorCandidates();
+
   // Why an element without an actionable role is interactive: "click", "focus", "drag",
   // "cursor" (a cursor of its own only), or "" (it is not).
   function interactiveWhy(el, role, inActionable) {
     const tag = el.localName;
     if (tag === "html" || tag === "body" || tag === "label" && el.control) return "";
-    if (listened.has(el) || HANDLER_ATTRS.some(a => el.hasAttribute(a))) return "click";
-    if (el.getAttribute("draggable") === "true") return "drag";
-    const tabindex = el.getAttribute("tabindex");
-    if (tabindex !== null && tabindex.trim() !== "" && +tabindex >= 0 && !inActionable)
-      return "focus";
+    if (listened.has(el)) return "click";
+    if (el.attributes.length) {
+      if (HANDLER_ATTRS.some(a => el.hasAttribute(a))) return "click";
+      if (el.getAttribute("draggable") === "true") return "drag";
+      const tabindex = el.getAttribute("tabindex");
+      if (tabindex !== null && tabindex.trim() !== "" && +tabindex >= 0 && !inActionable)
+        return "focus";
+    }
+    if (cursorSet && !cursorSet.has(el) && el.getRootNode() === document) return "";
     const style = getComputedStyle(el);
     if (!ACT_CURSORS.has(style.cursor)) return "";
     const parent = el.parentElement;
@@ -105,7 +139,7 @@
     let url;
     try { url = new URL(href, here.href); } catch (e) { return clean(href, 80); }
     if (url.protocol === "javascript:") return "";
-    let out = url.origin === here.origin
+    const out = url.origin === here.origin
       ? (url.pathname === here.pathname && url.search === here.search && url.hash
          ? url.hash : url.pathname + url.search + url.hash)
       : url.protocol === "http:" || url.protocol === "https:"
