@@ -156,6 +156,32 @@ def test_locators_reach_what_refs_do(bsk: Bsk, site: str) -> None:
     assert "Dates, Apples, Bread, Cheese" in full(bsk)
 
 
+def test_each_page_solved_through_locators(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/reach_tree.html")
+    bsk.ok("click", "text=Pictures")
+    bsk.ok("click", 'role=clickable[name="Beach.jpg"]')
+    assert re.search(r"- status\n\s+- text: Beach.jpg", full(bsk))
+    bsk.ok("open", f"{site}/reach_datepicker.html")
+    bsk.ok("click", "css=a.prev")
+    bsk.ok("click", "text=28")
+    assert re.search(r'- textbox "Date" [^\n]*: 2026-02-28', full(bsk))
+    bsk.ok("open", f"{site}/reach_slider.html")
+    bsk.ok("click", 'role=slider[name="Volume"]')
+    bsk.ok("press", "PageDown")
+    assert re.search(r'- slider "Volume" [^\n]*: 40', full(bsk))
+    bsk.ok("open", f"{site}/reach_canvas.html")
+    bsk.ok("click", "css=#pad")
+    assert bsk("eval", "dots.length").value == 1
+    bsk.ok("open", f"{site}/reach_dialog.html")
+    bsk.ok("click", "text=+ New project")
+    bsk.ok("fill", "css=dialog input", "Hermes")
+    bsk.ok("click", "role=button[name=\"Create\"]")
+    assert re.search(r"- listitem\n\s+- text: Hermes", full(bsk))
+    bsk.ok("open", f"{site}/reach_fidelity.html")
+    essay = bsk.ok("snapshot", "--ref", 'role=textbox[name="Essay"]')["result"]["snapshot"]
+    assert essay.endswith("THE-END")
+
+
 def test_ambiguous_or_missing_locators_send_nothing(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/reach_inbox.html")
     many = bsk("click", 'role=clickable[name="Star"]')
