@@ -11,8 +11,8 @@ Wherever a tool takes a ref (`catalog.TARGET_PARAMS`), it also takes a locator:
 Only visible elements count. The call goes on only if exactly one element matches: it is
 given a ref (as a snapshot would) and the tool runs on that ref. Otherwise nothing is
 sent and the call fails: `ref_not_found` when nothing matches, `invalid_params` when
-several do, listing them (`details.matches`) with refs of their own to pick from. A locator is never
-re-resolved later: the result's `located` says which ref it became.
+several do, listing them (`details.matches`) with refs of their own to pick from. A
+locator is never re-resolved later: the result's `located` says which ref it became.
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ def _invalid(field: str, why: str) -> BskError:
                     details={"field": field}, dispatched="no")
 
 
-async def _match(ctx: ToolContext, frame_id: str, part: Part) -> tuple[list[Any], int, str]:
+async def _match(ctx: ToolContext, field: str, frame_id: str,
+                 part: Part) -> tuple[list[Any], int, str]:
     """The part's visible matches in one frame: [[ref, role, name]…], their count, the
     frame's loader; the matches get refs bound like a snapshot's."""
     tab = ctx.tab
@@ -89,8 +90,9 @@ async def _match(ctx: ToolContext, frame_id: str, part: Part) -> tuple[list[Any]
                "locate": {"kind": part.kind, "value": part.value, "name": part.name}}
     value, loader, _world, _sid = await run_script(ctx, tab, frame_id, options)
     if "error" in value:
-        raise BskError("invalid_params", f"{part}: {value['error']}",
-                       hint=f"a locator is {SYNTAX}", dispatched="no")
+        raise BskError("invalid_params", f"{field}: {part}: {value['error']}",
+                       hint=f"a locator is {SYNTAX}", details={"field": field},
+                       dispatched="no")
     for ref, role, name in value["matches"]:
         if ref not in ctx.session.refs:
             ctx.session.refs[ref] = RefBinding(tab.tab_id, frame_id, loader, role, name)
@@ -119,7 +121,7 @@ async def locate(ctx: ToolContext, field: str, locator: str) -> str:
     parts = parse(field, locator)
     frame_id = ctx.tab.main_frame_id or ""
     for index, part in enumerate(parts):
-        matches, count, _ = await _match(ctx, frame_id, part)
+        matches, count, _ = await _match(ctx, field, frame_id, part)
         where = " >> ".join(map(str, parts[: index + 1]))
         if count == 0:
             raise BskError(
