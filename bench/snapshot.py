@@ -1,4 +1,5 @@
-"""Snapshot size and time on three pages, and click/fill round trip, bsk vs playwright-cli.
+"""Snapshot size and time on three pages and nine web-app pages, and click/fill round trip,
+bsk vs playwright-cli.
 
 Pages (tests/pages served on 127.0.0.1, a second server addressed as `localhost` for the
 cross-origin frames): the login form (login.html), the 5,000-row table (big-table.html),
@@ -13,16 +14,22 @@ For each page, alternated in one run on a warm daemon and a warm playwright-cli 
     comes from the same tool called over the HTTP API (the CLI's --json would add the
     structured tree, i.e. another operation);
   * `playwright-cli snapshot` (it prints the tree inline): wall time and output.
+Then the same on the issue-13 pages (tests/pages/reach_*.html: an inbox of clickable div
+rows with icon spans, a tree of spans, a date picker with <a> without href, a sortable
+list, a custom slider, a canvas app, a dialog-opening div and a disabled button, a long
+textarea and other fidelity cases, an iframe checkout), where `--interactive` must also
+give refs to the elements listed in REACH.
 Size = characters printed (stdout + stderr: what an agent reads), tokens = chars / 4;
 "tree" = the tree alone (bsk: result.snapshot; playwright-cli: its yaml block).
 Then `click` (the Log in button) and `fill` (Username) round trips on the login page,
 refs parsed from each tool's own snapshot.
 
-Targets: bsk snapshot chars <= playwright-cli's on each page; --interactive <= half of
-playwright-cli's on the table page; table snapshot <= 250 ms (operation time and CLI wall,
-medians); click round trip median <= 1/5 of playwright-cli's.
+Targets: bsk snapshot chars <= playwright-cli's on each page (reach pages too);
+--interactive <= half of playwright-cli's on the table page; table snapshot <= 250 ms
+(operation time and CLI wall, medians); click round trip median <= 1/5 of playwright-cli's.
 
     .venv/bin/python bench/snapshot.py [N_BSK] [N_PEER]     # defaults 10 5 (round trips x2)
+    .venv/bin/python bench/snapshot.py --reach [N_BSK] [N_PEER]   # only the reach pages
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ class Page:
     name: str
     path: str
     must: dict[str, int]  # text -> how often a full snapshot must show it (all frames in)
+    bsk_refs: tuple[str, ...] = ()  # nodes bsk's --interactive must give refs (reach pages)
 
 
 PAGES = [
@@ -71,6 +79,21 @@ PAGES = [
     Page("table", "big-table.html", {'cell "5000"': 1, 'button "Export"': 1}),
     Page("nested", "nested.html?cross={cross}",
          {'button "Inner button"': 2, 'textbox "Username"': 2}),
+]
+# Issue 13: pages built like web apps, where most of what to act on is not a control.
+REACH = [
+    Page("inbox", "reach_inbox.html", {"Quarterly report": 1},
+         ('clickable "Star"', 'clickable "Delete"', 'clickable "☆ Bob Quarterly report 🗑"')),
+    Page("tree", "reach_tree.html", {"Notes.txt": 1}, ('clickable "Documents"',)),
+    Page("datepicker", "reach_datepicker.html", {"March 2026": 1},
+         ('link "\u2039"', 'link "\u203a"', 'clickable "15"')),
+    Page("sortable", "reach_sortable.html", {"Cheese": 2}, ('listitem "Cheese" [draggable]',)),
+    Page("slider", "reach_slider.html", {"Volume": 1}, ('slider "Volume"',)),
+    Page("canvas", "reach_canvas.html", {"Sketch": 1}, ('canvas "Drawing pad"',)),
+    Page("dialog", "reach_dialog.html", {"New project": 1},
+         ('clickable "+ New project"', 'button "Delete project" [disabled]')),
+    Page("fidelity", "reach_fidelity.html", {"THE-END": 1}, ('textbox "Essay"',)),
+    Page("checkout", "reach_checkout.html", {'button "Pay"': 1}, ('button "Pay"',)),
 ]
 
 
@@ -99,6 +122,13 @@ def check(page: Page, who: str, out: str) -> None:
                                f"expected {count} (frames not in?):\n{out[:3000]}")
 
 
+def check_refs(page: Page, out: str) -> None:
+    for node in page.bsk_refs:
+        if not re.search(re.escape(node) + r"[^\n]*\[ref=", out):
+            raise RuntimeError(f"bsk snapshot --interactive on {page.name}: no ref for "
+                               f"{node}:\n{out[:3000]}")
+
+
 def measure_page(page: Page, url: str, bsk: common.BskDaemon, workdir: Path,
                  peer_argv: list[str], n_bsk: int, n_peer: int) -> dict[str, Series]:
     bsk.run("open", url)
@@ -114,6 +144,8 @@ def measure_page(page: Page, url: str, bsk: common.BskDaemon, workdir: Path,
             raise RuntimeError(f"bsk {' '.join(args)}: rc={cp.returncode}\n{cp.stdout}{cp.stderr}")
         if kind == "full":
             check(page, "bsk snapshot", cp.stdout)
+        else:
+            check_refs(page, cp.stdout)
         runs[kind].wall.append(wall)
         runs[kind].chars.append(len(cp.stdout) + len(cp.stderr))
 
@@ -223,9 +255,10 @@ def round_trips(url: str, bsk: common.BskDaemon, workdir: Path, peer_argv: list[
     return times
 
 
-def main(n_bsk: int = N_BSK, n_peer: int = N_PEER) -> int:
+def main(n_bsk: int = N_BSK, n_peer: int = N_PEER, only: str = "") -> int:
     common.exit_on_sigterm()
-    common.header("Snapshot size and time on three pages; click/fill round trip")
+    common.header("Snapshot size and time on three pages and the reach pages; click/fill "
+                  "round trip" if only != "reach" else "Snapshot size on the reach pages")
     print("   size = characters printed (stdout + stderr); tokens = chars / 4 (estimate, no "
           "tokenizer)")
     print("   CLI wall = process start to exit; op = the operation's started_at → ended_at "
@@ -240,38 +273,42 @@ def main(n_bsk: int = N_BSK, n_peer: int = N_PEER) -> int:
             if first.returncode != 0:
                 raise RuntimeError(f"playwright-cli open failed:\n{first.stdout}{first.stderr}")
             cross_port = cross.rsplit(":", 1)[1]
-            for page in PAGES:
+            pages = REACH if only == "reach" else PAGES + REACH
+            for page in pages:
                 url = f"{site}/{page.path.format(cross=cross_port)}"
                 results[page.name] = measure_page(page, url, bsk, workdir, peer_argv,
                                                   n_bsk, n_peer)
                 print_page(page, results[page.name])
-            rt = round_trips(f"{site}/login.html", bsk, workdir, peer_argv, 2 * n_bsk,
-                             2 * n_peer)
+            rt = (round_trips(f"{site}/login.html", bsk, workdir, peer_argv, 2 * n_bsk,
+                              2 * n_peer) if only != "reach" else {})
     finally:
         peer.close_all()
         shutil.rmtree(workdir, ignore_errors=True)
 
-    print("\nround trip on login.html, process start to exit:")
-    for name, xs in rt.items():
-        label = name.replace("peer", f"playwright-cli {common.peer_version()}")
-        print("  " + common.describe(label, xs))
-    for action in ("click", "fill"):
-        ratio = common.median(rt[f"peer {action}"]) / common.median(rt[f"bsk {action}"])
-        print(f"  playwright-cli / bsk, {action} wall medians: {ratio:.1f}x")
+    if rt:
+        print("\nround trip on login.html, process start to exit:")
+        for name, xs in rt.items():
+            label = name.replace("peer", f"playwright-cli {common.peer_version()}")
+            print("  " + common.describe(label, xs))
+        for action in ("click", "fill"):
+            ratio = common.median(rt[f"peer {action}"]) / common.median(rt[f"bsk {action}"])
+            print(f"  playwright-cli / bsk, {action} wall medians: {ratio:.1f}x")
 
     def med(page: str, kind: str, what: str = "chars") -> float:
         return common.median([float(x) for x in getattr(results[page][kind], what)])
 
     print("\nratios (printed chars): bsk snapshot / playwright-cli, "
           "bsk --interactive / playwright-cli")
-    for page in PAGES:
-        print(f"  {page.name:<8} {med(page.name, 'full') / med(page.name, 'peer'):.3f}   "
+    for page in pages:
+        print(f"  {page.name:<10} {med(page.name, 'full') / med(page.name, 'peer'):.3f}   "
               f"{med(page.name, 'interactive') / med(page.name, 'peer'):.3f}")
     print()
     ok = True
-    for page in PAGES:
+    for page in pages:
         ok &= common.verdict(f"{page.name}: bsk snapshot chars <= playwright-cli's",
                              med(page.name, "full"), med(page.name, "peer"), unit="chars")
+    if only == "reach":
+        return 0 if ok else 1
     ok &= common.verdict("table: --interactive chars <= playwright-cli's / 2",
                          med("table", "interactive"), med("table", "peer") / 2, unit="chars")
     for kind, flag in (("full", ""), ("interactive", " --interactive")):
@@ -285,4 +322,6 @@ def main(n_bsk: int = N_BSK, n_peer: int = N_PEER) -> int:
 
 
 if __name__ == "__main__":
-    common.run_main(main, *(int(a) for a in sys.argv[1:3]))
+    numbers = [int(a) for a in sys.argv[1:] if a.isdigit()][:2]
+    common.run_main(main, *numbers, *[N_BSK, N_PEER][len(numbers):],
+                    "reach" if "--reach" in sys.argv else "")

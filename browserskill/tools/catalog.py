@@ -171,8 +171,14 @@ WAIT_UNTIL = Param(
     choices=("load", "domcontentloaded", "commit"),
 )
 
-REF = Param("ref", "string", "element ref from the last snapshot, e.g. e12", required=True,
-            positional=True, max_length=64)
+# Params that name an element: a ref from a snapshot (e12, f1e7) or a locator
+# (browserskill/tools/locators.py), resolved once at call time to exactly one element.
+TARGET_PARAMS = frozenset({"ref", "source", "target", "frame"})
+TARGET_MAX = 4096
+LOCATOR_HELP = ('; or a locator: css=SELECTOR, text=TEXT, role=ROLE[name="NAME"], '
+                'chained into an iframe with " >> "')
+REF = Param("ref", "string", "element ref from the last snapshot, e.g. e12" + LOCATOR_HELP,
+            required=True, positional=True, max_length=TARGET_MAX)
 MODIFIERS = Param("modifiers", "array", "keys held during the action: Alt, Control, Meta, "
                   "Shift (repeat, or join with +)")
 
@@ -205,13 +211,15 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "snapshot", ("snapshot",), _R,
-        "Accessibility tree of the current tab, one node per line, with refs (e12) to act on. "
-        "Iframes are included; their refs carry the frame (f1e7).",
+        "Accessibility tree of the current tab, one node per line, with refs (e12) to act on: "
+        "controls, links, and anything clickable, focusable, draggable or editable. Iframes "
+        "are included; their refs carry the frame (f1e7).",
         (Param("interactive", "boolean", "only actionable nodes, with the named containers "
                "around them", default=False),
          Param("max_tokens", "integer", "truncate the text to about this many tokens "
                "(chars/4), saying what was cut", minimum=50),
-         Param("ref", "string", "only the subtree of this ref", max_length=64),
+         Param("ref", "string", "only the subtree of this ref (or locator)",
+               max_length=TARGET_MAX),
          Param("tree", "boolean", "also return the structured tree (the CLI's --json sets it)",
                default=False)),
         example="bsk snapshot --interactive",
@@ -224,7 +232,8 @@ TOOLS: tuple[ToolSpec, ...] = (
                positional=True, path=True),
          Param("full_page", "boolean", "the whole scrollable page, not just the viewport",
                default=False),
-         Param("ref", "string", "only this element (scrolled into view)", max_length=64)),
+         Param("ref", "string", "only this element (scrolled into view): a ref or a "
+               "locator", max_length=TARGET_MAX)),
         example="bsk screenshot --full-page page.png",
     ),
     ToolSpec(
@@ -246,17 +255,17 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "drag", ("drag",), _T, "Drag one element onto another (mouse or HTML5 drag and drop).",
-        (Param("source", "string", "ref to drag", required=True, positional=True,
-               max_length=64),
-         Param("target", "string", "ref to drop on", required=True, positional=True,
-               max_length=64)),
+        (Param("source", "string", "ref (or locator) to drag", required=True,
+               positional=True, max_length=TARGET_MAX),
+         Param("target", "string", "ref (or locator) to drop on", required=True,
+               positional=True, max_length=TARGET_MAX)),
         example="bsk drag e3 e9",
     ),
     ToolSpec(
         "scroll", ("scroll",), _T,
         "Scroll the page or an element by pixels (mouse wheel), or an element into view.",
-        (Param("ref", "string", "element to scroll (default: the page)", positional=True,
-               max_length=64),
+        (Param("ref", "string", "element to scroll, a ref or a locator (default: the page)",
+               positional=True, max_length=TARGET_MAX),
          Param("dx", "integer", "pixels right (negative: left)", default=0),
          Param("dy", "integer", "pixels down (negative: up)", default=0),
          Param("into_view", "boolean", "scroll REF into view instead", default=False)),
@@ -376,8 +385,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "html", ("html",), _R, "The HTML of the page, or of one element (outerHTML).",
-        (Param("ref", "string", "element ref (default: the whole document)", positional=True,
-               max_length=64),
+        (Param("ref", "string", "element ref or locator (default: the whole document)",
+               positional=True, max_length=TARGET_MAX),
          Param("max_chars", "integer", "cut the HTML at this many characters",
                default=50_000, minimum=100, maximum=5_000_000)),
         example="bsk html e4",

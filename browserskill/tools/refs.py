@@ -7,6 +7,7 @@ gone, the answer is `stale_ref` (nothing dispatched) and the agent snapshots aga
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,21 @@ class Resolved:
     session_id: str  # the CDP session that owns the node's frame
 
 
+_REF_SHAPE = re.compile(r"^(f\d+)?e\d+$")
+
+
+def not_a_ref_hint(ref: str) -> str:
+    """What to do about an unknown ref; a CSS selector or text passed as one gets told
+    to say what it is (a locator), since no snapshot will ever give it a ref."""
+    if _REF_SHAPE.match(ref):
+        return SNAPSHOT_HINT
+    if ref[:1] in "#.[" or re.match(r"^[a-z][a-z0-9-]*[#.\[:]", ref):
+        return (f"refs look like e12; to use a CSS selector say so: `css={ref}` (a "
+                "locator), or " + SNAPSHOT_HINT)
+    return (f"refs look like e12; to find an element by its text say so: "
+            f"`text={ref}` (or role=ROLE[name=\"…\"], css=…), or " + SNAPSHOT_HINT)
+
+
 def _stale(ref: str, why: str) -> BskError:
     return BskError("stale_ref", f"ref {ref} is stale: {why}", hint=SNAPSHOT_HINT,
                     details={"ref": ref}, dispatched="no")
@@ -41,7 +57,7 @@ def check_binding(ctx: ToolContext, ref: str) -> tuple[Tab, RefBinding]:
     binding = ctx.session.refs.get(ref)
     if binding is None:
         raise BskError("ref_not_found", f"no ref {ref!r} in this session's snapshots",
-                       hint=SNAPSHOT_HINT, details={"ref": ref}, dispatched="no")
+                       hint=not_a_ref_hint(ref), details={"ref": ref}, dispatched="no")
     if binding.tab_id != ctx.session.current_tab_id:
         raise BskError(
             "ref_not_found", f"ref {ref} belongs to tab {binding.tab_id}, not the current tab",

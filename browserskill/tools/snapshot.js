@@ -5,6 +5,16 @@
 // 5,000-row table; walking the DOM here takes tens of milliseconds. Roles and names
 // follow the ARIA/HTML-AAM mappings and a pragmatic subset of accname.
 //
+// Anything a person could act on gets a ref whatever its tag (docs/contract-notes.md,
+// "Targets"): native controls and ARIA widget roles, and also elements that are
+// focusable (tabindex), draggable, editable, or clickable — a pointer-like cursor of
+// their own (not inherited from an element that already has a ref), an on* handler
+// attribute, or a click/mouse listener found with DOMDebugger.getEventListeners
+// (`__bskListened`, filled by snapshot.py before this runs). Those get a role-like name:
+// their own role if they have one, else "link" (<a> without href), "clickable",
+// "focusable" or "draggable".
+// A wrapper whose only interactive content already has a ref gets none.
+//
 // Returns a JSON line {refs, next} (+ `tree` with `asTree`: nodes are
 // [role, name, value, states, ref, children], text nodes ["text", text]), then the text.
 // An <iframe>'s frame is read separately and spliced in by the caller: in the text at
@@ -16,7 +26,13 @@
   let next = firstRef;
   const REF_ROLES = new Set(refRoles);
   const ACTIONABLE = new Set(actionable);
+  const listened = globalThis.__bskListened || new WeakSet();
+  // Nodes (their arrays) that got a ref for being interactive without an actionable role:
+  // --interactive keeps them.
+  const INFERRED = new Set();
   bsk.iframes = [];
+  const here = location;
+  const focused = deepActive(document);
 
   const INPUT_ROLES = {
     button: "button", submit: "button", reset: "button", image: "button",
@@ -43,6 +59,93 @@
   ]);
   const SKIP_TAGS = new Set(["script", "style", "noscript", "template", "head", "meta",
                              "link", "title", "svg"]);
+  // Cursors that say "act on me" when an element sets one of its own.
+  const ACT_CURSORS = new Set(["pointer", "grab", "grabbing", "move", "crosshair", "cell",
+                               "all-scroll", "zoom-in", "zoom-out", "col-resize",
+                               "row-resize", "ew-resize", "ns-resize"]);
+  const HANDLER_ATTRS = ["onclick", "onmousedown", "onmouseup", "onpointerdown",
+                         "onpointerup", "ondblclick", "ontouchstart"];
+  // Tags whose text usually flows inline: their text joins the text around them.
+  const INLINE_TAGS = new Set(["span", "b", "i", "em", "strong", "a", "code", "small",
+                               "label", "abbr", "mark", "sub", "sup", "time", "u", "s",
+                               "q", "cite", "kbd", "var", "data", "bdi", "bdo", "font", "del",
+                               "ins", "dfn", "samp", "big", "tt", "wbr", "br"]);
+
+  function deepActive(doc) {
+    let el = doc.activeElement;
+    while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+    return el === doc.body || el === doc.documentElement ? null : el;
+  }
+
+  // Elements that may set an act-on-me cursor of their own: those matched by a style
+  // rule that sets one (pseudo-classes dropped: a superset) or by an inline style.
+  // Computing every element's style costs more than the rest of the walk on a big page;
+  // this asks only these. null when a style sheet can't be read (cross-origin): ask all.
+  function cursorCandidates() {
+    const selectors = [];
+    const visit = rules => {
+      for (const rule of rules) {
+        if (rule.selectorText && rule.style &&
+            ACT_CURSORS.has(rule.style.getPropertyValue("cursor").trim()))
+          selectors.push(rule.selectorText);
+        if (rule.cssRules) visit(rule.cssRules);  // @media, @supports, @layer, nesting
+      }
+    };
+    try {
+      for (const sheet of [...document.styleSheets, ...(document.adoptedStyleSheets || [])])
+        visit(sheet.cssRules);
+      const found = new Set(document.querySelectorAll("[style*=cursor]"));
+      for (const selector of selectors) {
+        const plain = selector.replace(/::?[\w-]+(\((?:[^()]|\([^()]*\))*\))?/g, "");
+        for (const el of document.querySelectorAll(plain)) found.add(el);
+      }
+      return found;
+    } catch (e) {
+      return null;  // an unreadable sheet, or a selector that means "everything"
+    }
+  }
+  const cursorSet = cursorCandidates();
+
+  // Why an element without an actionable role is interactive: "click", "focus", "drag",
+  // "cursor" (a cursor of its own only), or "" (it is not).
+  function interactiveWhy(el, role, inActionable) {
+    const tag = el.localName;
+    if (tag === "html" || tag === "body" || tag === "label" && el.control) return "";
+    if (listened.has(el)) return "click";
+    if (el.attributes.length) {
+      if (HANDLER_ATTRS.some(a => el.hasAttribute(a))) return "click";
+      if (el.getAttribute("draggable") === "true") return "drag";
+      const tabindex = el.getAttribute("tabindex");
+      if (tabindex !== null && tabindex.trim() !== "" && +tabindex >= 0 && !inActionable)
+        return "focus";
+    }
+    if (cursorSet && !cursorSet.has(el) && el.getRootNode() === document) return "";
+    const style = getComputedStyle(el);
+    if (!ACT_CURSORS.has(style.cursor)) return "";
+    const parent = el.parentElement;
+    if (inActionable && parent && getComputedStyle(parent).cursor === style.cursor) return "";
+    return "cursor";
+  }
+
+  function inferredRole(el, role, why) {
+    if (role && role !== "generic" && role !== "paragraph") return role;
+    if (el.localName === "a") return "link";
+    if (why === "drag") return "draggable";
+    if (why === "focus") return "focusable";
+    return "clickable";
+  }
+
+  function shortUrl(href) {
+    let url;
+    try { url = new URL(href, here.href); } catch (e) { return clean(href, 80); }
+    if (url.protocol === "javascript:") return "";
+    const out = url.origin === here.origin
+      ? (url.pathname === here.pathname && url.search === here.search && url.hash
+         ? url.hash : url.pathname + url.search + url.hash)
+      : url.protocol === "http:" || url.protocol === "https:"
+        ? url.host + url.pathname + url.search + url.hash : url.href;
+    return out.length > 80 ? out.slice(0, 79) + "…" : out;
+  }
 
   function roleOf(el) {
     const explicit = (el.getAttribute("role") || "").trim().split(/\s+/)[0];
@@ -60,8 +163,16 @@
     }
     if (tag === "select") return el.multiple || el.size > 1 ? "listbox" : "combobox";
     if (tag === "img") return el.getAttribute("alt") === "" ? "" : "img";
-    if (tag === "th") return el.closest("thead") || el.scope === "col" ? "columnheader"
-                                                                      : "rowheader";
+    if (tag === "th") {
+      // A header cell in a row of data cells heads that row; otherwise its column.
+      if (el.scope === "row" || el.scope === "rowgroup") return "rowheader";
+      if (el.scope === "col" || el.scope === "colgroup" || el.closest("thead"))
+        return "columnheader";
+      const row = el.parentElement;
+      return row && [...row.children].some(c => c.localName === "td") ? "rowheader"
+                                                                       : "columnheader";
+    }
+    if (tag === "canvas") return "canvas";
     if (tag === "section") return hasLabel(el) ? "region" : "";
     if (tag === "header") return el.closest("article, aside, main, nav, section") ? ""
                                                                                   : "banner";
@@ -79,6 +190,11 @@
   function clean(text, limit = 300) {
     text = (text || "").replace(/\s+/g, " ").trim();
     return text.length > limit ? text.slice(0, limit) + "…" : text;
+  }
+
+  // A value shown whole, on one line: line breaks as \n (only --max-tokens cuts, visibly).
+  function whole(value) {
+    return value.replace(/\r?\n/g, "\\n");
   }
 
   function textOf(el) {
@@ -164,23 +280,32 @@
     }
     if ((el.readOnly && role === "textbox") || aria("readonly") === "true") out.push("readonly");
     if (aria("invalid") === "true") out.push("invalid");
+    if (el === focused) out.push("focused");
+    if (el.getAttribute("draggable") === "true" && role !== "draggable") out.push("draggable");
+    const placeholder = el.getAttribute("placeholder") || el.getAttribute("aria-placeholder");
+    if (placeholder && placeholder.trim() && clean(placeholder) !== nameOf(el, role))
+      out.push("placeholder=" + JSON.stringify(clean(placeholder)));
+    if (role === "link" && el.hasAttribute("href")) {
+      const url = shortUrl(el.getAttribute("href"));
+      if (url) out.push("url=" + url);
+    }
     return out;
   }
 
   function valueOf(el, role) {
     const tag = el.localName;
     if (tag === "input") {
-      if (["checkbox", "radio", "button", "submit", "reset", "image", "file", "color"]
+      if (["checkbox", "radio", "button", "submit", "reset", "image", "file"]
           .includes(el.type)) return null;
       if (el.type === "password") return el.value ? "••••" : null;
-      return el.value === "" ? null : clean(el.value, 500);
+      return el.value === "" ? null : whole(el.value);
     }
-    if (tag === "textarea") return el.value === "" ? null : clean(el.value, 500);
+    if (tag === "textarea") return el.value === "" ? null : whole(el.value);
     if (tag === "select" && role === "combobox") {
       const opt = el.selectedOptions[0];
       return opt ? clean(opt.textContent) : null;
     }
-    if (role === "textbox" && el.isContentEditable) return clean(el.innerText, 500) || null;
+    if (role === "textbox" && el.isContentEditable) return whole(el.innerText.trim()) || null;
     if (role === "slider" || role === "spinbutton" || role === "progressbar")
       return el.getAttribute("aria-valuenow") || (el.value !== undefined ? String(el.value)
                                                                         : null);
@@ -212,14 +337,55 @@
     return el.childNodes;
   }
 
+  // Pushes a text line, or joins it to the line before when only inline content stood
+  // between them (one line per block of text, not one per <span>).
+  function pushText(out, raw) {
+    const text = clean(raw);
+    if (!text) return;
+    const last = out[out.length - 1];
+    if (out.joinable && last && last[0] === "text") {
+      const space = /\s$/.test(out.lastRaw) || /^\s/.test(raw) ? " " : "";
+      last[1] += space + text;
+    } else {
+      out.push(["text", text]);
+    }
+    out.joinable = true;
+    out.lastRaw = raw;
+  }
+
+  function isInline(el) {
+    if (!INLINE_TAGS.has(el.localName)) return false;
+    const display = getComputedStyle(el).display;
+    return display === "inline" || display === "contents";
+  }
+
+  // Whether `nodes` hold an actionable node (a ref an agent acts on) named `name`, or,
+  // with name null, how many actionable nodes they hold.
+  function actionableIn(nodes, name) {
+    let count = 0;
+    for (const n of nodes) {
+      if (n[0] === "text") continue;
+      if (n[4] && (ACTIONABLE.has(n[0]) || INFERRED.has(n))) {
+        if (name !== null && n[1] === name) return 1;
+        count++;
+      }
+      if (Array.isArray(n[5])) {
+        const inner = actionableIn(n[5], name);
+        if (name !== null && inner) return 1;
+        count += inner;
+      }
+    }
+    return name !== null ? 0 : count;
+  }
+
   // Walks `parent`'s children into `out`; `parentText` suppresses text nodes that only
-  // repeat their parent's name.
-  function walk(parent, out, parentText) {
+  // repeat their parent's name; `inActionable`: an ancestor is something to act on.
+  function walk(parent, out, parentText, inActionable) {
     for (const node of children(parent)) {
       if (node.nodeType === 3) {
         const text = clean(node.textContent);
         if (text && text !== parentText && !(parentText && parentText.includes(text)))
-          out.push(["text", text]);
+          pushText(out, node.textContent);
         continue;
       }
       if (node.nodeType !== 1) continue;
@@ -229,18 +395,27 @@
       if (role === null) continue;
       if (el.localName !== "slot" && !visible(el, role)) {
         if (el.localName !== "select" && getComputedStyle(el).display === "none") continue;
-        if (getComputedStyle(el).visibility === "hidden") { walk(el, out, parentText); continue; }
+        if (getComputedStyle(el).visibility === "hidden") {
+          walk(el, out, parentText, inActionable);
+          continue;
+        }
         continue;
       }
+      const why = ACTIONABLE.has(role) ? "" : interactiveWhy(el, role, inActionable);
+      if (why) { inferred(el, role, why, out, inActionable); continue; }
       if (!role || role === "generic" || role === "paragraph" || role === "rowgroup") {
         // A label's words already name its control: don't repeat them as text.
         const labelled = el.localName === "label" && el.control ? clean(el.textContent) : "";
-        walk(el, out, labelled || parentText);
+        const inline = isInline(el);
+        if (!inline) out.joinable = false;
+        walk(el, out, labelled || parentText, inActionable);
+        if (!inline) out.joinable = false;
         continue;
       }
       const name = nameOf(el, role);
       // States matter on what an agent acts on; elsewhere only when ARIA says so.
-      const stateful = ACTIONABLE.has(role) || role === "heading" || el.attributes.length > 0;
+      const stateful = ACTIONABLE.has(role) || role === "heading" || el.attributes.length > 0
+                       || el === focused;
       const item = [role, name, valueOf(el, role), stateful ? states(el, role) : [],
                     REF_ROLES.has(role) ? refFor(el) : null, []];
       if (role === "iframe") {
@@ -252,10 +427,43 @@
                         opt.selected ? ["selected"] : [], null, []]);
         }
       } else if (!(el.localName === "input" || el.localName === "textarea")) {
-        walk(el, item[5], name);
+        walk(el, item[5], name, inActionable || ACTIONABLE.has(role));
       }
       out.push(item);
+      out.joinable = false;
     }
+  }
+
+  // An element that is interactive without an actionable role: a ref and a role-like
+  // name, unless it only wraps what already has one (then its content stands alone).
+  function inferred(el, role, why, out, inActionable) {
+    const shownRole = inferredRole(el, role, why);
+    const name = nameOf(el, shownRole === "link" ? "link" : role) || textOf(el);
+    const known = bsk.byEl.get(el);
+    const ref = refFor(el);  // before its content's: refs follow document order
+    const kids = [];
+    walk(el, kids, name, true);
+    // A cursor on a wrapper of what already has a ref, or a listener that delegates for
+    // several refs inside (a list's): the refs inside cover it.
+    const ownCursor = why === "cursor" || ACT_CURSORS.has(getComputedStyle(el).cursor);
+    const delegating = why === "click" && !ownCursor &&
+                       !HANDLER_ATTRS.some(a => el.hasAttribute(a)) && actionableIn(kids, null) > 1;
+    if ((why === "cursor" && actionableIn(kids, name)) || delegating) {
+      if (known !== ref) { bsk.refs.delete(ref); bsk.byEl.delete(el); }
+      const shown = role && role !== "generic" && role !== "paragraph" && role !== "rowgroup";
+      if (shown) {
+        out.push([role, nameOf(el, role), null, [], REF_ROLES.has(role) ? ref : null, kids]);
+      } else {
+        out.joinable = false;
+        out.push(...kids);
+      }
+      out.joinable = false;
+      return;
+    }
+    const item = [shownRole, name, valueOf(el, role), states(el, shownRole), ref, kids];
+    INFERRED.add(item);
+    out.push(item);
+    out.joinable = false;
   }
 
   // Only actionable nodes, with the named containers around them (--interactive).
@@ -264,7 +472,7 @@
     for (const n of nodes) {
       if (n[0] === "text") continue;
       const kept = Array.isArray(n[5]) ? pruneInteractive(n[5]) : n[5];
-      if (ACTIONABLE.has(n[0]) || typeof n[5] === "number") {
+      if (ACTIONABLE.has(n[0]) || INFERRED.has(n) || typeof n[5] === "number") {
         out.push([n[0], n[1], n[2], n[3], n[4], kept]);
       } else if (kept.length) {
         if (n[1]) out.push([n[0], n[1], null, n[3], n[4], kept]);
@@ -292,14 +500,123 @@
     return lines;
   }
 
+  // Locators (`options.locate`: {kind: css|text|role, value, name}): the visible elements
+  // that match, each with a ref, for the caller to demand exactly one (locators.py).
+  function* elementsIn(root) {
+    for (const el of root.querySelectorAll("*")) {
+      yield el;
+      if (el.shadowRoot) yield* elementsIn(el.shadowRoot);
+    }
+  }
+
+  function shownText(el) {
+    if (el.localName === "input" && ["button", "submit", "reset"].includes(el.type))
+      return clean(el.value, Infinity);
+    return clean(el.innerText === undefined ? el.textContent : el.innerText, Infinity);
+  }
+
+  function isShown(el) {
+    return el.getAttribute("aria-hidden") !== "true" &&
+           el.checkVisibility({visibilityProperty: true});
+  }
+
+  const squash = text => (text || "").replace(/\s+/g, " ");
+
+  // Elements whose text may hold `lower`; a subtree whose text can't is skipped whole.
+  function* textCandidates(root, lower) {
+    for (const el of root.children) {
+      const own = el.localName === "input" ? el.value || "" : el.textContent;
+      const inside = squash(own).toLowerCase().includes(lower);
+      if (inside) yield el;
+      if (inside) yield* textCandidates(el, lower);
+      if (el.shadowRoot) yield* textCandidates(el.shadowRoot, lower);
+    }
+  }
+
+  // Of elements whose text matches, the innermost; then the outermost actionable element
+  // around it with that same text (the button, not the <span> in it).
+  function byText(want, exact) {
+    const lower = want.toLowerCase();
+    const hits = [];
+    for (const el of textCandidates(document, lower)) {
+      if (SKIP_TAGS.has(el.localName) || el.localName === "html" || el.localName === "body")
+        continue;
+      const text = shownText(el);
+      if ((exact ? text === want : text.toLowerCase().includes(lower)) && isShown(el))
+        hits.push(el);
+    }
+    const inner = hits.filter(el => !hits.some(other => other !== el && el.contains(other)));
+    const out = new Set();
+    for (let el of inner) {
+      const text = shownText(el);
+      for (let up = el; up && up.localName !== "body" && shownText(up) === text;
+           up = up.parentElement) {
+        const role = roleOf(up);
+        if (role !== null && (ACTIONABLE.has(role) || interactiveWhy(up, role, false))) el = up;
+      }
+      out.add(el);
+    }
+    return [...out];
+  }
+
+  const INFERRED_ROLES = new Set(["clickable", "focusable", "draggable", "link"]);
+
+  // [role as the snapshot shows it, name], or null when it is not `want` (if given).
+  function roleAndName(el, want) {
+    const role = roleOf(el);
+    if (role === null) return null;
+    let shown = role, why = "";
+    if (want === undefined || (role !== want && INFERRED_ROLES.has(want)) ||
+        (role === want && !ACTIONABLE.has(role))) {
+      why = ACTIONABLE.has(role) ? "" : interactiveWhy(el, role, false);
+      if (why) shown = inferredRole(el, role, why);
+    }
+    if (want !== undefined && shown !== want) return null;
+    return [shown, nameOf(el, shown === "link" ? "link" : role) || (why ? textOf(el) : "")];
+  }
+
+  function byRole(want, name) {
+    const hits = [];
+    for (const el of elementsIn(document)) {
+      if (SKIP_TAGS.has(el.localName)) continue;
+      const found = roleAndName(el, want);
+      if (found && isShown(el)) hits.push([el, found[1]]);
+    }
+    if (name === null || name === undefined) return hits.map(h => h[0]);
+    const exact = hits.filter(h => h[1] === name);
+    if (exact.length) return exact.map(h => h[0]);
+    const lower = name.toLowerCase();
+    return hits.filter(h => h[1].toLowerCase().includes(lower)).map(h => h[0]);
+  }
+
+  if (options.locate) {
+    const {kind, value, name} = options.locate;
+    let found;
+    if (kind === "css") {
+      try { found = [...document.querySelectorAll(value)]; }
+      catch (e) { return JSON.stringify({error: String(e.message || e), next}) + "\n"; }
+      found = found.filter(isShown);
+    } else if (kind === "text") {
+      found = byText(value, true);
+      if (!found.length) found = byText(value, false);
+    } else {
+      found = byRole(value, name);
+    }
+    const matches = found.slice(0, 20).map(el => {
+      const [role, elName] = roleAndName(el) || ["", ""];
+      return [refFor(el), role || el.localName, elName];
+    });
+    return JSON.stringify({matches, count: found.length, next}) + "\n";
+  }
+
   let tree = [];
   if (rootRef) {
     const el = bsk.refs.get(rootRef);
     if (!el || !el.isConnected) return JSON.stringify({missing: true, next}) + "\n";
     // Walk just this element: as the only child of a stand-in parent.
-    walk({childNodes: [el], localName: "", shadowRoot: null}, tree, "");
+    walk({childNodes: [el], localName: "", shadowRoot: null}, tree, "", false);
   } else {
-    walk(document.body ? document.documentElement : document, tree, "");
+    walk(document.body ? document.documentElement : document, tree, "", false);
   }
   if (options.interactive) tree = pruneInteractive(tree);
   const refs = [];

@@ -9,6 +9,8 @@ element keeps its ref across snapshots of one document.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +33,10 @@ ACTIONABLE = frozenset({
 })
 # Roles that also get a ref: things an agent reads or targets by ref.
 REF_ROLES = ACTIONABLE | {"heading", "img", "image", "dialog", "alertdialog", "iframe",
-                          "region", "form"}
+                          "region", "form", "canvas"}
+# Listeners that make an element clickable (the page's own, in any world).
+CLICK_EVENTS = frozenset({"click", "dblclick", "auxclick", "contextmenu", "mousedown",
+                          "mouseup", "pointerdown", "pointerup", "touchstart"})
 MAX_REFS_PER_SESSION = 50_000
 
 
@@ -61,6 +66,55 @@ class Node:
 
 
 _SCRIPT = (Path(__file__).with_name("snapshot.js")).read_text()
+_LISTENED_GROUP = "bsk-listened"
+_MARK_LISTENED = ("function(...els) { globalThis.__bskListened = new WeakSet(els); "
+                  "return els.length; }")
+
+
+async def mark_listened(ctx: ToolContext, tab: Tab, world: int, sid: str) -> int:
+    """Tell snapshot.js which elements have click/mouse listeners of the page's own.
+
+    Listeners added with addEventListener live in the page's world, out of the isolated
+    world's sight; one DOMDebugger.getEventListeners over the whole document (depth -1)
+    lists them with their nodes, which are then handed to the isolated world at once.
+    Chosen over patching addEventListener in the main world: nothing is injected into the
+    page, it also sees listeners added before BrowserSkill attached, and it costs a few
+    milliseconds on ordinary pages (bench/snapshot.py). Asked about the page world's own
+    `document`, without `pierce` (which reports every world's listeners and shadow roots'
+    too, but crashed Chromium 156's renderer after ~17 snapshots of a plain page):
+    listeners inside shadow roots go unseen. Returns how many were marked."""
+    try:
+        # The document as the page's own world sees it: listeners are reported for the
+        # world of the object asked about.
+        doc = await ctx.inspect("Runtime.evaluate", {
+            "expression": "document", "contextId": world, "objectGroup": _LISTENED_GROUP},
+            tab=tab, session_id=sid)
+        described = await ctx.inspect("DOM.describeNode", {"objectId": doc["result"]["objectId"]},
+                                 tab=tab, session_id=sid)
+        page_doc = await ctx.inspect("DOM.resolveNode", {
+            "backendNodeId": described["node"]["backendNodeId"], "objectGroup": _LISTENED_GROUP},
+            tab=tab, session_id=sid)
+        found = await ctx.inspect("DOMDebugger.getEventListeners", {
+            "objectId": page_doc["object"]["objectId"], "depth": -1, "pierce": False},
+            tab=tab, session_id=sid)
+        nodes = {listener["backendNodeId"] for listener in found.get("listeners", ())
+                 if listener.get("type") in CLICK_EVENTS and listener.get("backendNodeId")}
+        handles = await asyncio.gather(*(ctx.inspect("DOM.resolveNode", {
+            "backendNodeId": node, "executionContextId": world,
+            "objectGroup": _LISTENED_GROUP}, tab=tab, session_id=sid) for node in nodes),
+            return_exceptions=True)
+        args = [{"objectId": h["object"]["objectId"]} for h in handles
+                if isinstance(h, dict) and "objectId" in h.get("object", {})]
+        await ctx.inspect("Runtime.callFunctionOn", {
+            "functionDeclaration": _MARK_LISTENED, "executionContextId": world,
+            "arguments": args, "returnByValue": True}, tab=tab, session_id=sid)
+        return len(args)
+    except (CdpError, KeyError):
+        return 0  # a frame that went away: the script's own retry reads the new one
+    finally:
+        with contextlib.suppress(CdpError):
+            await ctx.inspect("Runtime.releaseObjectGroup", {"objectGroup": _LISTENED_GROUP},
+                              tab=tab, session_id=sid)
 
 
 def _nodes(raw: list[Any], holders: list[Node]) -> list[Node]:
@@ -90,7 +144,7 @@ class FrameView:
     title: str | None = None  # the frame's document.title
 
 
-async def _run_script(ctx: ToolContext, tab: Tab, frame_id: str,
+async def run_script(ctx: ToolContext, tab: Tab, frame_id: str,
                       options: dict[str, Any]) -> tuple[dict[str, Any], str, int, str]:
     """Run snapshot.js in the frame's isolated world; retried if the document changes."""
     sid = tab.session_for_frame(frame_id)
@@ -100,6 +154,7 @@ async def _run_script(ctx: ToolContext, tab: Tab, frame_id: str,
         options["prefix"] = ("" if frame_id == tab.main_frame_id
                              else f"f{tab.frame_ordinal(frame_id)}")
         options["next"] = ctx.session.ref_seq + 1
+        await mark_listened(ctx, tab, world, sid)
         try:
             answer = await ctx.inspect("Runtime.evaluate", {
                 "expression": f"({_SCRIPT})({json.dumps(options)})", "contextId": world,
@@ -125,7 +180,7 @@ async def read_frame(ctx: ToolContext, tab: Tab, frame_id: str, *, root_ref: str
                      interactive: bool, as_tree: bool, depth: int = 0) -> FrameView:
     options = {"refRoles": sorted(REF_ROLES), "actionable": sorted(ACTIONABLE),
                "rootRef": root_ref, "interactive": interactive, "asTree": as_tree}
-    value, loader, world, sid = await _run_script(ctx, tab, frame_id, options)
+    value, loader, world, sid = await run_script(ctx, tab, frame_id, options)
     if value.get("missing"):
         raise BskError("stale_ref", f"ref {root_ref} is not in the page any more",
                        hint="take a full snapshot", details={"ref": root_ref},
