@@ -399,8 +399,9 @@ def test_dropped_cdp_socket_ends_calls_at_once_and_the_next_call_relaunches(
             assert r.headers["retry-after"] == "1"
             assert commands(http, waiting["op_id"]) == []
             assert alive(pid), "the browser itself must not have been killed"
-        gone = s("eval", "1")
-        assert gone.code == 10 and gone.json["dispatched"] == "no"
+        back = s.ok("eval", "document.title")  # relaunched, its tab reopened (same id)
+        assert back["result"]["value"] == "Counter"
+        assert [t["tab_id"] for t in back["result"]["browser_restarted"]["reopened"]] == ["t1"]
         assert s.ok("tab", "new", f"{site}/other.html")["status"] == "completed"
         assert s("eval", "document.title").value == "Other"
         assert s.ok("status")["browser"]["pid"] != pid
@@ -467,6 +468,7 @@ def test_attached_browser_socket_closed_then_the_next_call_reconnects(
         s = runner.with_session("cut")
         s.ok("session", "start", "cut")
         s.ok("open", f"{site}/counter.html")
+        s.ok("eval", "window.kept = 7")
         running = s.popen("eval", "await slow('x', 20000)")
         wait_until(lambda: live_ops(s, "dispatched"), what="dispatched")
         queued = s.popen("--wait", "eval", "window.effects += 1")
@@ -480,7 +482,13 @@ def test_attached_browser_socket_closed_then_the_next_call_reconnects(
         assert (code, answer["error"]["code"], answer["dispatched"]) == (
             10, "browser_unavailable", "no")
         assert chromium.process.poll() is None  # the browser lives on
-        # The same browser, reached again: the next call reconnects to it.
+        # The same browser, reached again: the next call reconnects to it and re-attaches
+        # the session's tab, whose page lived on.
+        back = s.ok("eval", "window.kept")
+        assert back["result"]["value"] == 7
+        assert back["result"]["browser_restarted"]["reattached"] == [
+            {"tab_id": "t1", "url": f"{site}/counter.html"}]
+        assert "note" not in back["result"]["browser_restarted"]
         assert s.ok("tab", "new", f"{site}/other.html")["status"] == "completed"
         assert s("eval", "document.title").value == "Other"
         assert s.ok("status")["browser"]["connected"] is True

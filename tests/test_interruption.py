@@ -176,11 +176,17 @@ def test_browser_death_ends_calls_and_the_next_call_relaunches(fresh_bsk: Bsk,
     code, answer = answer_of(queued)
     assert code == 10 and answer["error"]["code"] == "browser_unavailable"
     assert answer["dispatched"] == "no"
-    # The session's tab died with the browser; a new tab relaunches the browser.
-    gone = s("eval", "1")
-    assert gone.code == 10 and gone.json["dispatched"] == "no"
-    assert s.ok("tab", "new", f"{site}/other.html")["status"] == "completed"
-    assert s("eval", "document.title").value == "Other"
+    # The next call relaunches the browser and reopens the session's tab (same id) at its
+    # last URL; the answer says the page's state was lost.
+    back = s.ok("eval", "document.title")
+    assert back["result"]["value"] == "Counter"
+    restarted = back["result"]["browser_restarted"]
+    assert restarted["reopened"] == [{"tab_id": "t1", "url": f"{site}/counter.html"}]
+    assert "state" in restarted["note"]
+    assert s("eval", "window.effects").value == 0  # a fresh page: the queued call never ran
+    assert [t["tab_id"] for t in s.ok("tab", "list")["result"]["tabs"]] == ["t1"]
+    text = s("eval", "1", as_json=False)
+    assert text.code == 0 and "note:" not in text.stderr  # said once, by the call that did it
     assert s.ok("status")["browser"]["pid"] != pid
 
 

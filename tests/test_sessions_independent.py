@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import stat
 import threading
 from collections.abc import Iterator
@@ -309,3 +310,29 @@ async def test_an_isolated_mcp_connection_has_cookies_of_its_own(
         assert "sid" in [c["name"] for c in listed["result"]["cookies"]]
         assert listed["result"]["scope"] == "isolated"
         assert "sid" not in await asyncio.to_thread(cookie_names, bsk)
+
+
+def test_a_killed_browser_comes_back_with_every_tab(
+        fresh_bsk: Bsk, site: str, login_site: tuple[str, list[str | None]]) -> None:
+    url, _ = login_site
+    fresh_bsk.ok("session", "start", "two")
+    s = fresh_bsk.with_session("two")
+    s.ok("open", f"{site}/counter.html")
+    s.ok("tab", "new", f"{site}/other.html")
+    fresh_bsk.ok("session", "start", "iso", "--isolated")
+    iso = fresh_bsk.with_session("iso")
+    iso.ok("open", f"{url}/login")
+    iso.ok("open", f"{url}/")
+    assert "sid" in cookie_names(iso)
+    pid = s.ok("status")["browser"]["pid"]
+    os.killpg(pid, signal.SIGKILL)
+    wait_until(lambda: not alive(pid), 10, "the killed browser to go")
+    back = s.ok("eval", "document.title")["result"]
+    assert back["value"] == "Other"  # t2 was current, and is again
+    assert {t["tab_id"] for t in back["browser_restarted"]["reopened"]} == {"t1", "t2"}
+    s.ok("tab", "select", "t1")
+    assert s("eval", "document.title").value == "Counter"
+    again = iso.ok("cookies", "list")["result"]
+    assert again["cookies"] == [] and again["scope"] == "isolated"
+    assert "cookies and storage" in again["browser_restarted"]["note"]
+    assert iso("eval", "location.href").value == f"{url}/"

@@ -171,6 +171,10 @@ class AgentWindow:
         is the Chrome tab id."""
         return await self.attach(tab_id, int(target_id))
 
+    async def recover_tabs(self, lost: list[Tab],
+                           timeout: float) -> tuple[list[tuple[Tab, str]], str | None]:
+        return [], None  # the extension's reconnect re-adopts them (`ExtensionHub._reconcile`)
+
     async def show(self, tab: Tab, timeout: float) -> None:
         await tab.send("Page.bringToFront", timeout=timeout)
 

@@ -62,6 +62,15 @@ class Backend(Protocol):
 
     async def close_tab(self, tab: Tab) -> None: ...
 
+    async def recover_tabs(self, lost: list[Tab],
+                           timeout: float) -> tuple[list[tuple[Tab, str]], str | None]:
+        """Tabs whose link died with their browser (or its connection), back under the same
+        tab ids: re-attached where the page survived ("reattached", its state intact), else
+        opened again at its last URL ("reopened", page state lost); and what else was lost,
+        if anything. ([], None) if this placement gets its tabs back by itself (the
+        extension re-adopts them when it reconnects)."""
+        ...
+
     async def show(self, tab: Tab, timeout: float) -> None:
         """Make the tab the visible one of its window (the session's current tab)."""
         ...

@@ -18,10 +18,9 @@ Invariant: the placement shows, sizes and closes only its own tabs and windows.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
-
-from browserskill.errors import BskError
 
 if TYPE_CHECKING:
     from browserskill.browser.link import BrowserLink
@@ -66,17 +65,11 @@ class EmbeddedPlacement:
         return self.manager.link is None or self.manager.link.closed
 
     def lost_hint(self) -> str:
-        return ("call again: the daemon relaunches or reconnects it; then open a tab with "
-                "`bsk tab new URL`")
+        return ("call again: the daemon relaunches or reconnects it and brings this "
+                "session's tabs back (reopened at their last URL if the pages died)")
 
     def before_dispatch(self, op: Operation, session: Session) -> None:
-        if self.context_id is not None and self._generation != self.manager.generation \
-                and op.tool != "session_stop":
-            raise BskError("browser_unavailable", "this isolated session's browser context "
-                           "was lost with the browser it lived in",
-                           hint="stop this session and start a new one (`bsk session stop`; "
-                                "`bsk session start ID --isolated [--state FILE]`)",
-                           details={"reason": "context_lost"})
+        return None  # the embedded browser is launched or reconnected on demand
 
     async def new_tab(self, tab_id: str, url: str = "about:blank") -> Tab:
         tab = await self.manager.new_tab(tab_id, url, context_id=self.context_id,
@@ -94,6 +87,30 @@ class EmbeddedPlacement:
 
     def check_close(self, tab: Tab) -> None:
         return None
+
+    async def recover_tabs(self, lost: list[Tab],
+                           timeout: float) -> tuple[list[tuple[Tab, str]], str | None]:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        await self.manager.ensure()  # relaunches the embedded browser, or reconnects
+        alive = await self.manager.page_targets()
+        also_lost = None
+        if self.context_id is not None and self._generation != self.manager.generation:
+            contexts = await self.manager.contexts()
+            if self.context_id not in contexts:  # died with its browser: a new, empty one
+                self.context_id = await self.manager.create_context()
+                also_lost = "this isolated session's cookies and storage died with it"
+        self._generation = self.manager.generation
+        out: list[tuple[Tab, str]] = []
+        for old in lost:
+            if old.target_id in alive:
+                out.append((await self.adopt_tab(old.tab_id, old.target_id), "reattached"))
+                continue
+            tab = await self.new_tab(old.tab_id)
+            out.append((tab, "reopened"))
+            if old.url and old.url != "about:blank":
+                await self.manager.open_in(tab, old.url, max(0.001, end - loop.time()))
+        return out, also_lost
 
     async def close_tab(self, tab: Tab) -> None:
         window = self._window_of.pop(tab.target_id, None)

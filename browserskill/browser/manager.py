@@ -189,6 +189,24 @@ class BrowserManager:
         made = await link.send("Target.createBrowserContext", {"disposeOnDetach": False})
         return str(made["browserContextId"])
 
+    async def contexts(self) -> set[str]:
+        link = await self.ensure()
+        return set((await link.send("Target.getBrowserContexts"))["browserContextIds"])
+
+    async def open_in(self, tab: Tab, url: str, timeout: float) -> bool:
+        """Navigate a tab and wait (bounded) for its load; False if it did not get there."""
+        try:
+            answer = await tab.send("Page.navigate", {"url": url}, timeout=timeout)
+            loader = answer.get("loaderId")
+            if answer.get("errorText"):
+                return False
+            if loader:
+                await tab.until(lambda: tab.reached(loader, "load"), timeout)
+        except (LinkError, TimeoutError) as e:
+            log.info("reopening %s at %s: %s", tab.tab_id, url, e)
+            return False
+        return True
+
     async def dispose_context(self, context_id: str) -> None:
         if self.link is None or self.link.closed:
             return

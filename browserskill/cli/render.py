@@ -34,6 +34,11 @@ def show(words: Words, answer: dict[str, Any], *, as_json: bool,
     text = result_text(words, answer)
     if text:
         print(text)
+    restarted = (answer.get("result") or {}).get("browser_restarted") \
+        if isinstance(answer.get("result"), dict) else None
+    if restarted:  # the tabs came back before the call: say what was lost
+        print(f"note: {restarted.get('note') or 'the browser connection was restored'}",
+              file=sys.stderr)
     if error:  # page_error: the script threw; the call itself completed
         print(f"page error: {error['message']}", file=sys.stderr)
 

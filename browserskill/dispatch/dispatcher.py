@@ -160,6 +160,12 @@ class Dispatcher:
         op.state = DISPATCHED
         op.note(DISPATCHED)
         self.journal.record(op)
+        recovered = None
+        if op.tool != "session_stop":  # tabs lost with their browser come back first
+            recovered = await self.sessions.recover(session, max(
+                0.001, op.deadline - asyncio.get_running_loop().time()))
+            if recovered:
+                op.note("tabs_recovered", recovered)
         current = session.tabs.get(session.current_tab_id or "")
         if current is not None and not current.gone and op.tool != "session_stop":
             await session.backend.ensure_shown(current, timeout=min(
@@ -174,6 +180,8 @@ class Dispatcher:
             await self._interrupt(op, ctx, work, op.cancel_reason or "deadline")
             return
         self._settle(op, work)
+        if recovered and op.result is not None:
+            op.result["browser_restarted"] = recovered
 
     def _settle(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:
         """End the operation from its handler's own ending."""

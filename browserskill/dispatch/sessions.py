@@ -201,6 +201,33 @@ class SessionManager:
         if current is not None and not current.gone:  # the new tab hid it: show it again
             await session.backend.ensure_shown(current, timeout=5.0)
 
+    async def recover(self, session: Session, timeout: float) -> dict[str, Any] | None:
+        """Before a call: the session's tabs that died with their browser (or its
+        connection) come back under the same ids, re-attached where the page survived,
+        else reopened at their last URL. What happened, for the call's answer; None when
+        nothing was lost."""
+        lost = [t for t in session.tabs.values() if t.gone and t.link.closed]
+        if not lost:
+            return None
+        recovered, also_lost = await session.backend.recover_tabs(lost, timeout)
+        if not recovered:
+            return None
+        report: dict[str, Any] = {"reattached": [], "reopened": []}
+        for tab, how in recovered:
+            session.tabs[tab.tab_id] = tab
+            report[how].append({"tab_id": tab.tab_id, "url": tab.url})
+            if how == "reopened":
+                session.refs = {k: v for k, v in session.refs.items()
+                                if v.tab_id != tab.tab_id}
+        if report["reopened"]:
+            report["note"] = ("the browser was gone: these tabs were opened again at their "
+                              "last URL; their page state (form input, scroll, script "
+                              "state) is lost: take a new snapshot")
+        if also_lost:
+            report["note"] = f"{report.get('note', 'the browser was gone')}; {also_lost}"
+        self.store.save(session)
+        return report
+
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None:
