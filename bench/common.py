@@ -62,7 +62,9 @@ def exit_on_sigterm() -> None:
 class BskDaemon:
     """A bsk daemon on its own temporary BSK_HOME (ephemeral profile), stopped on exit."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, expose_cdp: bool = False) -> None:
+        """`expose_cdp`: its browser also opens a DevTools port, for a bench that talks
+        raw CDP to the same browser (the daemon itself uses a private pipe)."""
         self.home = Path(tempfile.mkdtemp(prefix="bsk-bench-"))
         self.env = {**os.environ, "BSK_HOME": str(self.home), "BSK_EPHEMERAL": "1",
                     "BSK_IDLE_TIMEOUT": "900",  # a safety net if cleanup never runs
@@ -70,6 +72,8 @@ class BskDaemon:
                     "PYTHONPYCACHEPREFIX": str(self.home / "pycache")}
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.env.pop("BSK_SESSION", None)
+        if expose_cdp:
+            self.env["BSK_EXPOSE_CDP"] = "0"
         self.pid: int | None = None
 
     @property

@@ -114,7 +114,7 @@ async def measure(n: int, sock: str, url: str) -> dict[str, list[float]]:
 def main(n: int = N) -> int:
     common.exit_on_sigterm()
     common.header("Daemon overhead: eval 1+1 via HTTP API vs raw CDP (same browser)")
-    with common.page_server() as url, common.BskDaemon() as bsk:
+    with common.page_server() as url, common.BskDaemon(expose_cdp=True) as bsk:
         s = asyncio.run(measure(n, bsk.socket, url))
     print(common.describe("api  POST /tools/eval (keep-alive)", s["api"], digits=2))
     print(common.describe("raw1 Runtime.evaluate", s["raw1"], digits=2))

@@ -116,7 +116,7 @@ def line(name: str, results: list[dict[str, Any]]) -> tuple[float, float]:
 async def run(ns: list[int]) -> int:
     header("independent sessions: N sessions running timers and animation frames at once")
     ok = True
-    with page_server() as url, BskDaemon() as daemon:
+    with page_server() as url, BskDaemon(expose_cdp=True) as daemon:
         _, _, body, _ = api(daemon.socket, "GET", "/v1/status?connect=true")
         endpoint = body["browser"]["cdp_endpoint"]
         lone: tuple[float, float] | None = None

@@ -391,7 +391,7 @@ def main(n: int = N) -> int:
                                             f"--remote-debugging-port={port}"])
     ok = True
     try:
-        with common.fixture_sites() as (site, _), common.BskDaemon() as bsk:
+        with common.fixture_sites() as (site, _), common.BskDaemon(expose_cdp=True) as bsk:
             url = f"{site}/{PAGE}"
             ours = BskRunner(bsk)
             runners: list[Runner] = [ours]

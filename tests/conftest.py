@@ -135,8 +135,10 @@ def short_home(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def shared_bsk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bsk]:
-    """One daemon for the many tests that don't care about the daemon's own life."""
-    runner = Bsk(short_home(tmp_path_factory, "shared"))
+    """One daemon for the many tests that don't care about the daemon's own life. Its
+    browser opens a DevTools port (--expose-cdp) for the tests that drive a page with a
+    second DevTools client; by default it has none (tests/test_security.py)."""
+    runner = Bsk(short_home(tmp_path_factory, "shared"), BSK_EXPOSE_CDP="0")
     yield runner
     runner.stop_daemon()
 

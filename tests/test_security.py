@@ -5,6 +5,7 @@ neither the socket nor the state dir, and requests whose security headers are am
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -154,6 +155,11 @@ def unix_socket():
     s.connect(os.path.join(home, "bsk.sock"))
     return "connected"
 attempt("socket", unix_socket)
+def browser_socket():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(home, "browser.sock"))
+    return "connected"
+attempt("browser_socket", browser_socket)
 def tcp():
     with socket.create_connection(("127.0.0.1", tcp_port), timeout=5) as s:
         s.sendall(f"GET /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:{tcp_port}\r\n"
@@ -201,11 +207,59 @@ def test_another_local_user_cannot_reach_the_daemon(site: str) -> None:
         seen = json.loads(run.stdout)
         assert seen["parent"] == "ok"  # the path up to the state dir is open to it
         assert seen["state_dir"] == "PermissionError"
-        for name in ("journal.sqlite3", "token", "daemon.log", "browser.json", "socket"):
+        for name in ("journal.sqlite3", "token", "daemon.log", "browser.json", "socket",
+                     "browser_socket"):
             assert seen[name] == "PermissionError", (name, seen)
+        # The browser's only DevTools channel is that socket: it listens on no TCP port.
+        pid = runner.ok("status")["browser"]["pid"]
+        assert listening_tcp_ports(pid) == set()
         assert seen["tcp"] == "401"  # the TCP listener wants the token it can't read
         # And the daemon is none the worse for it.
         assert runner.with_session("mine").ok("eval", "1 + 1")["result"]["value"] == 2
     finally:
         stop_for_good(runner)
         shutil.rmtree(parent, ignore_errors=True)
+
+
+def listening_tcp_ports(pgid: int) -> set[int]:
+    """TCP ports some process of this process group (a browser and its helpers) listens on."""
+    inodes: set[str] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+            for fd in (entry / "fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        except (OSError, IndexError, ValueError):
+            continue
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def test_the_browser_opens_no_devtools_port_unless_exposed(make_bsk: Callable[..., Bsk]
+                                                           ) -> None:
+    private = make_bsk()
+    browser = private.ok("status", "--connect")["browser"]
+    assert "cdp_endpoint" not in browser and "private pipe" in browser["devtools"]
+    assert listening_tcp_ports(browser["pid"]) == set()
+    assert stat.S_IMODE((private.home / "browser.sock").stat().st_mode) == 0o600
+    private.stop_daemon()
+    assert not (private.home / "browser.sock").exists()  # the keeper went with it
+
+    shared = make_bsk(BSK_EXPOSE_CDP="0")  # the explicit opt-in
+    browser = shared.ok("status", "--connect")["browser"]
+    port = int(browser["cdp_endpoint"].split(":")[2].split("/")[0])
+    assert listening_tcp_ports(browser["pid"]) == {port}
+    import urllib.request
+
+    with urllib.request.urlopen(browser["http_endpoint"] + "/json/version", timeout=10) as r:
+        assert json.load(r)["webSocketDebuggerUrl"] == browser["cdp_endpoint"]

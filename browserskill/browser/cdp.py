@@ -1,4 +1,6 @@
-"""`CdpLink`: Chromium's DevTools protocol over one WebSocket, flattened target sessions.
+"""`CdpLink`: Chromium's DevTools protocol over one WebSocket — or, for the embedded
+browser, over its keeper's Unix socket (NUL-framed, browser/keeper.py) — with flattened
+target sessions.
 
 One reader task owns the socket. Replies resolve the pending command by id; events go
 to subscribers keyed by CDP session id. When the socket closes (browser died, remote
@@ -41,6 +43,11 @@ class CdpLink:
 
     @classmethod
     async def connect(cls, ws_url: str, *, timeout: float = 10.0) -> CdpLink:
+        """`ws://…`/`wss://…`: a DevTools WebSocket; `unix:PATH`: a keeper's socket."""
+        if ws_url.startswith("unix:"):
+            reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(
+                ws_url[5:], limit=MAX_MESSAGE), timeout)
+            return cls(_FramedSocket(reader, writer), ws_url)
         ws = await asyncio.wait_for(
             websockets.connect(
                 ws_url, max_size=MAX_MESSAGE, ping_interval=None, compression=None
@@ -70,8 +77,8 @@ class CdpLink:
         if session_id:
             message["sessionId"] = session_id
         try:
-            await self._ws.send(json.dumps(message))
-        except websockets.ConnectionClosed as e:
+            await self._ws.send(json.dumps(message, separators=(",", ":")))
+        except (websockets.ConnectionClosed, ConnectionError) as e:
             self._conv.close(f"connection closed: {e}")
             raise LinkClosed(self._conv.closed_reason or "closed") from None
         except BaseException:
@@ -179,6 +186,36 @@ class CdpLink:
             self._conv.reply(msg, _cdp_error)
         elif "method" in msg:
             self._conv.emit(msg.get("sessionId"), msg["method"], msg.get("params", {}))
+
+
+class _FramedSocket:
+    """The keeper's stream as the three things CdpLink uses of a WebSocket: `send`,
+    `async for` messages, `close`. One JSON message per NUL-terminated frame."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def send(self, text: str) -> None:
+        if self._writer.is_closing():
+            raise ConnectionError("the browser keeper's socket is closed")
+        self._writer.write(text.encode() + b"\0")
+
+    def __aiter__(self) -> _FramedSocket:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return (await self._reader.readuntil(b"\0"))[:-1]
+        except (asyncio.IncompleteReadError, ConnectionError):
+            raise StopAsyncIteration from None
+
+    async def close(self) -> None:
+        self._writer.close()
+
+    @property
+    def transport(self) -> asyncio.BaseTransport:
+        return self._writer.transport
 
 
 def _cdp_error(method: str, err: dict[str, Any]) -> CdpError:

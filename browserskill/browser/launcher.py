@@ -8,10 +8,12 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CANDIDATES = (
     "chromium",
@@ -54,7 +56,11 @@ def browser_version(executable: str) -> str | None:
     return out.stdout.strip() or None
 
 
-def launch_args(executable: str, profile: Path, *, headless: bool = True) -> list[str]:
+def launch_args(executable: str, profile: Path, *, headless: bool = True, pipe: bool = False,
+                debugging_port: int | None = 0) -> list[str]:
+    """Chromium's command line with the daemon's switches. `pipe`: DevTools on fds 3/4
+    (the keeper's); `debugging_port`: also (or instead) a DevTools TCP port (0: any free
+    one; None: none) — which any local user could connect to."""
     args = [
         executable,
         "--disable-gpu",
@@ -76,7 +82,8 @@ def launch_args(executable: str, profile: Path, *, headless: bool = True) -> lis
         "--enable-features=WebMCP",
         "--window-size=1280,720",
         f"--user-data-dir={profile}",
-        "--remote-debugging-port=0",
+        *(["--remote-debugging-pipe"] if pipe else []),
+        *([f"--remote-debugging-port={debugging_port}"] if debugging_port is not None else []),
         "about:blank",
     ]
     if headless:
@@ -88,81 +95,103 @@ def launch_args(executable: str, profile: Path, *, headless: bool = True) -> lis
 
 @dataclass
 class LaunchedBrowser:
-    pid: int  # leader of the browser's own process group
-    ws_url: str
+    """The embedded browser, run by its keeper (browser/keeper.py), which holds its
+    DevTools pipe and serves it on `socket` (0600, in the state dir)."""
+
+    pid: int  # the browser: leader of its own process group
+    keeper_pid: int
+    socket: str
     executable: str
     profile: Path
-    process: subprocess.Popen[bytes] | None = None  # None when re-adopted after a restart
+    cdp_url: str | None = None  # its DevTools TCP endpoint, only with --expose-cdp
+
+    @property
+    def endpoint(self) -> str:
+        return "unix:" + self.socket
 
     def alive(self) -> bool:
-        if self.process is not None:
-            return self.process.poll() is None
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return _alive(self.keeper_pid) and _alive(self.pid)
 
     def terminate(self, grace: float = 3.0) -> None:
-        if not self.alive():
-            return
+        """The keeper stops the browser on SIGTERM; its process group goes too."""
         deadline = time.monotonic() + grace
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(self.pid, sig)
-            except ProcessLookupError:
-                return
-            while time.monotonic() < deadline:
-                if self.process is not None:
-                    try:
-                        self.process.wait(0.05)
-                        return
-                    except subprocess.TimeoutExpired:
-                        continue
-                if not self.alive():
-                    return
-                time.sleep(0.05)
-            deadline = time.monotonic() + grace
+        for pid, group in ((self.keeper_pid, False), (self.pid, True)):
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                if not _alive(pid):
+                    break
+                try:
+                    (os.killpg if group else os.kill)(pid, sig)
+                except ProcessLookupError:
+                    break
+                while _alive(pid) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                deadline = time.monotonic() + grace
+        _reap(self.keeper_pid)
 
     def to_json(self) -> dict[str, object]:
-        return {"pid": self.pid, "ws_url": self.ws_url, "executable": self.executable,
-                "profile": str(self.profile)}
+        return {"pid": self.pid, "keeper_pid": self.keeper_pid, "socket": self.socket,
+                "executable": self.executable, "profile": str(self.profile),
+                "cdp_url": self.cdp_url}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> LaunchedBrowser:
+        return cls(int(d["pid"]), int(d["keeper_pid"]), str(d["socket"]),
+                   str(d["executable"]), Path(d["profile"]), d.get("cdp_url"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours (the keeper, before it is reaped) is not alive
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
 
 
 async def launch(
-    executable: str, profile: Path, log_file: Path, *, headless: bool = True,
-    timeout: float = 30.0,
+    executable: str, profile: Path, log_file: Path, state_dir: Path, *,
+    headless: bool = True, expose_port: int | None = None, timeout: float = 30.0,
 ) -> LaunchedBrowser:
+    """Start the keeper, which starts the browser on a DevTools pipe; return once the
+    keeper's socket listens. No TCP port unless `expose_port` (--expose-cdp) asks."""
     profile.mkdir(parents=True, exist_ok=True, mode=0o700)
-    port_file = profile / "DevToolsActivePort"
-    port_file.unlink(missing_ok=True)
+    (profile / "DevToolsActivePort").unlink(missing_ok=True)
+    state_file = state_dir / "keeper.json"
+    state_file.unlink(missing_ok=True)
+    socket_path = state_dir / "browser.sock"
+    argv = launch_args(executable, profile, headless=headless, pipe=True,
+                       debugging_port=expose_port)
     with open(log_file, "ab") as log:
-        proc = subprocess.Popen(
-            launch_args(executable, profile, headless=headless),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,  # its own process group: we stop all its helpers at once
+        keeper = subprocess.Popen(
+            [sys.executable, "-m", "browserskill.browser.keeper", str(state_file),
+             str(socket_path), str(log_file), "--", *argv],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True,  # it outlives the daemon, as the browser must
         )
     deadline = time.monotonic() + timeout
-    # Chromium writes the chosen port to this file once DevTools listens.
-    while True:
-        if proc.poll() is not None:
-            raise LaunchError(
-                f"{executable} exited with code {proc.returncode} at start; see {log_file}"
-            )
-        text = port_file.read_text() if port_file.exists() else ""
-        lines = text.splitlines()
-        if len(lines) >= 2:
-            port, path = lines[0].strip(), lines[1].strip()
-            return LaunchedBrowser(proc.pid, f"ws://127.0.0.1:{port}{path}", executable,
-                                   profile, proc)
+    while not state_file.exists():
+        if keeper.poll() is not None:
+            raise LaunchError(f"{executable} exited at start (keeper code "
+                              f"{keeper.returncode}); see {log_file}")
         if time.monotonic() > deadline:
-            LaunchedBrowser(proc.pid, "", executable, profile, proc).terminate()
-            raise LaunchError(f"{executable} did not open DevTools within {timeout:g}s")
+            keeper.terminate()
+            raise LaunchError(f"{executable} did not start within {timeout:g}s")
         await asyncio.sleep(0.02)
+    state = json.loads(state_file.read_text())
+    return LaunchedBrowser(int(state["browser_pid"]), keeper.pid, str(state["socket"]),
+                           executable, profile, state.get("cdp_url"))
 
 
 async def resolve_cdp_url(url: str, timeout: float = 10.0) -> str:

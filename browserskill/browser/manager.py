@@ -34,6 +34,7 @@ class BrowserConfig:
     ephemeral: bool = False
     headless: bool = True
     log_file: Path | None = None
+    expose_cdp: int | None = None  # also a DevTools TCP port (0: any); None: the pipe only
 
 
 class BrowserManager:
@@ -103,16 +104,14 @@ class BrowserManager:
                 return False
             return True
         try:
-            record = json.loads(self._record.read_text())
-            previous = launcher.LaunchedBrowser(
-                record["pid"], record["ws_url"], record["executable"], Path(record["profile"]))
-        except (OSError, ValueError, KeyError):
+            previous = launcher.LaunchedBrowser.from_json(json.loads(self._record.read_text()))
+        except (OSError, ValueError, KeyError, TypeError):
             return False
         if not previous.alive():
             self._record.unlink(missing_ok=True)
             return False
         try:
-            link = await CdpLink.connect(previous.ws_url, timeout=3)
+            link = await CdpLink.connect(previous.endpoint, timeout=3)
         except (LinkError, OSError, TimeoutError) as e:
             log.warning("the previous browser (pid %s) did not answer: %s", previous.pid, e)
             await asyncio.to_thread(previous.terminate)
@@ -143,10 +142,11 @@ class BrowserManager:
         if self.launched is not None and self.launched.alive():
             await asyncio.to_thread(self.launched.terminate)  # its link died: start afresh
         self.launched = await launcher.launch(
-            executable, profile, log_file, headless=self.config.headless
-        )
+            executable, profile, log_file, self.state_dir, headless=self.config.headless,
+            expose_port=self.config.expose_cdp)
         try:
-            link = await CdpLink.connect(self.launched.ws_url)
+            link = await CdpLink.connect(self.launched.endpoint)
+            await link.send("Browser.getVersion", timeout=30)  # it answers on its pipe
         except BaseException:
             self.launched.terminate()
             raise
@@ -268,11 +268,18 @@ class BrowserManager:
         out: dict[str, Any] = {"mode": self.mode, "connected": connected}
         if self.config.cdp_url:
             out["cdp_url"] = self.config.cdp_url
+        # A DevTools endpoint other tools can use: the attached browser's, or the embedded
+        # one's only when --expose-cdp opened one (else it has none: a private pipe).
+        if self.config.cdp_url:
+            shared = self.link.endpoint if self.link is not None else None
+        else:
+            shared = self.launched.cdp_url if self.launched is not None else None
+        if connected and shared:
+            out["cdp_endpoint"] = shared
+            out["http_endpoint"] = shared.split("/devtools/")[0].replace("ws://", "http://")
+        elif connected:
+            out["devtools"] = "private pipe (no TCP port; `daemon start --expose-cdp` opens one)"
         if connected and self.link is not None:
-            out["cdp_endpoint"] = self.link.endpoint
-            out["http_endpoint"] = self.link.endpoint.split("/devtools/")[0].replace(
-                "ws://", "http://"
-            )
             out["version"] = self.version_info.get("product")
             out["protocol_version"] = self.version_info.get("protocolVersion")
             out["user_agent"] = self.version_info.get("userAgent")
@@ -291,5 +298,6 @@ class BrowserManager:
         if self.launched is not None:
             await asyncio.to_thread(self.launched.terminate)
             self._record.unlink(missing_ok=True)
+            (self.state_dir / "keeper.json").unlink(missing_ok=True)
         if self._temp_profile is not None:
             shutil.rmtree(self._temp_profile, ignore_errors=True)

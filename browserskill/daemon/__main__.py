@@ -34,6 +34,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ephemeral", action="store_true",
                    default=bool(os.environ.get("BSK_EPHEMERAL")),
                    help="use a throw-away profile, deleted at exit [env BSK_EPHEMERAL=1]")
+    expose = os.environ.get("BSK_EXPOSE_CDP", "")
+    p.add_argument("--expose-cdp", type=int, nargs="?", const=0, metavar="PORT",
+                   default=int(expose) if expose.isdigit() else None,
+                   help="also open the launched browser's DevTools on 127.0.0.1:PORT (0 or "
+                        "no PORT: any free port) so other tools can share it; `bsk status` "
+                        "then shows the endpoint. WARNING: any local user can connect to "
+                        "it, run script in the agent's pages and read the user's files. "
+                        "Off by default: the daemon talks to its browser over a private "
+                        "pipe [env BSK_EXPOSE_CDP=PORT]")
     p.add_argument("--headed", action="store_true", default=bool(os.environ.get("BSK_HEADED")),
                    help="show the browser window [env BSK_HEADED=1]")
     p.add_argument("--idle-timeout", type=float,
@@ -84,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         profile=Path(args.profile).expanduser().resolve() if args.profile else None,
         ephemeral=args.ephemeral and not args.cdp_url,  # env default: moot when attached
         headless=not args.headed,
+        expose_cdp=args.expose_cdp if not args.cdp_url else None,
     )
     try:
         asyncio.run(serve(config, idle_timeout=args.idle_timeout,

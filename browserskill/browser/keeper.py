@@ -1,0 +1,193 @@
+"""The browser keeper: owns the embedded Chromium's DevTools pipe and serves it, to the
+daemon only, on a Unix socket in the private state directory.
+
+Why: a DevTools TCP port (`--remote-debugging-port`) lets any local user drive the
+browser — run script in the agent's pages, read any file the user can. The pipe
+(`--remote-debugging-pipe`: CDP on fds 3 and 4, one JSON message per NUL-terminated
+frame) reaches no one but the process holding it; and since Chromium exits when its
+pipe closes, that holder must outlive the daemon for a restarted daemon to re-adopt the
+browser and its sessions (docs/design.md, security). So this small process holds it.
+
+Invariants:
+- one client at a time, on a 0600 socket: a new connection (the next daemon) replaces
+  the old one, whose pending replies are then dropped, never delivered to the new one;
+- command ids are the keeper's own on the pipe: each client's ids are mapped to fresh
+  ones and back, so two daemons' ids never meet;
+- the keeper exits when the browser does (its pipe's end), and stops the browser when it
+  is told to (SIGTERM, SIGINT, SIGHUP).
+
+Run by the daemon as `python -m browserskill.browser.keeper STATE_FILE SOCKET LOG -- ARGV…`;
+it writes STATE_FILE ({"keeper_pid", "browser_pid", "socket", "cdp_url"?}) once the
+browser answers on the pipe. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+_ID = re.compile(rb'^\{"id":\s*(\d+)')
+READ_CHUNK = 1 << 20
+
+
+class Keeper:
+    def __init__(self, argv: list[str], socket_path: Path, state_file: Path,
+                 log_file: Path) -> None:
+        self.argv = argv
+        self.socket_path = socket_path
+        self.state_file = state_file
+        self.log_file = log_file
+        self.next_id = 0
+        self.routes: dict[int, tuple[int, int]] = {}  # keeper id -> (client serial, its id)
+        self.client: asyncio.StreamWriter | None = None
+        self.serial = 0  # the current client's number
+        self.done = asyncio.Event()
+
+    # -- the browser --------------------------------------------------------------------
+
+    def spawn(self) -> None:
+        to_browser_r, self.to_browser = os.pipe()
+        self.from_browser, from_browser_w = os.pipe()
+
+        def pipe_fds() -> None:  # in the child: its ends on fds 3 (reads) and 4 (writes)
+            a, b = os.dup(to_browser_r), os.dup(from_browser_w)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        with open(self.log_file, "ab") as log:
+            self.browser = subprocess.Popen(
+                self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True, pass_fds=(3, 4), preexec_fn=pipe_fds)
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.spawn()
+        self.reader = asyncio.StreamReader(limit=1 << 30, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader),
+                                     os.fdopen(self.from_browser, "rb", 0))
+        wt, _ = await loop.connect_write_pipe(asyncio.Protocol,
+                                              os.fdopen(self.to_browser, "wb", 0))
+        self.pipe_out: asyncio.WriteTransport = wt
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.done.set)
+        self.socket_path.unlink(missing_ok=True)
+        old = os.umask(0o177)
+        try:
+            server = await asyncio.start_unix_server(self._client, path=str(self.socket_path),
+                                                     limit=1 << 30)
+        finally:
+            os.umask(old)
+        reading = asyncio.create_task(self._from_browser())
+        await self._announce()
+        if self.browser.poll() is not None:
+            return
+        waiting = asyncio.create_task(self.done.wait())
+        await asyncio.wait({reading, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        server.close()
+        self._stop_browser()
+        self.socket_path.unlink(missing_ok=True)
+
+    async def _announce(self) -> None:
+        """Write the state file (the daemon waits for it) once the socket listens."""
+        state: dict[str, object] = {"keeper_pid": os.getpid(), "browser_pid": self.browser.pid,
+                                    "socket": str(self.socket_path)}
+        cdp_url = await self._exposed_endpoint()
+        if cdp_url:
+            state["cdp_url"] = cdp_url
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state))
+        os.chmod(tmp, 0o600)
+        tmp.replace(self.state_file)
+
+    async def _exposed_endpoint(self) -> str | None:
+        """With --remote-debugging-port (`--expose-cdp`): the WebSocket URL it opened."""
+        if not any(a.startswith("--remote-debugging-port") for a in self.argv):
+            return None
+        profile = next((a.split("=", 1)[1] for a in self.argv
+                        if a.startswith("--user-data-dir=")), None)
+        if profile is None:
+            return None
+        port_file = Path(profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and self.browser.poll() is None:
+            lines = port_file.read_text().splitlines() if port_file.exists() else []
+            if len(lines) >= 2:
+                return f"ws://127.0.0.1:{lines[0].strip()}{lines[1].strip()}"
+            await asyncio.sleep(0.02)
+        return None
+
+    def _stop_browser(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if self.browser.poll() is not None:
+                return
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.browser.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.browser.wait(3)
+
+    async def _from_browser(self) -> None:
+        while True:
+            try:
+                frame = await self.reader.readuntil(b"\0")
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                return  # the browser is gone
+            found = _ID.match(frame)
+            if found:
+                route = self.routes.pop(int(found.group(1)), None)
+                if route is None or route[0] != self.serial:
+                    continue  # an earlier client's reply: never the new one's
+                frame = b'{"id":%d' % route[1] + frame[found.end():]
+            if self.client is not None:
+                self.client.write(frame)
+
+    # -- the daemon ---------------------------------------------------------------------
+
+    async def _client(self, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter) -> None:
+        if self.client is not None:
+            self.client.close()  # the next daemon takes over
+        self.serial += 1
+        serial = self.serial
+        self.client = writer
+        try:
+            while True:
+                try:
+                    frame = await reader.readuntil(b"\0")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                        ConnectionError):
+                    return
+                found = _ID.match(frame)
+                if found is None:
+                    continue  # not a command this keeper can route: dropped
+                self.next_id += 1
+                self.routes[self.next_id] = (serial, int(found.group(1)))
+                self.pipe_out.write(b'{"id":%d' % self.next_id + frame[found.end():])
+        finally:
+            if self.client is writer:
+                self.client = None
+            writer.close()
+
+
+def main(argv: list[str]) -> int:
+    state_file, socket_path, log_file = (Path(a) for a in argv[:3])
+    if argv[3:4] != ["--"]:
+        print("usage: python -m browserskill.browser.keeper STATE SOCKET LOG -- ARGV…",
+              file=sys.stderr)
+        return 2
+    keeper = Keeper(argv[4:], socket_path, state_file, log_file)
+    asyncio.run(keeper.run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
