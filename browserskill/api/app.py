@@ -14,10 +14,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from browserskill.browser.storage_state import read_state_file
 from browserskill.dispatch.operations import Operation
 from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog
-from browserskill.tools.state import read_state_file
 
 if TYPE_CHECKING:
     from browserskill.daemon.core import Daemon

@@ -16,10 +16,9 @@ from browserskill.errors import BskError
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from browserskill.browser.backend import SessionView
     from browserskill.browser.extension import ExtensionBrowser
     from browserskill.browser.extension_link import ExtensionLink
-    from browserskill.dispatch.operations import Operation
-    from browserskill.dispatch.sessions import Session
 
 
 @dataclass
@@ -38,7 +37,7 @@ class AgentWindow:
 
     placement = "extension"
 
-    def __init__(self, browser: ExtensionBrowser, session: Session) -> None:
+    def __init__(self, browser: ExtensionBrowser, session: SessionView) -> None:
         self.ext = browser
         self.session = session
         self.window_id: int | None = None
@@ -79,24 +78,14 @@ class AgentWindow:
                                 "call again; `bsk browsers` lists connected browsers")
         return link
 
-    def before_dispatch(self, op: Operation, session: Session) -> None:
+    def before_dispatch(self, tool: str) -> None:
         """Checked when an operation gets the session, before anything is sent."""
-        from browserskill.tools import catalog
-
-        effect = catalog.BY_NAME[op.tool].effect
-        if session.user_interrupted and effect in (catalog.Effect.MUTATION,
-                                                   catalog.Effect.TRANSIENT_INPUT):
-            session.user_interrupted = False
-            raise BskError("user_interrupted", "the user pressed Stop in the browser and took "
-                           "over this session's tabs",
-                           hint="ask the user before acting again; the next call goes ahead",
-                           details={"session_id": session.id})
-        if op.tool != "session_stop":
+        if tool != "session_stop":
             if self.revoked:
                 raise BskError("session_not_found",
-                               f"session {session.id!r} ended: {self.revoked}",
+                               f"session {self.session.id!r} ended: {self.revoked}",
                                hint="start a new session if the user agrees",
-                               details={"session_id": session.id})
+                               details={"session_id": self.session.id})
             self.require_link()
             if self.waiting:
                 raise BskError("browser_unavailable", f"the extension in browser "

@@ -19,8 +19,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from browserskill.browser.link import BrowserLink
     from browserskill.browser.tab import Tab
-    from browserskill.dispatch.operations import Operation
-    from browserskill.dispatch.sessions import Session
+
+
+class SessionView(Protocol):
+    """What a placement sees of the session it serves (dispatch/sessions.py's `Session`):
+    typed here, so the browser layer never imports the dispatch layer."""
+
+    id: str
+    label: str | None
+    tabs: dict[str, Tab]
+    current_tab_id: str | None
+
+    def forget_tab(self, tab_id: str) -> None: ...
 
 
 class Backend(Protocol):
@@ -44,9 +54,9 @@ class Backend(Protocol):
         """What to do when `lost()`: said in browser_unavailable answers."""
         ...
 
-    def before_dispatch(self, op: Operation, session: Session) -> None:
-        """Checked when an operation gets the session, before anything is sent; raises
-        the BskError that refuses it (nothing dispatched)."""
+    def before_dispatch(self, tool: str) -> None:
+        """Checked when an operation of `tool` gets the session, before anything is sent;
+        raises the BskError that refuses it (nothing dispatched)."""
         ...
 
     async def new_tab(self, tab_id: str, url: str = "about:blank") -> Tab: ...

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from browserskill.browser.link import BrowserLink
     from browserskill.browser.manager import BrowserManager
     from browserskill.browser.tab import Tab
-    from browserskill.dispatch.operations import Operation
-    from browserskill.dispatch.sessions import Session
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +66,7 @@ class EmbeddedPlacement:
         return ("call again: the daemon relaunches or reconnects it and brings this "
                 "session's tabs back (reopened at their last URL if the pages died)")
 
-    def before_dispatch(self, op: Operation, session: Session) -> None:
+    def before_dispatch(self, tool: str) -> None:
         return None  # the embedded browser is launched or reconnected on demand
 
     async def new_tab(self, tab_id: str, url: str = "about:blank") -> Tab:

@@ -56,7 +56,7 @@ from browserskill.errors import BskError, invalid
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from browserskill.dispatch.sessions import Session
+    from browserskill.browser.backend import SessionView
 
 
 @dataclass
@@ -112,7 +112,7 @@ class ExtensionHub:
         self.on_lost: Callable[[str, set[str]], None] = lambda reason, sids: None
         self.on_interrupt: Callable[[str], None] = lambda sid: None
         self.on_window_closed: Callable[..., None] = lambda sid, reason="": None
-        self.on_readopted: Callable[[Session], None] = lambda session: None
+        self.on_readopted: Callable[[SessionView], None] = lambda session: None
         self.on_tab_opened: Callable[[AgentWindow, str, int], None] = lambda w, t, c: None
         self.on_debugging_cancelled: Callable[[str, str], None] = lambda sid, reason: None
         self.on_connected: Callable[[ExtensionBrowser, list[dict[str, Any]]], Any] | None = None
@@ -436,13 +436,13 @@ class ExtensionHub:
                            hint="wait for its extension to reconnect, then call again")
         return matches[0]
 
-    def agent_window(self, wanted: str, session: Session) -> AgentWindow:
+    def agent_window(self, wanted: str, session: SessionView) -> AgentWindow:
         browser = self.choose(wanted)
         win = AgentWindow(browser, session)
         browser.sessions[session.id] = win
         return win
 
-    def expect(self, session: Session, stored: dict[str, Any]) -> AgentWindow:
+    def expect(self, session: SessionView, stored: dict[str, Any]) -> AgentWindow:
         """After a daemon restart: a stored session's Agent Window, bound to its browser
         (known by instance id) before that browser reconnects; `_reconcile` re-attaches
         its tabs, with the same tab ids, when it does."""
@@ -494,7 +494,7 @@ def _close_reason(text: str) -> str:
     return data.decode(errors="ignore")
 
 
-def bind_session(hub: ExtensionHub | None, wanted: str, session: Session) -> AgentWindow:
+def bind_session(hub: ExtensionHub | None, wanted: str, session: SessionView) -> AgentWindow:
     """The Agent Window for a new session in the browser `wanted` names."""
     if hub is None:
         raise BskError("browser_unavailable", "the extension listener is off",

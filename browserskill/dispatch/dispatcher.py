@@ -134,7 +134,14 @@ class Dispatcher:
                     f"session {session.id} was still busy when this call's deadline passed")
             if got == CANCELLED:
                 raise self._cancelled_before_dispatch(op)
-            session.backend.before_dispatch(op, session)
+            if session.user_interrupted and catalog.BY_NAME[op.tool].effect in (
+                    catalog.Effect.MUTATION, catalog.Effect.TRANSIENT_INPUT):
+                session.user_interrupted = False  # refused once; the next call goes ahead
+                raise BskError("user_interrupted", "the user pressed Stop in the browser and "
+                               "took over this session's tabs",
+                               hint="ask the user before acting again; the next call goes "
+                                    "ahead", details={"session_id": session.id})
+            session.backend.before_dispatch(op.tool)
             await self._dispatch(op, session)
         except BskError as e:
             op.fail(e)

@@ -13,6 +13,7 @@ from typing import Any
 from browserskill.browser.backend import Backend
 from browserskill.browser.embedded import EmbeddedPlacement
 from browserskill.browser.manager import BrowserManager
+from browserskill.browser.storage_state import load_state
 from browserskill.browser.tab import Tab
 from browserskill.dispatch.queue import SessionQueue
 from browserskill.dispatch.session_store import SessionStore
@@ -281,8 +282,6 @@ class SessionManager:
             tab = await backend.new_tab(session.next_tab_id())
             session.add_tab(tab)
             if state is not None:  # its first tab is blank: it restores the origins too
-                from browserskill.tools.state import load_state
-
                 await load_state(tab, tab, state, timeout=30.0)
                 if state["origins"]:
                     await tab.send("Page.navigate", {"url": "about:blank"})
