@@ -139,6 +139,10 @@ class World:
             return {"targetId": f"T{next(self.targets)}"}
         if method == "Target.attachToTarget":
             return {"sessionId": "S-" + params["targetId"]}
+        if method == "Target.getTargets":  # each launch is a new browser: nothing survived
+            return {"targetInfos": []}
+        if method == "Target.getBrowserContexts":
+            return {"browserContextIds": []}
         if method == "Page.getFrameTree":
             return {"frameTree": {"frame": {"id": "F", "loaderId": "L", "url": "about:blank"}}}
         if method == "Browser.getVersion":

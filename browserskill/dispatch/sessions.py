@@ -12,9 +12,10 @@ from typing import Any
 
 from browserskill.browser.backend import Backend
 from browserskill.browser.embedded import EmbeddedPlacement
+from browserskill.browser.link import LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.storage_state import load_state
-from browserskill.browser.tab import Tab
+from browserskill.browser.tab import Tab, TabGone
 from browserskill.dispatch.queue import SessionQueue
 from browserskill.dispatch.session_store import SessionStore
 from browserskill.errors import BskError, invalid
@@ -210,7 +211,12 @@ class SessionManager:
         lost = [t for t in session.tabs.values() if t.gone and t.link.closed]
         if not lost:
             return None
-        recovered, also_lost = await session.backend.recover_tabs(lost, timeout)
+        try:
+            recovered, also_lost = await session.backend.recover_tabs(lost, timeout)
+        except (LinkError, TabGone, TimeoutError) as e:  # nothing of the call went out
+            raise BskError("browser_unavailable", f"could not bring this session's tabs back "
+                           f"after its browser was lost: {e}", hint=session.backend.lost_hint(),
+                           details={"reason": "recovery_failed"}) from None
         if not recovered:
             return None
         report: dict[str, Any] = {"reattached": [], "reopened": []}
