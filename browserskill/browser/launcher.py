@@ -75,10 +75,6 @@ def launch_args(executable: str, profile: Path, *, headless: bool = True, pipe: 
         "--password-store=basic",
         # A restored page fires no load event; history navigation must look like a load.
         "--disable-back-forward-cache",
-        # Sessions run side by side: none is throttled for not being the focused one.
-        "--disable-background-timer-throttling",
-        "--disable-renderer-backgrounding",
-        "--disable-backgrounding-occluded-windows",
         "--enable-features=WebMCP",
         "--window-size=1280,720",
         f"--user-data-dir={profile}",
