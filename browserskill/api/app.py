@@ -4,16 +4,16 @@ which read the one error table for status codes and retry headers."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
+from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
 from browserskill.dispatch.operations import Operation
 from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog
@@ -37,7 +37,7 @@ def _headers(code: str | None) -> dict[str, str]:
 
 def respond(body: dict[str, Any], code: str | None = None, status: int | None = None) -> Response:
     http = status or (CODES[code].http if code else 200)
-    return JSONResponse(body, status_code=http, headers=_headers(code))
+    return SafeJSONResponse(body, status_code=http, headers=_headers(code))
 
 
 def error_response(err: BskError) -> Response:
@@ -62,6 +62,8 @@ def guarded(fn: Handler) -> Handler:
             return await fn(request)
         except BskError as e:
             return error_response(e)
+        except BodyAbandoned:  # the client hung up mid-body: an answer nobody reads
+            return Response(status_code=400)
         except Exception as e:
             log.exception("request %s %s failed", request.method, request.url.path)
             return error_response(BskError("internal", f"internal error: {e}",
@@ -72,18 +74,7 @@ def guarded(fn: Handler) -> Handler:
 
 
 async def json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise BskError("invalid_params", f"body: not valid JSON ({e})",
-                       hint="send a JSON object", details={"field": "body"}) from None
-    if not isinstance(body, dict):
-        raise BskError("invalid_params", "body: must be a JSON object",
-                       details={"field": "body"})
-    return body
+    return parse_object(await read_body(request))
 
 
 def _flag(body: dict[str, Any], name: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from collections import namedtuple
 
 from browserskill.errors import BskError, invalid
@@ -135,18 +136,28 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# Integers JavaScript and CDP carry exactly; beyond them a value is not what was meant.
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
 def check_value(p: Param, value: Any) -> Any:
     ok = isinstance(value, _PY_TYPES[p.type])
     if p.type in ("integer", "number") and isinstance(value, bool):
         ok = False
     if not ok:
         raise invalid(p.name, f"must be {p.type}, got {type(value).__name__}")
+    if p.type == "number" and not math.isfinite(value):  # NaN passes every range check
+        raise invalid(p.name, f"must be a finite number, got {value}")
+    if p.type in ("integer", "number") and abs(value) > MAX_SAFE_INTEGER:
+        raise invalid(p.name, f"{value:g} is out of range")
     if p.type == "array":
         if p.nargs == "+" and not value:
             raise invalid(p.name, "must not be empty")
         for item in value:
             if not isinstance(item, str):
                 raise invalid(p.name, "items must be strings")
+    if p.path and any("\0" in v for v in (value if isinstance(value, list) else [value])):
+        raise invalid(p.name, "a file path can't contain a NUL character")
     if p.choices and value not in p.choices:
         raise invalid(p.name, f"must be one of {', '.join(map(str, p.choices))}, got {value!r}")
     if p.minimum is not None and value < p.minimum:
@@ -156,7 +167,8 @@ def check_value(p: Param, value: Any) -> Any:
     if p.max_length is not None and isinstance(value, str) and len(value) > p.max_length:
         raise invalid(p.name, f"must be at most {p.max_length} characters")
     if p.max_length is not None and p.type == "object" and len(json.dumps(
-            value, ensure_ascii=False, separators=(",", ":")).encode()) > p.max_length:
+            value, ensure_ascii=False, separators=(",", ":")).encode(errors="surrogatepass")) \
+            > p.max_length:
         raise invalid(p.name, f"must be at most {p.max_length} bytes as JSON")
     if p.type == "string" and p.required and not p.blank_ok and not value.strip():
         raise invalid(p.name, "must not be empty")
@@ -178,7 +190,7 @@ MODIFIERS = Param("modifiers", "array", "keys held during the action: Alt, Contr
 
 # The ring buffers' cursor (console, network).
 SINCE = Param("since", "integer", "cursor from an earlier call (next_since); without it, the "
-              "latest entries", minimum=0)
+              "latest entries", minimum=0, maximum=MAX_SAFE_INTEGER)
 LIMIT = Param("limit", "integer", "at most this many entries", default=100, minimum=1,
               maximum=1000)
 
@@ -210,7 +222,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         (Param("interactive", "boolean", "only actionable nodes, with the named containers "
                "around them", default=False),
          Param("max_tokens", "integer", "truncate the text to about this many tokens "
-               "(chars/4), saying what was cut", minimum=50),
+               "(chars/4), saying what was cut", minimum=50, maximum=10_000_000),
          Param("ref", "string", "only the subtree of this ref", max_length=64),
          Param("tree", "boolean", "also return the structured tree (the CLI's --json sets it)",
                default=False)),
@@ -257,8 +269,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Scroll the page or an element by pixels (mouse wheel), or an element into view.",
         (Param("ref", "string", "element to scroll (default: the page)", positional=True,
                max_length=64),
-         Param("dx", "integer", "pixels right (negative: left)", default=0),
-         Param("dy", "integer", "pixels down (negative: up)", default=0),
+         Param("dx", "integer", "pixels right (negative: left)", default=0,
+               minimum=-1_000_000, maximum=1_000_000),
+         Param("dy", "integer", "pixels down (negative: up)", default=0,
+               minimum=-1_000_000, maximum=1_000_000),
          Param("into_view", "boolean", "scroll REF into view instead", default=False)),
         example="bsk scroll --dy 600",
     ),
