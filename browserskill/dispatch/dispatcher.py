@@ -234,8 +234,8 @@ class Dispatcher:
                            dispatched="no") from None
         except asyncio.CancelledError:
             raise _unknown("the handler was cancelled unexpectedly", op) from None
-        except CommandTimeout as e:
-            raise _unknown(f"the browser did not answer: {e}", op) from None
+        except (CommandTimeout, TimeoutError) as e:
+            raise _unknown(f"the browser did not answer: {e or 'timed out'}", op) from None
         except (LinkClosed, TabGone) as e:
             if op.effect_sent:
                 raise _unknown(f"lost the page mid-call: {e}", op) from None
@@ -326,8 +326,10 @@ class Dispatcher:
             except Exception as e:
                 entry["ok"] = False
                 entry["error"] = str(e)
-            op.note("compensation", {k: v for k, v in entry.items() if k != "undoes_effect"})
-            report.append(entry)
+            if comp.action is not None:  # None: undo found nothing to do (no script running)
+                op.note("compensation", {k: v for k, v in entry.items()
+                                         if k != "undoes_effect"})
+                report.append(entry)
             if loop.time() >= deadline:
                 return report, False
         return report, True
@@ -406,7 +408,8 @@ def _ran_out_of_time(op: Operation, work: asyncio.Task[Any]) -> bool:
     """The handler's command timed out because the call's own deadline passed: its reply
     deadline is the call's (`ctx.remaining()`), so the two timers fire together and either
     may go first. That is the deadline, a cancel with compensation, not a silent browser."""
-    return (not work.cancelled() and isinstance(work.exception(), CommandTimeout)
+    return (not work.cancelled()
+            and isinstance(work.exception(), CommandTimeout | TimeoutError)
             and asyncio.get_running_loop().time() >= op.deadline - 0.002)
 
 

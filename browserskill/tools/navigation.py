@@ -6,7 +6,7 @@ from typing import Any
 
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError
-from browserskill.tools.context import ToolContext
+from browserskill.tools.context import ToolContext, stop_script
 from browserskill.tools.registry import implements
 
 _SCHEMES = ("http://", "https://", "file://", "data:", "about:", "chrome://", "view-source:")
@@ -96,4 +96,8 @@ async def forward(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 
 @implements("reload")
 async def reload(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    return await commit_and_wait(ctx, ctx.tab, params["wait_until"], "Page.reload", None)
+    tab = ctx.tab
+    if not tab.crashed:
+        # A page stuck in a runaway script never lets a reload commit: stop it first.
+        await stop_script(tab)
+    return await commit_and_wait(ctx, tab, params["wait_until"], "Page.reload", None)
