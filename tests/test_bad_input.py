@@ -589,3 +589,43 @@ def test_cli_unusable_state_dir_is_one_line(tmp_path_factory: pytest.TempPathFac
         assert "BSK_HOME" in first and str(home) in first, first
         assert ("bytes, more than" if words == "too long" else words) in first, first
         assert not (home / "bsk.sock").exists()
+
+
+@pytest.mark.parametrize(("method", "path", "allowed"), [
+    ("TRACE", "/v1/status", "GET, HEAD"),
+    ("PUT", "/v1/sessions", "GET, HEAD, POST"),
+    ("DELETE", "/v1/health", "GET, HEAD"),
+    ("GET", "/v1/ops/op_000000000000/cancel", "POST"),
+])
+def test_http_method_not_allowed_is_405_with_allow(api: httpx.Client, method: str, path: str,
+                                                   allowed: str) -> None:
+    r = api.request(method, path)
+    error = assert_http_error(r, "method_not_allowed", field="method")
+    assert r.headers["allow"] == allowed
+    assert error["details"]["allowed"] == allowed.split(", ")
+
+
+@pytest.mark.parametrize("path", [
+    "/v1/sessions/{sid}/webmcp/tools?wait=yes",
+    "/v1/sessions/{sid}/webmcp/tools?wait=1",
+    "/v1/status?connect=maybe",
+])
+def test_http_boolean_query_must_be_a_boolean(api: httpx.Client, agent: Bsk, path: str) -> None:
+    name = path.split("?")[1].split("=")[0]
+    assert_http_error(api.get(path.format(sid=agent.session)), "invalid_params", field=name)
+
+
+def test_http_session_stop_refuses_a_non_boolean_wait(api: httpx.Client, agent: Bsk) -> None:
+    assert_http_error(api.delete(f"/v1/sessions/{agent.session}?wait=yes"),
+                      "invalid_params", field="wait")
+    assert api.get("/v1/sessions").json()["sessions"]  # nothing was stopped
+
+
+def test_http_integral_numbers_count_as_integers(api: httpx.Client, agent: Bsk) -> None:
+    """JSON has one number type: 2.0 is the integer 2 (as the schema's "integer" says)."""
+    r = api.post(tool_path(agent.session, "eval"),
+                 json={"expression": "6*7", "timeout_ms": 5000.0})
+    assert r.status_code == 200 and r.json()["result"]["value"] == 42, r.text
+    assert_http_error(api.post(tool_path(agent.session, "eval"),
+                               json={"expression": "1", "timeout_ms": 5000.5}),
+                      "invalid_params", field="timeout_ms")

@@ -68,6 +68,8 @@ class Dispatcher:
     ) -> Operation:
         spec = catalog.get(tool)
         params = spec.validate(raw_params)
+        if isinstance(timeout_ms, float) and timeout_ms.is_integer():
+            timeout_ms = int(timeout_ms)  # JSON has one number type: 2.0 is the integer 2
         if timeout_ms is not None and (
             isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
             or not 1 <= timeout_ms <= MAX_TIMEOUT_MS

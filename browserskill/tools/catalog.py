@@ -58,6 +58,10 @@ class Param(_ParamFields):
         s: dict[str, Any] = {"type": self.type, "description": self.help}
         if self.type == "array":
             s["items"] = {"type": "string"}
+            if self.nargs == "+":
+                s["minItems"] = 1
+        if self.path:  # absolute (the CLI makes it so), no NUL
+            (s["items"] if self.type == "array" else s)["pattern"] = "^/[^\\x00]*$"
         if self.choices:
             s["enum"] = list(self.choices)
         if self.default is not None:
@@ -68,6 +72,9 @@ class Param(_ParamFields):
             s["maximum"] = self.maximum
         if self.max_length is not None:  # for an object: its size as JSON, in bytes
             s["maxLength" if self.type != "object" else "x-maxJsonBytes"] = self.max_length
+        if self.type == "string" and self.required and not self.blank_ok:
+            s["minLength"] = 1
+            s["pattern"] = NOT_BLANK  # `check_value` refuses whitespace alone
         return s
 
 
@@ -78,8 +85,9 @@ _ToolFields = namedtuple(
         "effect", "summary", "params", "example", "default_timeout_s",
         "json_param",  # a boolean param the CLI's --json also turns on
         "timeout_range_s",  # (low, high) deadlines it accepts, if limited
+        "exactly_one",  # params of which exactly one must be given (truthy), if any
     ],
-    defaults=((), "", 30.0, None, None),
+    defaults=((), "", 30.0, None, None, None),
 )
 
 
@@ -141,6 +149,8 @@ MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def check_value(p: Param, value: Any) -> Any:
+    if p.type == "integer" and isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON has one number type: 2.0 is the integer 2
     ok = isinstance(value, _PY_TYPES[p.type])
     if p.type in ("integer", "number") and isinstance(value, bool):
         ok = False
@@ -170,9 +180,19 @@ def check_value(p: Param, value: Any) -> Any:
             value, ensure_ascii=False, separators=(",", ":")).encode(errors="surrogatepass")) \
             > p.max_length:
         raise invalid(p.name, f"must be at most {p.max_length} bytes as JSON")
-    if p.type == "string" and p.required and not p.blank_ok and not value.strip():
+    if p.type == "string" and p.required and not p.blank_ok and is_blank(value):
         raise invalid(p.name, "must not be empty")
     return value
+
+
+# "Not blank" in a schema: a character that is whitespace neither in Python's sense
+# (str.isspace: also \x1c-\x1f, \x85) nor in ECMAScript regexes' (also \ufeff).
+NOT_BLANK = "[^\\s\\x1c-\\x1f\\x85\\ufeff]"
+
+
+def is_blank(text: str) -> bool:
+    """No character that `NOT_BLANK` matches."""
+    return not text.replace("\ufeff", "").strip()
 
 
 WAIT_UNTIL = Param(
@@ -387,6 +407,7 @@ TOOLS: tuple[ToolSpec, ...] = (
          Param("ms", "integer", "milliseconds to wait", minimum=0, maximum=600_000),
          WAIT_UNTIL),
         example='bsk wait --text "Welcome"',
+        exactly_one=("text", "selector", "navigation", "network_idle", "ms"),
     ),
     ToolSpec(
         "html", ("html",), _R, "The HTML of the page, or of one element (outerHTML).",
