@@ -589,6 +589,15 @@ def test_cli_unusable_state_dir_is_one_line(tmp_path_factory: pytest.TempPathFac
         assert "BSK_HOME" in first and str(home) in first, first
         assert ("bytes, more than" if words == "too long" else words) in first, first
         assert not (home / "bsk.sock").exists()
+        # The daemon itself, started by hand: the same one line.
+        import subprocess
+        import sys
+
+        daemon = subprocess.run([sys.executable, "-m", "browserskill.daemon"],
+                                env={**runner.env}, capture_output=True, text=True, timeout=30)
+        assert daemon.returncode == 2, daemon.stderr
+        assert daemon.stderr.count("\n") == 1 and "Traceback" not in daemon.stderr
+        assert str(home) in daemon.stderr
 
 
 @pytest.mark.parametrize(("method", "path", "allowed"), [

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from browserskill import paths
 from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.server import AlreadyRunning, serve
@@ -74,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             args.profile or args.ephemeral):
         print("bsk daemon: --cdp-url attaches to a browser; --profile/--ephemeral "
               "only apply to a launched one", file=sys.stderr)
+        return 2
+    problem = paths.state_dir_problem(paths.state_dir_name())
+    if problem:  # one line, not a traceback (the CLI says the same before spawning)
+        print(f"bsk daemon: {problem}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
