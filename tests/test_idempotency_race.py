@@ -87,7 +87,10 @@ async def race(calls: list[KeyedCall], launch_s: float, home: Path) -> None:
         assert answer.params["expression"] == c.expression  # attached to its own call
         assert answer.ended and (answer.error or {}).get("code") != "internal", answer
         if answer.status != "completed":  # busy without --wait: refused, the key freed
-            assert answer.error["code"] == "session_busy" and not c.wait, answer.to_result()
+            # (A call that asked to wait may have attached to one with its key that did
+            # not: one key, one operation, with the first call's options.)
+            assert answer.error["code"] == "session_busy", answer.to_result()
+            assert any((o.session, o.key) == k and not o.wait for o in calls)
             assert answer.idempotency_key is None
             continue
         by_key.setdefault(k, set()).add(answer.op_id)
