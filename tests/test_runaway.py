@@ -9,6 +9,7 @@ import json
 import time
 from typing import Any
 
+import pytest
 from conftest import Bsk, live_ops, wait_until
 
 TERMINATED = {"action": "script_terminated", "undoes_effect": False, "ok": True}
@@ -58,15 +59,22 @@ def test_an_idle_page_is_not_terminated(bsk: Bsk, site: str) -> None:
     assert quick_eval(bsk, "new Promise(r => setTimeout(() => r(window.later), 1000))") == "ran"
 
 
-def test_reload_recovers_a_tab_its_own_script_wedged(bsk: Bsk, site: str) -> None:
+@pytest.mark.parametrize("command", ["reload", "open", "back"])
+def test_navigation_recovers_a_tab_its_own_script_wedged(bsk: Bsk, site: str,
+                                                         command: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
     bsk.ok("open", f"{site}/index.html")
     # The page's own timer starts its loop right after this eval answers, long before
-    # the next `bsk` process is up: the reload finds the page's main thread stuck.
+    # the next `bsk` process is up: the navigation finds the page's main thread stuck.
     bsk.ok("eval", "setTimeout(() => { while (true) {} }, 0); 'armed'")
+    args = {"reload": ("reload",), "open": ("open", f"{site}/observe.html"),
+            "back": ("back",)}[command]
     started = time.monotonic()
-    r = bsk("--timeout", "10", "reload")
+    r = bsk("--timeout", "10", *args)
     assert r.code == 0, r.stdout + r.stderr
     assert time.monotonic() - started < 10
+    expected = {"reload": "/index.html", "open": "/observe.html", "back": "/counter.html"}
+    assert quick_eval(bsk, "location.pathname") == expected[command]
     assert quick_eval(bsk, "document.readyState") == "complete"
 
 
