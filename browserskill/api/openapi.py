@@ -17,7 +17,7 @@ from browserskill.tools import catalog
 
 CHECKED_IN = Path(__file__).with_name("openapi.json")
 
-RESULT = {
+RESULT: dict[str, Any] = {
     "type": "object",
     "description": "Every operation ends with this shape (DESIGN §3).",
     "required": ["op_id", "session_id", "tool", "state", "status", "dispatched", "retry_safe"],

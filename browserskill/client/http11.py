@@ -146,7 +146,7 @@ class _ClosedBeforeAnswer(Exception):
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    out = []
+    out: list[bytes] = []
     while True:
         size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
         if size == 0:
