@@ -154,6 +154,9 @@ def main(sessions: int = SESSIONS, calls: int = CALLS) -> int:
     common.exit_on_sigterm()
     common.header(f"Client weight: {sessions} sessions x {calls} eval 1+1, AsyncClient vs "
                   "raw CDP Runtime.evaluate (same tabs)")
+    # Raw CDP needs the browser's DevTools endpoint: where the embedded browser is
+    # reached over a private pipe, BSK_EXPOSE_CDP=0 opens it on a free port (opt-in).
+    os.environ.setdefault("BSK_EXPOSE_CDP", "0")
     with common.page_server() as url, common.BskDaemon() as bsk:
         assert bsk.pid is not None
         client, raw = asyncio.run(measure(bsk.pid, bsk.socket, url, sessions, calls))
