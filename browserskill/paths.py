@@ -26,6 +26,33 @@ def state_dir_name() -> str:
     return os.path.join(base, "browserskill")
 
 
+# sun_path holds 108 bytes on Linux, 104 on macOS, the terminating NUL included.
+MAX_SOCKET_PATH = 103 if sys.platform == "darwin" else 107
+
+
+def state_dir_problem(home: str) -> str | None:
+    """Why the daemon of `home` can't be reached or started, in one line; None if it can.
+
+    Checked before connecting, so a bad `BSK_HOME` is a sentence, not a traceback."""
+    sock = os.path.join(home, "bsk.sock")
+    size = len(os.fsencode(sock))
+    if size > MAX_SOCKET_PATH:
+        return (f"the socket path {sock} is {size} bytes, more than the {MAX_SOCKET_PATH} a "
+                "Unix socket allows: choose a shorter BSK_HOME")
+    try:
+        st = os.stat(home)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"can't use the state dir {home}: {e.strerror}"
+    if st.st_uid != os.geteuid():
+        return (f"the state dir {home} belongs to another user (uid {st.st_uid}, you are "
+                f"uid {os.geteuid()}): set BSK_HOME to a directory of your own")
+    if not os.path.isdir(home):
+        return f"the state dir {home} is not a directory"
+    return None
+
+
 def state_dir() -> Path:
     """`BSK_HOME`, else the platform's per-user state directory."""
     from pathlib import Path

@@ -10,6 +10,7 @@ import shlex
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -444,3 +445,196 @@ def test_session_busy_says_retry_later(api: httpx.Client, bsk: Bsk) -> None:
     ended = api.get(f"/v1/ops/{holder}/wait", params={"timeout_ms": 30_000})
     assert ended.status_code != 202 and ended.json()["state"] == "ended", ended.text
     assert bsk("eval", "1").value == 1  # free again
+
+
+# -- hostile input: text that is not Unicode, deep or huge bodies, numbers that are not
+#    numbers, NUL, short bodies, unwritable paths, unusable state dirs ------------------
+
+LONE = "\ud800"  # a lone UTF-16 surrogate: what String.fromCharCode(0xD800) gives
+LONG_NAME = "/tmp/" + "a" * 300 + ".png"  # ENAMETOOLONG where the daemon writes it
+
+
+def deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+HOSTILE_BODIES = [
+    # (tool or "sessions", raw JSON body, field the 400 names)
+    ("sessions", '{"label": "a\\ud800"}', "label"),
+    ("eval", '{"expression": "\\udc00 + 1"}', "expression"),
+    ("eval", '{"expression": "1", "\\ud800": 1}', "\ud800"),
+    ("eval", deep(5000), "body"),
+    ("eval", '{"expression": "1", "x": ' + deep(100) + "}", "x"),
+    ("emulate", '{"scale": NaN}', "scale"),
+    ("emulate", '{"scale": Infinity}', "scale"),
+    ("emulate", '{"scale": -Infinity}', "scale"),
+    ("emulate", '{"scale": 1e999}', "scale"),
+    ("scroll", '{"dx": 1000000000000000000000000000000}', "dx"),
+    ("scroll", '{"dy": 2000000}', "dy"),
+    ("scroll", '{"dx": 1e30}', "dx"),
+    ("screenshot", '{"path": "/tmp/a\\u0000b.png"}', "path"),
+    ("upload", '{"ref": "e1", "files": ["/tmp/a\\u0000b"]}', "files"),
+    ("screenshot", json.dumps({"path": LONG_NAME}), "path"),
+    ("screenshot", '{"path": "/no/such/dir/x.png"}', "path"),
+    ("webmcp_invoke", '{"tool": "t", "input": {"a": NaN}}', "input"),
+]
+
+
+@pytest.mark.parametrize(("where", "raw", "field"), HOSTILE_BODIES,
+                         ids=[f"{w}:{r[:40]}" for w, r, _ in HOSTILE_BODIES])
+def test_http_hostile_body(api: httpx.Client, agent: Bsk, where: str, raw: str,
+                           field: str) -> None:
+    path = "/v1/sessions" if where == "sessions" else tool_path(agent.session, where)
+    r = api.post(path, content=raw.encode(), headers={"content-type": "application/json"},
+                 timeout=10)  # at once: nothing is sent to the browser
+    if field == "\ud800":  # a key that is not Unicode is named by its own (replaced) text
+        error = assert_http_error(r, "invalid_params")
+        assert "\ufffd" in error["details"]["field"], error
+        return
+    assert_http_error(r, "invalid_params", field=field)
+
+
+def raw_post(sock_path: Path, path: str, length: int, body: bytes) -> bytes:
+    """A POST whose Content-Length says `length`, whatever `body` holds (httpx won't)."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX)
+    sock.settimeout(30)
+    sock.connect(str(sock_path))
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: bsk\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {length}\r\n\r\n".encode() + body)
+    answer = b""
+    while not answer.rstrip().endswith(b"}"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    sock.close()
+    return answer
+
+
+def test_http_body_size_and_short_body(agent: Bsk) -> None:
+    import time
+
+    sock, path = agent.home / "bsk.sock", tool_path(agent.session, "eval")
+    too_big = raw_post(sock, path, 64 * 1024 * 1024, b"{}")
+    assert too_big.startswith(b"HTTP/1.1 400"), too_big
+    assert b'"field":"body"' in too_big and b"allowed" in too_big, too_big
+    # A body shorter than its Content-Length: a bounded wait, then a clean 400.
+    started = time.monotonic()
+    short = raw_post(sock, path, 100, b'{"expression"')
+    assert short.startswith(b"HTTP/1.1 400"), short
+    assert b'"field":"body"' in short and b"Content-Length" in short, short
+    assert time.monotonic() - started < 20
+    assert "Traceback" not in (agent.home / "daemon.log").read_text()
+
+
+def test_text_that_is_not_unicode_never_breaks_an_answer(api: httpx.Client, bsk: Bsk,
+                                                         site: str) -> None:
+    """A page's lone surrogate comes back as U+FFFD, and every later read still works:
+    the op's stored row, the op list, the session list."""
+    bsk.ok("open", f"{site}/index.html")
+    r = bsk("eval", "String.fromCharCode(0xD800) + 'x'")
+    assert r.code == 0, r.stdout + r.stderr
+    assert r.value == "\ufffdx"
+    op_id = r.json["op_id"]
+    bsk.ok("eval", "document.body.textContent = 'a' + String.fromCharCode(0xDC00) + 'b'")
+    snap = bsk.ok("snapshot")["result"]["snapshot"]
+    assert "a\ufffdb" in snap
+    assert "a\ufffdb" in bsk.ok("html")["result"]["html"]
+    human = bsk("html", as_json=False)
+    assert human.code == 0 and "a\ufffdb" in human.stdout
+    for path in (f"/v1/ops/{op_id}", f"/v1/ops?session={bsk.session}", "/v1/ops",
+                 "/v1/sessions"):
+        got = api.get(path)
+        assert got.status_code == 200, got.text
+    assert api.get(f"/v1/ops/{op_id}").json()["result"]["value"] == "\ufffdx"
+    assert bsk.ok("op", "list")["ops"]
+    assert bsk.ok("op", "show", op_id)["result"]["value"] == "\ufffdx"
+
+
+HOSTILE_CLI = [
+    Case(("--key", "", "eval", "1"), field="key"),
+    Case(("--key", "a\nb", "eval", "1"), field="key"),
+    Case(("emulate", "--scale", "nan"), field="scale"),
+    Case(("emulate", "--scale", "inf"), field="scale"),
+    Case(("scroll", "--dx", "100000000000000000000"), field="dx"),
+    Case(("scroll", "--dy", "-2000000"), field="dy"),
+    Case(("eval", "\udcff"), field="expression"),  # a byte that is not UTF-8, in argv
+    Case(("screenshot", LONG_NAME), field="path"),
+    Case(("screenshot", "/no/such/dir/x.png"), field="path"),
+]
+
+
+@pytest.mark.parametrize("case", HOSTILE_CLI, ids=ids)
+def test_cli_hostile_input(agent: Bsk, case: Case) -> None:
+    assert_rejected(agent(*case.args, timeout=20), case)
+
+
+def test_cli_unusable_state_dir_is_one_line(tmp_path_factory: pytest.TempPathFactory) -> None:
+    import os
+
+    too_long = tmp_path_factory.mktemp("h") / ("x" * 120)
+    if os.geteuid() == 0:  # as root: a directory that belongs to nobody
+        foreign = tmp_path_factory.mktemp("foreign")
+        os.chown(foreign, 65534, 65534)
+    else:  # any other user: root's own directory
+        foreign = Path("/")
+    for home, words in ((too_long, "too long"), (foreign, "another user")):
+        runner = Bsk(home)
+        r = runner("eval", "1", as_json=False, timeout=30)
+        assert r.code == CODES["invalid_params"].exit, r.stdout + r.stderr
+        assert "Traceback" not in r.stderr
+        first = r.stderr.splitlines()[0]
+        assert "BSK_HOME" in first and str(home) in first, first
+        assert ("bytes, more than" if words == "too long" else words) in first, first
+        assert not (home / "bsk.sock").exists()
+        # The daemon itself, started by hand: the same one line.
+        import subprocess
+        import sys
+
+        daemon = subprocess.run([sys.executable, "-m", "browserskill.daemon"],
+                                env={**runner.env}, capture_output=True, text=True, timeout=30)
+        assert daemon.returncode == 2, daemon.stderr
+        assert daemon.stderr.count("\n") == 1 and "Traceback" not in daemon.stderr
+        assert str(home) in daemon.stderr
+
+
+@pytest.mark.parametrize(("method", "path", "allowed"), [
+    ("TRACE", "/v1/status", "GET, HEAD"),
+    ("PUT", "/v1/sessions", "GET, HEAD, POST"),
+    ("DELETE", "/v1/health", "GET, HEAD"),
+    ("GET", "/v1/ops/op_000000000000/cancel", "POST"),
+])
+def test_http_method_not_allowed_is_405_with_allow(api: httpx.Client, method: str, path: str,
+                                                   allowed: str) -> None:
+    r = api.request(method, path)
+    error = assert_http_error(r, "method_not_allowed", field="method")
+    assert r.headers["allow"] == allowed
+    assert error["details"]["allowed"] == allowed.split(", ")
+
+
+@pytest.mark.parametrize("path", [
+    "/v1/sessions/{sid}/webmcp/tools?wait=yes",
+    "/v1/sessions/{sid}/webmcp/tools?wait=1",
+    "/v1/status?connect=maybe",
+])
+def test_http_boolean_query_must_be_a_boolean(api: httpx.Client, agent: Bsk, path: str) -> None:
+    name = path.split("?")[1].split("=")[0]
+    assert_http_error(api.get(path.format(sid=agent.session)), "invalid_params", field=name)
+
+
+def test_http_session_stop_refuses_a_non_boolean_wait(api: httpx.Client, agent: Bsk) -> None:
+    assert_http_error(api.delete(f"/v1/sessions/{agent.session}?wait=yes"),
+                      "invalid_params", field="wait")
+    assert api.get("/v1/sessions").json()["sessions"]  # nothing was stopped
+
+
+def test_http_integral_numbers_count_as_integers(api: httpx.Client, agent: Bsk) -> None:
+    """JSON has one number type: 2.0 is the integer 2 (as the schema's "integer" says)."""
+    r = api.post(tool_path(agent.session, "eval"),
+                 json={"expression": "6*7", "timeout_ms": 5000.0})
+    assert r.status_code == 200 and r.json()["result"]["value"] == 42, r.text
+    assert_http_error(api.post(tool_path(agent.session, "eval"),
+                               json={"expression": "1", "timeout_ms": 5000.5}),
+                      "invalid_params", field="timeout_ms")

@@ -240,8 +240,13 @@ def test_network_buffer(page: tuple[Bsk, str], site: str) -> None:
     assert doc and doc[-1]["status"] == 200 and doc[-1]["type"] == "Document"
     assert doc[-1]["state"] == "finished" and doc[-1]["method"] == "GET"
     cursor = first["next_since"]
-    bsk.ok("eval", "fetch('/missing.json').then(r => r.status)")
+    # A fetch's promise resolves at the response's headers, before its body has arrived
+    # (the request is still in flight then), and Chromium reports network events apart
+    # from the eval's answer, so they may come after it: read the body, then wait for
+    # the buffer to see every request end before reading it.
+    bsk.ok("eval", "fetch('/missing.json').then(r => r.text()).then(() => 'read')")
     bsk.ok("eval", "fetch('http://127.0.0.1:9/').catch(e => 'refused')")
+    bsk.ok("wait", "--network-idle")
     newer = bsk.ok("network", "--since", str(cursor))["result"]
     by_url = {e["url"]: e for e in newer["entries"]}
     assert by_url[f"{site}/missing.json"]["status"] == 404

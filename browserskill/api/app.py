@@ -4,16 +4,16 @@ which read the one error table for status codes and retry headers."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.responses import Response
+from starlette.routing import Match, Route
 
+from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
 from browserskill.browser.storage_state import read_state_file
 from browserskill.dispatch.operations import Operation
 from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
@@ -38,7 +38,7 @@ def _headers(code: str | None) -> dict[str, str]:
 
 def respond(body: dict[str, Any], code: str | None = None, status: int | None = None) -> Response:
     http = status or (CODES[code].http if code else 200)
-    return JSONResponse(body, status_code=http, headers=_headers(code))
+    return SafeJSONResponse(body, status_code=http, headers=_headers(code))
 
 
 def error_response(err: BskError) -> Response:
@@ -63,6 +63,8 @@ def guarded(fn: Handler) -> Handler:
             return await fn(request)
         except BskError as e:
             return error_response(e)
+        except BodyAbandoned:  # the client hung up mid-body: an answer nobody reads
+            return Response(status_code=400)
         except Exception as e:
             log.exception("request %s %s failed", request.method, request.url.path)
             return error_response(BskError("internal", f"internal error: {e}",
@@ -73,18 +75,7 @@ def guarded(fn: Handler) -> Handler:
 
 
 async def json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise BskError("invalid_params", f"body: not valid JSON ({e})",
-                       hint="send a JSON object", details={"field": "body"}) from None
-    if not isinstance(body, dict):
-        raise BskError("invalid_params", "body: must be a JSON object",
-                       details={"field": "body"})
-    return body
+    return parse_object(await read_body(request))
 
 
 def _flag(body: dict[str, Any], name: str) -> bool:
@@ -92,6 +83,15 @@ def _flag(body: dict[str, Any], name: str) -> bool:
     if not isinstance(value, bool):
         raise invalid(name, "must be true or false")
     return value
+
+
+def _bool_query(request: Request, name: str) -> bool:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "false":
+        return False
+    if raw == "true":
+        return True
+    raise invalid(name, f"must be true or false, got {raw!r}")
 
 
 def _int_query(request: Request, name: str, default: int, lo: int, hi: int) -> int:
@@ -115,7 +115,7 @@ def _webmcp_call(body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
     if (ref is None) == (name is None):
         raise invalid("tool_ref", "give exactly one of tool_ref and name")
     for field, value in (("tool_ref", ref), ("name", name)):
-        if value is not None and (not isinstance(value, str) or not value.strip()):
+        if value is not None and (not isinstance(value, str) or catalog.is_blank(value)):
             raise invalid(field, "must be a non-empty string")
     if ref is not None and not REF.match(ref):
         raise invalid("tool_ref", f"{ref!r} is not a tool_ref (they look like t1/f0/echo)",
@@ -175,8 +175,7 @@ def build_app(daemon: Daemon) -> Any:
     async def webmcp_tools(request: Request) -> Response:
         op = await dispatcher.submit(
             request.path_params["sid"], "webmcp_list", {},
-            wait=request.query_params.get("wait") == "true",
-            op_id=request.headers.get("x-op-id"))
+            wait=_bool_query(request, "wait"), op_id=request.headers.get("x-op-id"))
         return await finish(op, False, request)
 
     @guarded
@@ -208,9 +207,11 @@ def build_app(daemon: Daemon) -> Any:
         sid = request.path_params["sid"]
         daemon.sessions.get(sid)
         body = await json_body(request)
-        wait = body.get("wait", request.query_params.get("wait") == "true")
-        op = await dispatcher.submit(sid, "session_stop", {}, wait=bool(wait),
-                                     timeout_ms=body.get("timeout_ms"))
+        wait = _flag(body, "wait") or _bool_query(request, "wait")
+        timeout_ms = body.pop("timeout_ms", None)
+        if body:
+            raise invalid(next(iter(body)), "unknown field (accepted: wait, timeout_ms)")
+        op = await dispatcher.submit(sid, "session_stop", {}, wait=wait, timeout_ms=timeout_ms)
         return await finish(op, False, request)
 
     @guarded
@@ -249,7 +250,7 @@ def build_app(daemon: Daemon) -> Any:
 
     @guarded
     async def status(request: Request) -> Response:
-        if request.query_params.get("connect") == "true":
+        if _bool_query(request, "connect"):
             await daemon.browser.ensure()
         return respond({**daemon.info(), "browser": daemon.browser.info(),
                         "sessions": len(daemon.sessions.sessions)})
@@ -301,11 +302,22 @@ def build_app(daemon: Daemon) -> Any:
         return respond(document())
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        return error_response(BskError(
-            "invalid_params", f"path: no endpoint {request.method} {request.url.path}",
-            hint="see GET /v1/openapi.json", details={"field": "path"},
-        )) if getattr(exc, "status_code", 404) in (404, 405) else error_response(
-            BskError("internal", str(exc)))
+        status = getattr(exc, "status_code", 404)
+        path = request.url.path
+        if status == 405:  # the path exists: say which methods it has
+            allowed = sorted({m for r in routes if r.matches(request.scope)[0] != Match.NONE
+                              for m in (r.methods or ())})
+            response = error_response(BskError(
+                "method_not_allowed", f"method: {request.method} {path} is not an endpoint "
+                f"(allowed: {', '.join(allowed)})", hint="see GET /v1/openapi.json",
+                details={"field": "method", "allowed": allowed}))
+            response.headers["Allow"] = ", ".join(allowed)
+            return response
+        if status == 404:
+            return error_response(BskError(
+                "invalid_params", f"path: no endpoint {request.method} {path}",
+                hint="see GET /v1/openapi.json", details={"field": "path"}))
+        return error_response(BskError("internal", str(exc)))
 
     routes = [
         Route("/v1/health", health, methods=["GET"]),

@@ -17,7 +17,7 @@ from browserskill.tools import catalog
 
 CHECKED_IN = Path(__file__).with_name("openapi.json")
 
-RESULT = {
+RESULT: dict[str, Any] = {
     "type": "object",
     "description": "Every operation ends with this shape (DESIGN §3).",
     "required": ["op_id", "session_id", "tool", "state", "status", "dispatched", "retry_safe"],
@@ -45,8 +45,18 @@ ERROR = {
         "details": {"type": "object"},
     },
 }
+# DESIGN §8: every error body is {"error": …}, plus the operation's fields when the call
+# became an operation (refused before that, e.g. bad params: the error alone).
+ERROR_BODY = {
+    "type": "object",
+    "description": "An error, with the operation's fields when an operation exists.",
+    "required": ["error"],
+    "properties": {**RESULT["properties"], "error": {"$ref": "#/components/schemas/Error"}},
+}
 _RESULT_REF = {"$ref": "#/components/schemas/Result"}
 _ERROR_REF = {"$ref": "#/components/schemas/Error"}
+_ERROR_BODY_REF = {"$ref": "#/components/schemas/ErrorBody"}
+ALL_CODES = sorted(CODES)
 CALL_OPTIONS = {
     "wait": {"type": "boolean", "default": False,
              "description": "queue FIFO behind a running operation instead of session_busy"},
@@ -57,11 +67,9 @@ CALL_OPTIONS = {
 }
 
 
-def _responses(codes: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "200": {"description": "ended: completed (or page_error, a result)",
-                "content": {"application/json": {"schema": _RESULT_REF}}},
-    }
+def _errors(codes: list[str]) -> dict[str, Any]:
+    """One response per HTTP status the codes map to, each with X-Should-Retry."""
+    out: dict[str, Any] = {}
     by_status: dict[int, list[str]] = {}
     for code in codes:
         entry = CODES[code]
@@ -72,9 +80,24 @@ def _responses(codes: list[str]) -> dict[str, Any]:
         out[str(status)] = {
             "description": ", ".join(names),
             "headers": {"X-Should-Retry": {"schema": {"type": "string", "enum": retry}}},
-            "content": {"application/json": {"schema": _RESULT_REF}},
+            "content": {"application/json": {"schema": _ERROR_BODY_REF}},
         }
     return out
+
+
+def _responses(codes: list[str]) -> dict[str, Any]:
+    return {"200": {"description": "ended: completed (or page_error, a result)",
+                    "content": {"application/json": {"schema": _RESULT_REF}}},
+            **_errors(codes)}
+
+
+_DETACHED = {"202": {"description": "still running (detached, or not ended in time): "
+                                    "follow with GET /v1/ops/{op_id}/wait",
+                     "content": {"application/json": {"schema": _RESULT_REF}}}}
+_WAIT_QUERY = {"name": "wait", "in": "query", "required": False,
+               "schema": {"type": "boolean"},
+               "description": "true: queue FIFO behind a running operation (else "
+                              "session_busy); `true` or `false`, anything else is a 400"}
 
 
 _TOOL_ERRORS = ["invalid_params", "session_not_found", "ref_not_found", "stale_ref",
@@ -85,9 +108,10 @@ WEBMCP_INVOKE = {
     "type": "object",
     "description": "Give exactly one of tool_ref and name.",
     "properties": {
-        "tool_ref": {"type": "string", "maxLength": 128,
+        "tool_ref": {"type": "string", "maxLength": 256, "pattern": r"^t\d+/f\d+/.",
                      "description": "from GET …/webmcp/tools, e.g. t1/f0/add_item"},
-        "name": {"type": "string", "maxLength": 256,
+        "name": {"type": "string", "minLength": 1, "maxLength": 256,
+                 "pattern": catalog.NOT_BLANK,
                  "description": "the tool's name; an ambiguous name is invalid_params "
                                 "naming the candidates"},
         "input": {"type": "object", "description": "the tool's input (at most 1 MiB as JSON)"},
@@ -99,6 +123,11 @@ WEBMCP_INVOKE = {
     "oneOf": [{"required": ["tool_ref"]}, {"required": ["name"]}],
     "additionalProperties": False,
 }
+def _responses_op(summary: str, codes: list[str]) -> dict[str, Any]:
+    """An endpoint that answers with an operation: its result, or its error by status."""
+    return {"summary": summary, "responses": {**_responses(codes), **_DETACHED}}
+
+
 _WEBMCP_NOTE = (
     "The output is page-provided and untrusted (result.untrusted = true). A tool whose page "
     "reloads, navigates or crashes before it answers fails fast with 410 "
@@ -106,28 +135,58 @@ _WEBMCP_NOTE = (
     "answer by the deadline ends 504 outcome_unknown. Both carry X-Should-Retry: false.")
 
 
-def _simple(summary: str, codes: list[str] | None = None) -> dict[str, Any]:
-    op: dict[str, Any] = {"summary": summary, "responses": {"200": {"description": "ok"}}}
-    for code in codes or []:
-        entry = CODES[code]
-        op["responses"][str(entry.http)] = {
-            "description": code,
-            "headers": {"X-Should-Retry": {"schema": {"type": "string"}}},
-            "content": {"application/json": {"schema": {
-                "type": "object", "properties": {"error": _ERROR_REF}}}},
-        }
+def _simple(summary: str, codes: list[str] | None = None, *, status: int = 200,
+            params: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary,
+                          "responses": {str(status): {"description": "ok"}, **_errors(
+                              [*(codes or []), "internal"])}}
+    if params:
+        op["parameters"] = params
     return op
 
 
 def _session_start() -> dict[str, Any]:
     spec = catalog.SESSION_START
-    op = _simple(spec.summary, ["invalid_params", "browser_unavailable"])
+    op = _simple(spec.summary, ["invalid_params", "browser_unavailable",
+                                "session_not_found"], status=201)
     op["operationId"] = spec.name
+    schema = spec.input_schema()
+    schema["properties"]["session_id"]["pattern"] = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
     op["requestBody"] = {"required": False, "content": {"application/json": {
-        "schema": spec.input_schema()}}}
-    op["responses"]["201"] = op["responses"].pop("200")
+        "schema": schema}}}
     op["responses"]["201"]["description"] = "the session, started (its summary)"
     return op
+
+
+def _tool_body(spec: catalog.ToolSpec) -> dict[str, Any]:
+    """The request body of a tool call: its parameters and the per-call options, with
+    the catalog's rules (ranges, non-blank strings, exactly one of a set)."""
+    schema = spec.input_schema()
+    options = dict(CALL_OPTIONS)
+    if spec.timeout_range_s:  # e.g. webmcp_invoke: 1-120 s
+        lo, hi = (int(x * 1000) for x in spec.timeout_range_s)
+        options["timeout_ms"] = {**options["timeout_ms"], "minimum": lo, "maximum": hi}
+    schema["properties"] = {**schema["properties"], **options}
+    if spec.exactly_one:
+        by_name = {p.name: p for p in spec.params}
+        branches = []
+        for name in spec.exactly_one:
+            if by_name[name].type == "boolean":
+                branches.append({"required": [name], "properties": {name: {"const": True}}})
+            elif by_name[name].type == "string":
+                branches.append({"required": [name], "properties": {
+                    name: {"minLength": 1, "pattern": catalog.NOT_BLANK}}})
+            else:
+                branches.append({"required": [name]})
+        schema["oneOf"] = branches
+        schema["description"] = "Give exactly one of " + ", ".join(spec.exactly_one) + "."
+    return schema
+
+
+IDEMPOTENCY_KEY = {"name": "Idempotency-Key", "in": "header", "required": False,
+                   "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+                   "description": "one key, one operation: a repeat answers the first call's "
+                                  "result (the same key with other parameters is a 400)"}
 
 
 def document() -> dict[str, Any]:
@@ -135,68 +194,88 @@ def document() -> dict[str, Any]:
     for spec in catalog.TOOLS:
         if spec.name == "session_stop":
             continue
-        schema = spec.input_schema()
-        schema["properties"] = {**schema["properties"], **CALL_OPTIONS}
+        schema = _tool_body(spec)
         paths[f"/v1/sessions/{{sid}}/tools/{spec.name}"] = {"post": {
             "operationId": f"tool_{spec.name}",
             "summary": spec.summary,
             "description": f"Effect: {spec.effect.value}. CLI: `bsk {spec.usage()}`.",
             "parameters": [
                 {"name": "sid", "in": "path", "required": True, "schema": {"type": "string"}},
-                {"name": "Idempotency-Key", "in": "header", "required": False,
-                 "schema": {"type": "string", "maxLength": 256}},
+                IDEMPOTENCY_KEY,
             ],
-            "requestBody": {"required": False, "content": {"application/json": {"schema": schema}}},
+            "requestBody": {"required": bool(schema["required"] or spec.exactly_one),
+                            "content": {"application/json": {"schema": schema}}},
             "responses": {**_responses(
                 _WEBMCP_ERRORS if spec.name.startswith("webmcp_") else _TOOL_ERRORS),
-                          "202": {"description": "detached: the operation is still running"}},
+                          **_DETACHED},
         }}
     sid = [{"name": "sid", "in": "path", "required": True, "schema": {"type": "string"}}]
     op_id = [{"name": "op_id", "in": "path", "required": True, "schema": {"type": "string"}}]
     paths.update({
         "/v1/health": {"get": _simple("Liveness and version.")},
-        "/v1/status": {"get": _simple("Daemon, browser (version, CDP endpoint) and sessions.")},
+        "/v1/status": {"get": _simple(
+            "Daemon, browser (version, CDP endpoint) and sessions.", ["invalid_params",
+                                                                     "browser_unavailable"],
+            params=[{"name": "connect", "in": "query", "required": False,
+                     "schema": {"type": "boolean"},
+                     "description": "true: start or reach the browser first"}])},
         "/v1/daemon": {"get": _simple("Daemon pid, socket, version, uptime.")},
         "/v1/daemon/stop": {"post": _simple("Stop the daemon.")},
         "/v1/doctor": {"get": _simple("Health checks with fixes.")},
+        "/v1/browsers": {"get": _simple("The extension listener and the browsers connected "
+                                        "to it (none without --extension-port).")},
         "/v1/tools": {"get": _simple("Tool catalog with input schemas.")},
         "/v1/openapi.json": {"get": _simple("This document.")},
         "/v1/sessions": {
             "post": _session_start(),
             "get": _simple("List sessions."),
         },
-        "/v1/sessions/{sid}": {"delete": {**_simple(
-            "Stop a session: an ordinary queued operation (?wait=true to queue).",
-            ["session_not_found", "session_busy"]), "parameters": sid}},
+        "/v1/sessions/{sid}": {"delete": {**_responses_op(
+            "Stop a session: an ordinary queued operation.",
+            ["invalid_params", "session_not_found", "session_busy", "cancelled",
+             "outcome_unknown", "browser_unavailable", "action_failed", "internal"]),
+            "parameters": [*sid, _WAIT_QUERY],
+            "requestBody": {"required": False, "content": {"application/json": {"schema": {
+                "type": "object", "additionalProperties": False,
+                "properties": {"wait": CALL_OPTIONS["wait"],
+                               "timeout_ms": CALL_OPTIONS["timeout_ms"]}}}}}}},
         "/v1/sessions/{sid}/webmcp/tools": {"get": {
             "operationId": "webmcp_tools",
             "summary": catalog.BY_NAME["webmcp_list"].summary,
-            "description": "An ordinary queued operation (?wait=true to queue). Tool names, "
-                           "descriptions and schemas are page-provided and untrusted.",
-            "parameters": [*sid, {"name": "wait", "in": "query", "required": False,
-                                  "schema": {"type": "boolean"}}],
-            "responses": _responses(["session_not_found", "session_busy", "outcome_unknown",
+            "description": "An ordinary queued operation. Tool names, descriptions and "
+                           "schemas are page-provided and untrusted.",
+            "parameters": [*sid, _WAIT_QUERY],
+            "responses": _responses(["invalid_params", "session_not_found", "session_busy",
+                                     "user_interrupted", "cancelled", "outcome_unknown",
                                      "browser_unavailable", "action_failed", "internal"]),
         }},
         "/v1/sessions/{sid}/webmcp/invoke": {"post": {
             "operationId": "webmcp_invoke",
             "summary": catalog.BY_NAME["webmcp_invoke"].summary,
             "description": _WEBMCP_NOTE,
-            "parameters": [*sid, {"name": "Idempotency-Key", "in": "header", "required": False,
-                                  "schema": {"type": "string", "maxLength": 256}}],
+            "parameters": [*sid, IDEMPOTENCY_KEY],
             "requestBody": {"required": True,
                             "content": {"application/json": {"schema": WEBMCP_INVOKE}}},
-            "responses": {**_responses(_WEBMCP_ERRORS),
-                          "202": {"description": "detached: the operation is still running"}},
+            "responses": {**_responses(_WEBMCP_ERRORS), **_DETACHED},
         }},
-        "/v1/ops": {"get": _simple("Recent operations (?session=, ?limit=).", ["invalid_params"])},
-        "/v1/ops/{op_id}": {"get": {**_simple("One operation with its timeline.",
-                                              ["op_not_found"]), "parameters": op_id}},
-        "/v1/ops/{op_id}/cancel": {"post": {**_simple("Cancel an operation.", ["op_not_found"]),
-                                            "parameters": op_id}},
-        "/v1/ops/{op_id}/wait": {"get": {**_simple("Wait for an operation to end "
-                                                   "(?timeout_ms=).", ["op_not_found"]),
-                                         "parameters": op_id}},
+        "/v1/ops": {"get": _simple("Recent operations, newest first.", ["invalid_params"],
+                                   params=[
+            {"name": "session", "in": "query", "required": False,
+             "schema": {"type": "string"}, "description": "only this session's"},
+            {"name": "limit", "in": "query", "required": False,
+             "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50}}])},
+        "/v1/ops/{op_id}": {"get": _simple("One operation with its timeline.",
+                                           ["op_not_found"], params=op_id)},
+        "/v1/ops/{op_id}/cancel": {"post": _simple("Cancel an operation.", ["op_not_found"],
+                                                   params=op_id)},
+        "/v1/ops/{op_id}/wait": {"get": {
+            **_responses_op("Wait for an operation to end, then answer as the operation "
+                            "itself did (its own status and error); 202 if it is still "
+                            "running after timeout_ms.", ALL_CODES),
+            "parameters": [*op_id, {
+                "name": "timeout_ms", "in": "query", "required": False,
+                "schema": {"type": "integer", "minimum": 0, "maximum": 600000,
+                           "default": 30000}}]}},
     })
     # Pairing the extension (docs/extension.md, "Pairing"): its own block, added to.
     paths.update({
@@ -215,7 +294,8 @@ def document() -> dict[str, Any]:
                  "description": "Operations on a real browser with honest outcomes. "
                                 "Non-2xx answers carry X-Should-Retry."},
         "paths": paths,
-        "components": {"schemas": {"Result": RESULT, "Error": ERROR}},
+        "components": {"schemas": {"Result": RESULT, "Error": ERROR,
+                                   "ErrorBody": ERROR_BODY}},
     }
 
 

@@ -81,6 +81,11 @@ def split_globals(argv: list[str], g: Globals) -> list[str]:
             raise invalid("timeout", f"must be a number of seconds, got {g.timeout!r}") from None
         if not 0 < g.timeout <= 600:
             raise invalid("timeout", "must be more than 0 and at most 600 seconds")
+    if g.key is not None and not (1 <= len(g.key) <= 256 and g.key.isprintable()):
+        raise invalid("key", "must be 1-256 printable characters"
+                      + (f", got {len(g.key)}" if len(g.key) > 256 else
+                         ", got an empty key" if not g.key else ""),
+                      hint="an idempotency key names one call: e.g. --key order-42")
     if not valid_session_id(g.session):
         raise invalid("session", f"{g.session!r} is not a session id (1-64 letters, digits, "
                       "'_', '.', '-')")

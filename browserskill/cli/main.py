@@ -30,11 +30,22 @@ class Client:
         self.g = g
         self.sock = paths.socket_file()
         self._spawned = False
+        self._checked = False
+
+    def check_home(self) -> None:
+        """A state dir no daemon could use is one clear line, before any connect."""
+        if not self._checked:
+            problem = paths.state_dir_problem(paths.state_dir_name())
+            if problem:
+                raise BskError("invalid_params", f"BSK_HOME: {problem}",
+                               details={"field": "BSK_HOME"})
+            self._checked = True
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None, *,
              headers: dict[str, str] | None = None, spawn: bool = True,
              timeout: float | None = None) -> tuple[int, dict[str, str], Any]:
         wire_timeout = (timeout or self.g.timeout or 30.0) + 30.0
+        self.check_home()
         try:
             return request(self.sock, method, path, body, timeout=wire_timeout, headers=headers)
         except DaemonUnreachable:
@@ -46,6 +57,7 @@ class Client:
     def start_daemon(self, extra: list[str] | None = None) -> int:
         from browserskill.cli.spawn import DaemonStartError, spawn
 
+        self.check_home()
         try:
             pid = spawn(extra)
         except DaemonStartError as e:

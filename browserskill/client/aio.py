@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
-
-import httpx
 
 from browserskill.client.core import (
     _Base,
     _check,
-    _decode,
     _q,
     _Request,
     _retry_delay,
@@ -20,6 +18,7 @@ from browserskill.client.core import (
     _spawn_error,
     session_start_body,
 )
+from browserskill.client.http11 import Http11, Lost, Unreachable
 from browserskill.client.results import (
     _WIRE_MARGIN_S,
     CANCEL_ARRIVAL_S,
@@ -36,10 +35,10 @@ class AsyncClient(_Base):
 
     def __init__(self, socket: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
         super().__init__(socket, **kwargs)
-        transport = None if self.base_url else httpx.AsyncHTTPTransport(uds=str(self.socket))
-        self._http = httpx.AsyncClient(transport=transport,
-                                       timeout=httpx.Timeout(60.0, connect=5.0),
-                                       **self._transport_kwargs())
+        # Not httpx: a lean keep-alive HTTP/1.1 of our own (client/http11.py), ~20x less
+        # CPU per call.
+        self._http = Http11(socket=None if self.base_url else str(self.socket),
+                            base_url=self.base_url, headers=self._headers)
         self.last_cancelled: Result | None = None  # how the last cancelled call ended
 
     async def aclose(self) -> None:
@@ -51,20 +50,18 @@ class AsyncClient(_Base):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _send(self, req: _Request) -> tuple[int, httpx.Headers, Any]:
+    async def _send(self, req: _Request) -> tuple[int, Mapping[str, str], Any]:
         started = False
         for attempt in (0, 1):
             try:
-                response = await self._http.request(
-                    req.method, req.path, json=req.body, headers=req.headers,
-                    timeout=httpx.Timeout(req.read_timeout, connect=5.0))
-                return response.status_code, response.headers, _decode(response)
-            except (httpx.ConnectError, FileNotFoundError) as e:
+                return await self._http.request(req.method, req.path, req.body,
+                                                headers=req.headers, timeout=req.read_timeout)
+            except Unreachable as e:
                 if attempt or not self.autostart or started:
                     raise self._unreachable(e) from None
                 await self._start_daemon()
                 started = True
-            except (httpx.TimeoutException, httpx.ReadError, httpx.RemoteProtocolError) as e:
+            except Lost as e:
                 raise self._lost(e, req) from None
         raise AssertionError("unreachable")
 
@@ -97,7 +94,7 @@ class AsyncClient(_Base):
             return Result.from_dict(_check(status, headers, body))
         raise AssertionError("unreachable")
 
-    async def _send_cancellable(self, req: _Request) -> tuple[int, httpx.Headers, Any]:
+    async def _send_cancellable(self, req: _Request) -> tuple[int, Mapping[str, str], Any]:
         """Send a tool call; if our caller is cancelled meanwhile, cancel the operation by
         its id first (so it ends "cancelled by request", not "the caller went away"), let
         it end, then let the cancellation go on."""
@@ -112,8 +109,9 @@ class AsyncClient(_Base):
             with anyio.CancelScope(shield=True):
                 try:
                     deadline = time.monotonic() + CANCEL_ARRIVAL_S
-                    while (await self._http.post(f"/v1/ops/{_q(req.op_id or '')}/cancel",
-                                                 timeout=CANCEL_GRACE_S)).status_code == 404:
+                    while (await self._http.request(
+                            "POST", f"/v1/ops/{_q(req.op_id or '')}/cancel",
+                            timeout=CANCEL_GRACE_S))[0] == 404:
                         if time.monotonic() > deadline or inner.done():
                             break
                         await asyncio.sleep(0.05)  # the call is still on its way

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,14 +55,14 @@ def _q(value: str) -> str:
     return quote(value, safe="")
 
 
-def _answer(status: int, headers: httpx.Headers, body: Any) -> dict[str, Any]:
+def _answer(status: int, headers: Mapping[str, str], body: Any) -> dict[str, Any]:
     if isinstance(body, dict):
         return body
     return {"error": {"code": "internal", "message": f"unexpected answer (HTTP {status}): "
                                                       f"{str(body)[:200]}"}}
 
 
-def _check(status: int, headers: httpx.Headers, body: Any) -> dict[str, Any]:
+def _check(status: int, headers: Mapping[str, str], body: Any) -> dict[str, Any]:
     """The answer as a dict; raise its error class for any non-2xx answer."""
     answer = _answer(status, headers, body)
     if status >= 300:
@@ -71,11 +72,11 @@ def _check(status: int, headers: httpx.Headers, body: Any) -> dict[str, Any]:
     return answer
 
 
-def _should_retry(status: int, headers: httpx.Headers) -> bool:
+def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
     return status >= 300 and headers.get("x-should-retry") == "true"
 
 
-def _retry_delay(headers: httpx.Headers, cap: float) -> float:
+def _retry_delay(headers: Mapping[str, str], cap: float) -> float:
     try:
         return min(max(float(headers.get("retry-after", "1")), 0.0), cap)
     except ValueError:

@@ -86,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         print("bsk daemon: --cdp-url attaches to a browser; --profile/--ephemeral "
               "only apply to a launched one", file=sys.stderr)
         return 2
+    problem = paths.state_dir_problem(paths.state_dir_name())
+    if problem:  # one line, not a traceback (the CLI says the same before spawning)
+        print(f"bsk daemon: {problem}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = BrowserConfig(

@@ -20,7 +20,7 @@ from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, Operation
 from browserskill.dispatch.queue import CANCELLED, TIMED_OUT
-from browserskill.dispatch.sessions import Session, SessionManager
+from browserskill.dispatch.sessions import DEFAULT_SESSION, Session, SessionManager
 from browserskill.errors import SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog, registry
 from browserskill.tools.context import ToolContext
@@ -49,6 +49,9 @@ class Dispatcher:
         self.cleanup_timeout_s = cleanup_timeout_s
         browser.on_lost(self._link_lost)
         self._keys: dict[tuple[str, str], Operation] = {}
+        # Keys whose first call is still making its operation (see `_claim_key`).
+        self._claims: dict[tuple[str, str], asyncio.Future[None]] = {}
+        self._starting: dict[str, asyncio.Future[Session]] = {}  # default session's start
 
     # -- submit ----------------------------------------------------------------------
 
@@ -65,6 +68,8 @@ class Dispatcher:
     ) -> Operation:
         spec = catalog.get(tool)
         params = spec.validate(raw_params)
+        if isinstance(timeout_ms, float) and timeout_ms.is_integer():
+            timeout_ms = int(timeout_ms)  # JSON has one number type: 2.0 is the integer 2
         if timeout_ms is not None and (
             isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
             or not 1 <= timeout_ms <= MAX_TIMEOUT_MS
@@ -74,24 +79,66 @@ class Dispatcher:
             lo, hi = (int(x * 1000) for x in spec.timeout_range_s)
             if not lo <= timeout_ms <= hi:
                 raise invalid("timeout_ms", f"must be from {lo} to {hi} for {tool}")
+        claim: asyncio.Future[None] | None = None
         if idempotency_key is not None:
-            earlier = self._by_key(session_id, idempotency_key, tool, params)
+            earlier, claim = await self._claim_key(session_id, idempotency_key, tool, params)
             if earlier is not None:
                 return earlier
-        if op_id is not None and (not _OP_ID.match(op_id) or op_id in self.ops
-                                  or self.journal.get(op_id)):
-            raise invalid("op_id", "must look like op_<6-64 letters, digits, _ or -> and be new")
-        session = await self.sessions.get_for_call(session_id)
-        op = Operation(session_id, tool, params, idempotency_key=idempotency_key)
-        if op_id:
-            op.op_id = op_id
-        timeout_s = timeout_ms / 1000 if timeout_ms else spec.default_timeout_s
-        op.deadline = asyncio.get_running_loop().time() + timeout_s
-        self._remember(op)
+        try:
+            if op_id is not None and (not _OP_ID.match(op_id) or op_id in self.ops
+                                      or self.journal.get(op_id)):
+                raise invalid("op_id",
+                              "must look like op_<6-64 letters, digits, _ or -> and be new")
+            session = await self._session_for_call(session_id)
+            op = Operation(session_id, tool, params, idempotency_key=idempotency_key)
+            if op_id:
+                op.op_id = op_id
+            timeout_s = timeout_ms / 1000 if timeout_ms else spec.default_timeout_s
+            op.deadline = asyncio.get_running_loop().time() + timeout_s
+            self._remember(op)
+        finally:
+            if claim is not None:  # the key now names `op`, or is free again
+                self._claims.pop((session_id, idempotency_key), None)  # type: ignore[arg-type]
+                claim.set_result(None)
         # Journaled when it starts waiting, or when it is dispatched (most calls find the
         # session free: one write instead of two).
         op.task = asyncio.create_task(self._run(op, session, wait), name=op.op_id)
         return op
+
+    async def _session_for_call(self, session_id: str) -> Session:
+        """The session a call names. Calls that arrive while the default session is
+        starting (its first tab opening) wait for that start, and share its outcome,
+        instead of finding a session without a tab."""
+        starting = self._starting.get(session_id)
+        if starting is None:
+            if session_id != DEFAULT_SESSION or session_id in self.sessions.sessions:
+                return await self.sessions.get_for_call(session_id)
+            starting = asyncio.ensure_future(self.sessions.get_for_call(session_id))
+            self._starting[session_id] = starting
+            starting.add_done_callback(lambda t: (
+                self._starting.pop(session_id, None),
+                t.cancelled() or t.exception()))  # retrieved, even if every caller left
+        return await asyncio.shield(starting)
+
+    async def _claim_key(
+        self, session_id: str, key: str, tool: str, params: dict[str, Any]
+    ) -> tuple[Operation | None, asyncio.Future[None] | None]:
+        """The operation this key names, or the right to make it (a claim to resolve).
+
+        Between the key check and the operation's birth `submit` awaits (the default
+        session starts on first use): a second call with the same key meanwhile waits
+        for that claim instead of making a second operation (one key, one operation)."""
+        while True:
+            earlier = self._by_key(session_id, key, tool, params)
+            if earlier is not None:
+                return earlier, None
+            pending = self._claims.get((session_id, key))
+            if pending is None:
+                break
+            await asyncio.shield(pending)
+        claim = asyncio.get_running_loop().create_future()
+        self._claims[(session_id, key)] = claim
+        return None, claim
 
     def _by_key(
         self, session_id: str, key: str, tool: str, params: dict[str, Any]
@@ -208,8 +255,8 @@ class Dispatcher:
                            dispatched="no") from None
         except asyncio.CancelledError:
             raise _unknown("the handler was cancelled unexpectedly", op) from None
-        except CommandTimeout as e:
-            raise _unknown(f"the browser did not answer: {e}", op) from None
+        except (CommandTimeout, TimeoutError) as e:
+            raise _unknown(f"the browser did not answer: {e or 'timed out'}", op) from None
         except (LinkClosed, TabGone) as e:
             if op.effect_sent:
                 raise _unknown(f"lost the page mid-call: {e}", op) from None
@@ -295,8 +342,10 @@ class Dispatcher:
             except Exception as e:
                 entry["ok"] = False
                 entry["error"] = str(e)
-            op.note("compensation", {k: v for k, v in entry.items() if k != "undoes_effect"})
-            report.append(entry)
+            if comp.action is not None:  # None: undo found nothing to do (no script running)
+                op.note("compensation", {k: v for k, v in entry.items()
+                                         if k != "undoes_effect"})
+                report.append(entry)
             if loop.time() >= deadline:
                 return report, False
         return report, True
@@ -375,7 +424,8 @@ def _ran_out_of_time(op: Operation, work: asyncio.Task[Any]) -> bool:
     """The handler's command timed out because the call's own deadline passed: its reply
     deadline is the call's (`ctx.remaining()`), so the two timers fire together and either
     may go first. That is the deadline, a cancel with compensation, not a silent browser."""
-    return (not work.cancelled() and isinstance(work.exception(), CommandTimeout)
+    return (not work.cancelled()
+            and isinstance(work.exception(), CommandTimeout | TimeoutError)
             and asyncio.get_running_loop().time() >= op.deadline - 0.002)
 
 

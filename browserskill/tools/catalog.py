@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from collections import namedtuple
 
 from browserskill.errors import BskError, invalid
@@ -57,6 +58,10 @@ class Param(_ParamFields):
         s: dict[str, Any] = {"type": self.type, "description": self.help}
         if self.type == "array":
             s["items"] = {"type": "string"}
+            if self.nargs == "+":
+                s["minItems"] = 1
+        if self.path:  # absolute (the CLI makes it so), no NUL
+            (s["items"] if self.type == "array" else s)["pattern"] = "^/[^\\x00]*$"
         if self.choices:
             s["enum"] = list(self.choices)
         if self.default is not None:
@@ -67,6 +72,9 @@ class Param(_ParamFields):
             s["maximum"] = self.maximum
         if self.max_length is not None:  # for an object: its size as JSON, in bytes
             s["maxLength" if self.type != "object" else "x-maxJsonBytes"] = self.max_length
+        if self.type == "string" and self.required and not self.blank_ok:
+            s["minLength"] = 1
+            s["pattern"] = NOT_BLANK  # `check_value` refuses whitespace alone
         return s
 
 
@@ -77,8 +85,9 @@ _ToolFields = namedtuple(
         "effect", "summary", "params", "example", "default_timeout_s",
         "json_param",  # a boolean param the CLI's --json also turns on
         "timeout_range_s",  # (low, high) deadlines it accepts, if limited
+        "exactly_one",  # params of which exactly one must be given (truthy), if any
     ],
-    defaults=((), "", 30.0, None, None),
+    defaults=((), "", 30.0, None, None, None),
 )
 
 
@@ -135,18 +144,30 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# Integers JavaScript and CDP carry exactly; beyond them a value is not what was meant.
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
 def check_value(p: Param, value: Any) -> Any:
+    if p.type == "integer" and isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON has one number type: 2.0 is the integer 2
     ok = isinstance(value, _PY_TYPES[p.type])
     if p.type in ("integer", "number") and isinstance(value, bool):
         ok = False
     if not ok:
         raise invalid(p.name, f"must be {p.type}, got {type(value).__name__}")
+    if p.type == "number" and not math.isfinite(value):  # NaN passes every range check
+        raise invalid(p.name, f"must be a finite number, got {value}")
+    if p.type in ("integer", "number") and abs(value) > MAX_SAFE_INTEGER:
+        raise invalid(p.name, f"{value:g} is out of range")
     if p.type == "array":
         if p.nargs == "+" and not value:
             raise invalid(p.name, "must not be empty")
         for item in value:
             if not isinstance(item, str):
                 raise invalid(p.name, "items must be strings")
+    if p.path and any("\0" in v for v in (value if isinstance(value, list) else [value])):
+        raise invalid(p.name, "a file path can't contain a NUL character")
     if p.choices and value not in p.choices:
         raise invalid(p.name, f"must be one of {', '.join(map(str, p.choices))}, got {value!r}")
     if p.minimum is not None and value < p.minimum:
@@ -156,11 +177,22 @@ def check_value(p: Param, value: Any) -> Any:
     if p.max_length is not None and isinstance(value, str) and len(value) > p.max_length:
         raise invalid(p.name, f"must be at most {p.max_length} characters")
     if p.max_length is not None and p.type == "object" and len(json.dumps(
-            value, ensure_ascii=False, separators=(",", ":")).encode()) > p.max_length:
+            value, ensure_ascii=False, separators=(",", ":")).encode(errors="surrogatepass")) \
+            > p.max_length:
         raise invalid(p.name, f"must be at most {p.max_length} bytes as JSON")
-    if p.type == "string" and p.required and not p.blank_ok and not value.strip():
+    if p.type == "string" and p.required and not p.blank_ok and is_blank(value):
         raise invalid(p.name, "must not be empty")
     return value
+
+
+# "Not blank" in a schema: a character that is whitespace neither in Python's sense
+# (str.isspace: also \x1c-\x1f, \x85) nor in ECMAScript regexes' (also \ufeff).
+NOT_BLANK = "[^\\s\\x1c-\\x1f\\x85\\ufeff]"
+
+
+def is_blank(text: str) -> bool:
+    """No character that `NOT_BLANK` matches."""
+    return not text.replace("\ufeff", "").strip()
 
 
 WAIT_UNTIL = Param(
@@ -184,7 +216,7 @@ MODIFIERS = Param("modifiers", "array", "keys held during the action: Alt, Contr
 
 # The ring buffers' cursor (console, network).
 SINCE = Param("since", "integer", "cursor from an earlier call (next_since); without it, the "
-              "latest entries", minimum=0)
+              "latest entries", minimum=0, maximum=MAX_SAFE_INTEGER)
 LIMIT = Param("limit", "integer", "at most this many entries", default=100, minimum=1,
               maximum=1000)
 
@@ -217,7 +249,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         (Param("interactive", "boolean", "only actionable nodes, with the named containers "
                "around them", default=False),
          Param("max_tokens", "integer", "truncate the text to about this many tokens "
-               "(chars/4), saying what was cut", minimum=50),
+               "(chars/4), saying what was cut", minimum=50, maximum=10_000_000),
          Param("ref", "string", "only the subtree of this ref (or locator)",
                max_length=TARGET_MAX),
          Param("tree", "boolean", "also return the structured tree (the CLI's --json sets it)",
@@ -266,8 +298,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Scroll the page or an element by pixels (mouse wheel), or an element into view.",
         (Param("ref", "string", "element to scroll, a ref or a locator (default: the page)",
                positional=True, max_length=TARGET_MAX),
-         Param("dx", "integer", "pixels right (negative: left)", default=0),
-         Param("dy", "integer", "pixels down (negative: up)", default=0),
+         Param("dx", "integer", "pixels right (negative: left)", default=0,
+               minimum=-1_000_000, maximum=1_000_000),
+         Param("dy", "integer", "pixels down (negative: up)", default=0,
+               minimum=-1_000_000, maximum=1_000_000),
          Param("into_view", "boolean", "scroll REF into view instead", default=False)),
         example="bsk scroll --dy 600",
     ),
@@ -382,6 +416,7 @@ TOOLS: tuple[ToolSpec, ...] = (
          Param("ms", "integer", "milliseconds to wait", minimum=0, maximum=600_000),
          WAIT_UNTIL),
         example='bsk wait --text "Welcome"',
+        exactly_one=("text", "selector", "navigation", "network_idle", "ms"),
     ),
     ToolSpec(
         "html", ("html",), _R, "The HTML of the page, or of one element (outerHTML).",

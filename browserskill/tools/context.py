@@ -38,7 +38,7 @@ class Step(NamedTuple):
 
 @dataclass
 class Compensation:
-    action: str  # what it does, as reported: mouse_released, tab_closed, …
+    action: str | None  # as reported: mouse_released, tab_closed, …; None: not reported
     undo: Callable[[], Awaitable[Any]]
     undoes_effect: bool  # True if, once run, the page is as if nothing happened
     # Set by `undo` when it learned how the operation really ended: a BskError to report,
@@ -46,6 +46,35 @@ class Compensation:
     verdict: Any = None
     # False while there is nothing to undo yet (see `on_cancel(after_step=...)`).
     armed: Callable[[], bool] = lambda: True
+
+
+PROBE_S = 0.3  # a page that can't evaluate `0` in this long is busy running script
+
+
+async def page_busy(tab: Tab, session_id: str | None = None) -> bool:
+    """True if the page's main thread does not answer a trivial evaluation in time."""
+    probe = await tab.request("Runtime.evaluate", {"expression": "0"}, session_id=session_id)
+    try:
+        await asyncio.wait_for(asyncio.shield(probe), PROBE_S)
+        return False
+    except TimeoutError:
+        return True
+    except CdpError:
+        return False
+
+
+async def stop_script(tab: Tab, comp: Compensation | None = None,
+                      session_id: str | None = None) -> bool:
+    """Terminate the script the page is running (`Runtime.terminateExecution`), if it is
+    still running one: terminating an idle page would kill its *next* script instead.
+    Nothing to stop: `comp` is left out of the report (its action becomes None). Returns
+    whether it terminated a script."""
+    if not await page_busy(tab, session_id):
+        if comp is not None:
+            comp.action = None
+        return False
+    await tab.send("Runtime.terminateExecution", session_id=session_id, timeout=1.5)
+    return True
 
 
 class ToolContext:
@@ -143,6 +172,24 @@ class ToolContext:
             return await self.inspect(then.method, then.params, tab=tab)
         except CdpError:
             return None
+
+    async def run_script(self, method: str, params: dict[str, Any], *, tab: Tab | None = None,
+                         session_id: str | None = None, changes_page: bool = True,
+                         ) -> dict[str, Any]:
+        """Send a command that runs page script (Runtime.evaluate, awaitPromise, …). If
+        the call's deadline or a cancel comes while it runs, its compensation stops the
+        script (`stop_script`), so a runaway loop doesn't leave the tab wedged."""
+        tab = tab or self.tab
+        comp = self.on_cancel("script_terminated", lambda: stop_script(tab, comp, session_id),
+                              undoes_effect=False)
+        send = self.act if changes_page else self.inspect
+        try:
+            answer = await send(method, params, tab=tab, session_id=session_id)
+        except CdpError:
+            self.settled(comp)  # the browser refused it: no script is running
+            raise
+        self.settled(comp)
+        return answer
 
     def _record_step(self, name: str) -> None:
         self.mark_dispatched()

@@ -14,7 +14,7 @@ _PRIMITIVES = ("undefined", "string", "number", "boolean", "bigint", "symbol")
 
 @implements("eval")
 async def evaluate(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    answer = await ctx.act("Runtime.evaluate", {
+    answer = await ctx.run_script("Runtime.evaluate", {
         "expression": params["expression"],
         "awaitPromise": True,
         # Console semantics: top-level await, re-declarable let/const.
@@ -45,8 +45,8 @@ async def _settle(ctx: ToolContext, remote: dict[str, Any]) -> dict[str, Any]:
     if not object_id or remote.get("type") in _PRIMITIVES:
         return {"result": remote}
     if remote.get("subtype") == "promise":
-        return await ctx.act("Runtime.awaitPromise", {"promiseObjectId": object_id,
-                                                      "returnByValue": True})
+        return await ctx.run_script("Runtime.awaitPromise", {"promiseObjectId": object_id,
+                                                             "returnByValue": True})
     if remote.get("subtype") in ("node", "window") or remote.get("type") == "function":
         return {"result": remote}  # not data: described, not serialized
     return await ctx.inspect("Runtime.callFunctionOn", {

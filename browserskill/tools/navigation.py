@@ -6,7 +6,7 @@ from typing import Any
 
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError
-from browserskill.tools.context import ToolContext
+from browserskill.tools.context import ToolContext, stop_script
 from browserskill.tools.registry import implements
 
 _SCHEMES = ("http://", "https://", "file://", "data:", "about:", "chrome://", "view-source:")
@@ -33,7 +33,15 @@ def page_state(tab: Tab) -> dict[str, Any]:
     return {"tab_id": tab.tab_id, "url": tab.url}
 
 
+async def unstick(tab: Tab) -> None:
+    """A page stuck in a runaway script never lets a navigation commit (its document
+    must unload first): stop that script. A probe of ~1 ms when the page is not stuck."""
+    if not tab.crashed:
+        await stop_script(tab)
+
+
 async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dict[str, Any]:
+    await unstick(tab)
     answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
     if answer.get("errorText"):
         raise BskError(
@@ -75,6 +83,7 @@ async def commit_and_wait(
     ctx: ToolContext, tab: Tab, wait_until: str, method: str, params: dict[str, Any] | None
 ) -> dict[str, Any]:
     """Send a command that navigates the main frame; wait for the new document."""
+    await unstick(tab)
     before = tab.navigations
     await ctx.act(method, params, tab=tab)
     await tab.until(lambda: tab.navigations > before, ctx.remaining())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,20 @@ async def _clip(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def _check_writable(path: Path) -> None:
+    """Refuse, before capturing, a path the daemon could not write (nothing sent yet)."""
+    try:
+        if path.is_dir():
+            raise invalid("path", f"{path} is a directory; give a file name")
+        if not path.parent.is_dir():
+            raise invalid("path", f"directory {path.parent} does not exist")
+        if not os.access(path.parent, os.W_OK | os.X_OK) or (
+                path.exists() and not os.access(path, os.W_OK)):
+            raise invalid("path", f"the daemon can't write {path} (permission denied)")
+    except OSError as e:  # a name too long, a parent that can't be searched, …
+        raise invalid("path", f"can't write {path}: {e.strerror or e}") from None
+
+
 @implements("screenshot")
 async def screenshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     if params["ref"] and params["full_page"]:
@@ -56,10 +71,7 @@ async def screenshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
         path = Path(params["path"])
         if not path.is_absolute():
             raise invalid("path", "must be an absolute path (the CLI makes it so)")
-        if path.is_dir():
-            raise invalid("path", f"{path} is a directory; give a file name")
-        if not path.parent.is_dir():
-            raise invalid("path", f"directory {path.parent} does not exist")
+        _check_writable(path)
     else:
         folder = Path(ctx.state_dir) / "screenshots"
         folder.mkdir(mode=0o700, exist_ok=True)

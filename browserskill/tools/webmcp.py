@@ -13,7 +13,7 @@ from typing import Any
 
 from browserskill.browser.tab import DialogOpened
 from browserskill.errors import BskError
-from browserskill.tools.context import ToolContext
+from browserskill.tools.context import ToolContext, stop_script
 from browserskill.tools.registry import implements
 from browserskill.webmcp import client
 from browserskill.webmcp.invocation import CRASHED, DETACHED, Outcome
@@ -59,9 +59,18 @@ async def webmcp_invoke(ctx: ToolContext, params: dict[str, Any]) -> dict[str, A
             outcome = await call.cancel(CANCEL_BUDGET_S)
         finally:
             call.close()
-        comp.verdict = _after_cancel(ctx, found, call, outcome)
+        comp.verdict = _after_cancel(ctx, found, call, outcome, terminated)
 
     comp = ctx.on_cancel("webmcp_cancel_invocation", cancel_invocation, undoes_effect=False)
+    # Runs first (compensations run last-in first-out): a tool stuck in a loop answers
+    # no cancel until its script is stopped.
+    terminated = False
+
+    async def stop_runaway() -> None:
+        nonlocal terminated
+        terminated = await stop_script(found.tab, stop, found.tool.session_id)
+
+    stop = ctx.on_cancel("script_terminated", stop_runaway, undoes_effect=False)
     ctx.mark_dispatched()
     call.timeout_s = round(ctx.remaining(), 1)
     call.start(reply_timeout=ctx.remaining() + 5)
@@ -72,6 +81,7 @@ async def webmcp_invoke(ctx: ToolContext, params: dict[str, Any]) -> dict[str, A
         raise
     # (A cancel keeps the call open: its compensation still needs the page's answer.)
     ctx.settled(comp)
+    ctx.settled(stop)
     call.close()
     ending = _ending(ctx, found, call, outcome)
     if isinstance(ending, BskError):
@@ -127,17 +137,23 @@ def _ending(ctx: ToolContext, found: client.Found, call: client.Call,
 
 
 def _after_cancel(ctx: ToolContext, found: client.Found, call: client.Call,
-                  outcome: Outcome | None) -> dict[str, Any] | BskError:
-    """How a cancelled or timed-out invocation really ended, from what the page said."""
+                  outcome: Outcome | None, terminated: bool = False) -> dict[str, Any] | BskError:
+    """How a cancelled or timed-out invocation really ended, from what the page said.
+    `terminated`: the compensation stopped the tool's running script, so an `Error`
+    answer is that stop's doing, not the tool ending on its own."""
     m = call.machine
     reason = ctx.op.cancel_reason or "deadline"
     facts: dict[str, Any] = {"tool_ref": found.ref, "name": found.tool.name, **m.summary(),
                              "cancel_sent": call.cancel_sent}
+    if terminated:
+        facts["script_terminated"] = True
     if call.cancel_error:
         facts["cancel_error"] = call.cancel_error
     if found.tab.dialog is not None:
         facts["dialog"] = found.tab.dialog  # the tool's page waits on a dialog
-    if outcome is not None and (outcome.kind != "responded" or outcome.status != "Canceled"):
+    stopped_by_us = terminated and outcome is not None and outcome.status == "Error"
+    if outcome is not None and not stopped_by_us and (
+            outcome.kind != "responded" or outcome.status != "Canceled"):
         return _ending(ctx, found, call, outcome)  # it ended on its own, before the cancel
     if outcome is None and reason == "link_lost":
         return BskError("tool_page_unloaded", _UNLOADED["link_lost"] + "; it may have run",
@@ -148,7 +164,8 @@ def _after_cancel(ctx: ToolContext, found: client.Found, call: client.Call,
         return BskError(
             "outcome_unknown",
             "the WebMCP tool did not answer before the call's deadline"
-            + ("; its invocation was cancelled" if outcome is not None else
+            + ("; its running script was stopped" if terminated else
+               "; its invocation was cancelled" if outcome is not None else
                "; the page did not confirm the cancel"),
             hint="the tool may have acted: check the page before calling it again, or call "
                  "with a longer --timeout (at most 120 s)",

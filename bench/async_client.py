@@ -1,0 +1,174 @@
+"""Client weight: `eval 1+1` through the Python AsyncClient vs raw CDP, same tabs, same run.
+
+One daemon, 20 sessions, each with one tab on a local page. Per round:
+  * client  20 tasks at once, each 50 `await client.eval("1+1", session=...)` in a row,
+            through one `AsyncClient` (the Unix socket);
+  * raw     20 tasks at once, each 50 `Runtime.evaluate` (the eval tool's parameters) on
+            the same 20 tabs, over one CDP WebSocket of our own (flattened sessions).
+Rounds alternate (raw, client, raw, client) after a warm-up of each. Printed: ops/s, p50
+and p99 latency, and CPU per op of this process (the client side) and of the daemon
+(`/proc/PID/stat`, utime + stime).
+Targets: client ops/s >= 0.15 x raw ops/s; client CPU per op <= 0.5 ms.
+
+    .venv/bin/python bench/async_client.py [SESSIONS] [CALLS]   # defaults 20 50
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import common
+from websockets.asyncio.client import connect
+
+from browserskill import AsyncClient
+
+SESSIONS, CALLS, ROUNDS = 20, 50, 2
+EVALUATE = {"expression": "1+1", "awaitPromise": True, "replMode": True, "userGesture": True,
+            "objectGroup": "bsk-eval"}  # what browserskill/tools/evaluate.py sends
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def daemon_cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+
+
+class Cdp:
+    """CDP over one WebSocket, many commands in flight (replies matched by id)."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.ids = itertools.count(1)
+        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.reader = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        async for raw in self.ws:
+            msg = json.loads(raw)
+            fut = self.pending.pop(msg.get("id", -1), None)
+            if fut is not None and not fut.done():
+                fut.set_result(msg)
+
+    async def send(self, method: str, params: dict[str, Any] | None = None,
+                   session_id: str | None = None) -> dict[str, Any]:
+        msg_id = next(self.ids)
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[msg_id] = fut
+        msg: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
+        if session_id:
+            msg["sessionId"] = session_id
+        await self.ws.send(json.dumps(msg))
+        reply = await fut
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        return reply["result"]
+
+
+class Run:
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.wall = 0.0
+        self.cpu = 0.0
+        self.daemon_cpu = 0.0
+        self.ops = 0
+
+    def add(self, other: Run) -> None:
+        self.latencies += other.latencies
+        self.wall += other.wall
+        self.cpu += other.cpu
+        self.daemon_cpu += other.daemon_cpu
+        self.ops += other.ops
+
+
+async def timed(pid: int, one: Any, keys: list[Any], calls: int) -> Run:
+    run = Run()
+
+    async def worker(key: Any) -> None:
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            await one(key)
+            run.latencies.append(1000 * (time.perf_counter() - t0))
+
+    cpu0, d0, t0 = time.process_time(), daemon_cpu_s(pid), time.perf_counter()
+    await asyncio.gather(*(worker(k) for k in keys))
+    run.wall = time.perf_counter() - t0
+    run.cpu, run.daemon_cpu = time.process_time() - cpu0, daemon_cpu_s(pid) - d0
+    run.ops = len(keys) * calls
+    return run
+
+
+async def measure(pid: int, sock: str, url: str, sessions: int,
+                  calls: int) -> tuple[Run, Run]:
+    async with AsyncClient(sock) as client:
+        sids = [f"bench{i}" for i in range(sessions)]
+        targets = []
+        for sid in sids:
+            await client.session_start(sid, use=False)
+            await client.call("open", {"url": url}, session=sid)
+            tabs = (await client.call("tab_list", session=sid)).result["tabs"]
+            targets.append(tabs[0]["target_id"])
+        endpoint = (await client.status())["browser"]["cdp_endpoint"]
+        async with connect(endpoint, max_size=None, ping_interval=None,
+                           compression=None) as ws:
+            cdp = Cdp(ws)
+            cdp_sessions = [(await cdp.send("Target.attachToTarget",
+                                            {"targetId": t, "flatten": True}))["sessionId"]
+                            for t in targets]
+
+            async def via_client(sid: str) -> None:
+                answer = await client.call("eval", {"expression": "1+1"}, session=sid)
+                assert answer.result["value"] == 2, answer
+
+            async def raw(session_id: str) -> None:
+                answer = await cdp.send("Runtime.evaluate", EVALUATE, session_id)
+                assert answer["result"]["value"] == 2, answer
+
+            await timed(pid, via_client, sids, 5)  # warm-up
+            await timed(pid, raw, cdp_sessions, 5)
+            totals = (Run(), Run())
+            for _ in range(ROUNDS):
+                totals[1].add(await timed(pid, raw, cdp_sessions, calls))
+                totals[0].add(await timed(pid, via_client, sids, calls))
+            cdp.reader.cancel()
+        for sid in sids:
+            await client.session_stop(sid)
+    return totals
+
+
+def line(name: str, run: Run) -> str:
+    lat = run.latencies
+    return (f"  {name:<8} {run.ops / run.wall:8.0f} ops/s   p50 {common.median(lat):6.2f} ms"
+            f"   p99 {common.quantile(lat, 0.99):6.2f} ms   CPU/op: this process "
+            f"{1000 * run.cpu / run.ops:.3f} ms, daemon {1000 * run.daemon_cpu / run.ops:.3f} ms"
+            f"  (n={run.ops})")
+
+
+def main(sessions: int = SESSIONS, calls: int = CALLS) -> int:
+    common.exit_on_sigterm()
+    common.header(f"Client weight: {sessions} sessions x {calls} eval 1+1, AsyncClient vs "
+                  "raw CDP Runtime.evaluate (same tabs)")
+    # Raw CDP needs the browser's DevTools endpoint: where the embedded browser is
+    # reached over a private pipe, BSK_EXPOSE_CDP=0 opens it on a free port (opt-in).
+    os.environ.setdefault("BSK_EXPOSE_CDP", "0")
+    with common.page_server() as url, common.BskDaemon() as bsk:
+        assert bsk.pid is not None
+        client, raw = asyncio.run(measure(bsk.pid, bsk.socket, url, sessions, calls))
+    print(line("client", client))
+    print(line("raw CDP", raw))
+    ratio = (client.ops / client.wall) / (raw.ops / raw.wall)
+    print(f"  client / raw throughput: {ratio:.3f}x")
+    ok = common.verdict("client CPU per op", 1000 * client.cpu / client.ops, 0.5)
+    ok_ratio = ratio >= 0.15
+    print(f"  target client/raw ops/s: {ratio:.3f} >= 0.150  {'PASS' if ok_ratio else 'FAIL'}")
+    return 0 if ok and ok_ratio else 1
+
+
+if __name__ == "__main__":
+    common.run_main(main, *(int(a) for a in sys.argv[1:3]))

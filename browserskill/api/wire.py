@@ -1,0 +1,146 @@
+"""What crosses the HTTP boundary, made safe both ways.
+
+In: a request body is read within a size limit and a time limit (a `Content-Length`
+longer than what arrives is a 400, not a held connection), parsed as JSON within a
+nesting limit, and refused naming its field when it holds text that is not Unicode
+(a lone UTF-16 surrogate) or a number that is not finite (`NaN`, `Infinity`, `1e999`):
+such values could not be journaled, rendered or sent to the browser later.
+
+Out: every answer renders as valid UTF-8 JSON, whatever the page gave. A lone surrogate
+from the page (an eval result, page text, an old journal row) becomes U+FFFD, so no
+answer — and no later read of a stored one — can fail to encode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse
+
+from browserskill.errors import BskError
+
+MAX_BODY_BYTES = 16 * 1024 * 1024  # eval's 1,000,000 characters, \u-escaped, fit
+MAX_DEPTH = 32  # objects and arrays inside one another
+BODY_READ_S = 5.0  # the whole body must arrive within this after the headers
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class BodyAbandoned(Exception):
+    """The client went away before its body arrived: nobody is left to answer."""
+
+
+def _body_error(problem: str, hint: str = "send a JSON object") -> BskError:
+    return BskError("invalid_params", f"body: {problem}", hint=hint, details={"field": "body"})
+
+
+async def read_body(request: Request) -> bytes:
+    """The request body, bounded in size and in time."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise _body_error(f"Content-Length {declared!r} is not a number of bytes")
+        if int(declared) > MAX_BODY_BYTES:
+            raise _body_error(f"{declared} bytes is more than the {MAX_BODY_BYTES} allowed")
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(BODY_READ_S):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise _body_error(f"more than the {MAX_BODY_BYTES} bytes allowed")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise _body_error(
+            f"only {size} of {declared or 'the'} bytes arrived within {BODY_READ_S:g} s",
+            hint="send as many bytes as Content-Length says") from None
+    except ClientDisconnect:
+        raise BodyAbandoned from None
+    return b"".join(chunks)
+
+
+def parse_object(raw: bytes) -> dict[str, Any]:
+    """A JSON object whose every value can be stored and answered later."""
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise _body_error(f"nested more than {MAX_DEPTH} levels deep") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise _body_error(f"not valid JSON ({e})") from None
+    if not isinstance(body, dict):
+        raise _body_error("must be a JSON object")
+    check_values(body)
+    return body
+
+
+def check_values(body: dict[str, Any]) -> None:
+    """Refuse what could not be journaled or sent on: too deep, a lone surrogate, a
+    number that is not finite. The error names the top-level field it is under."""
+    stack: list[tuple[Any, str, str, int]] = [(v, k, k, 1) for k, v in body.items()]
+    for key in body:
+        _check_text(key, key, key)
+    while stack:
+        value, field, where, depth = stack.pop()
+        if isinstance(value, str):
+            _check_text(value, field, where)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise BskError("invalid_params", f"{field}: must be a finite number"
+                               + ("" if where == field else f" (at {where})"),
+                               details={"field": field})
+        elif isinstance(value, dict | list):
+            if depth >= MAX_DEPTH:
+                raise BskError("invalid_params",
+                               f"{field}: nested more than {MAX_DEPTH} levels deep",
+                               details={"field": field})
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                if isinstance(k, str):
+                    _check_text(k, field, where)
+                stack.append((v, field, f"{where}.{k}" if isinstance(value, dict)
+                              else f"{where}[{k}]", depth + 1))
+
+
+def _check_text(text: str, field: str, where: str) -> None:
+    if LONE_SURROGATE.search(text):
+        raise BskError("invalid_params",
+                       f"{field}: text is not valid Unicode (a lone UTF-16 surrogate"
+                       + ("" if where == field else f" at {where}") + ")",
+                       hint="send well-formed text (UTF-8; in JSON escapes, surrogates "
+                            "only in pairs)", details={"field": field})
+
+
+def render(content: Any) -> bytes:
+    """JSON as UTF-8, always: lone surrogates become U+FFFD, non-finite numbers null."""
+    try:
+        text = json.dumps(content, ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":"))
+    except ValueError:  # NaN/Infinity somewhere: JSON has no such numbers
+        text = json.dumps(_finite(content), ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return LONE_SURROGATE.sub("\ufffd", text).encode()
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+class SafeJSONResponse(JSONResponse):
+    def render(self, content: Any) -> bytes:
+        return render(content)
