@@ -22,6 +22,8 @@ _TABLE = [
     Code("invalid_params", 400, 2, "no", False, "bad input; the message says which field and why"),
     Code("method_not_allowed", 405, 2, "no", False,
          "the path has no such method; the Allow header lists the ones it has"),
+    Code("not_configured", 409, 2, "no", False,
+         "the daemon runs without what this needs (an option it was not started with)"),
     Code("session_not_found", 404, 3, "no", False, "unknown session id"),
     Code("op_not_found", 404, 3, "no", False, "unknown operation id"),
     Code("ref_not_found", 409, 4, "no", False, "ref unknown here; take a new snapshot"),

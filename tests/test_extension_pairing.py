@@ -202,7 +202,8 @@ def test_bsk_extension_pair_says_what_to_do_or_why_not(
         make_bsk: Callable[..., Bsk]) -> None:
     off = make_bsk()  # a daemon without the extension listener
     r = off("extension", "pair")
-    assert r.code == 2 and r.json["error"]["details"]["field"] == "extension_port"
+    assert r.code == 2 and r.json["error"]["code"] == "not_configured"
+    assert r.json["error"]["details"]["option"] == "extension_port"
     assert "--extension-port" in r.json["error"]["hint"]
     port = free_port()
     on = make_bsk(BSK_EXTENSION_PORT=str(port))

@@ -50,8 +50,12 @@ def test_the_served_document_matches_the_server(make_bsk: Callable[..., Bsk],
     assert code == 0, report[-6000:]
     assert " passed" in report and "generated" in report, report[-2000:]
 
+    # Session creation: whether a `state` file exists and is a storageState can't be said
+    # in a schema, so a schema-valid body may rightly be refused there (400 naming
+    # `state`); every other check still holds.
     code, report = schemathesis(base, token, tmp_path, "--max-examples", "25",
-                                "--include-path", "/v1/sessions")
+                                "--include-path", "/v1/sessions",
+                                "--exclude-checks", "positive_data_acceptance")
     assert code == 0, report[-6000:]
     log = (runner.home / "daemon.log").read_text()
     assert "Traceback" not in log, log[-4000:]

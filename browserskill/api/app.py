@@ -265,9 +265,10 @@ def build_app(daemon: Daemon) -> Any:
 
     def extension_hub() -> Any:
         if daemon.extensions is None:  # the daemon's own option, not a browser's failure
-            raise invalid("extension_port", "the daemon runs without its extension "
-                          "listener: there is nothing to pair with", hint="stop the daemon "
-                          "and start it with `--extension-port PORT` (or BSK_EXTENSION_PORT)")
+            raise BskError("not_configured", "the daemon runs without its extension "
+                           "listener: there is nothing to pair with", hint="stop the daemon "
+                           "and start it with `--extension-port PORT` (or BSK_EXTENSION_PORT)",
+                           details={"option": "extension_port"})
         return daemon.extensions
 
     @guarded

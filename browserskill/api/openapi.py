@@ -148,10 +148,13 @@ def _simple(summary: str, codes: list[str] | None = None, *, status: int = 200,
 def _session_start() -> dict[str, Any]:
     spec = catalog.SESSION_START
     op = _simple(spec.summary, ["invalid_params", "browser_unavailable",
-                                "session_not_found"], status=201)
+                                "session_not_found", "not_configured"], status=201)
     op["operationId"] = spec.name
     schema = spec.input_schema()
     schema["properties"]["session_id"]["pattern"] = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+    # A saved state starts an isolated session only.
+    schema["dependentSchemas"] = {"state": {"required": ["isolated"],
+                                            "properties": {"isolated": {"const": True}}}}
     op["requestBody"] = {"required": False, "content": {"application/json": {
         "schema": schema}}}
     op["responses"]["201"]["description"] = "the session, started (its summary)"
@@ -282,9 +285,10 @@ def document() -> dict[str, Any]:
         "/v1/extension/pair": {"post": _simple(
             "A one-time pairing code (valid 5 minutes) for the user to enter in the "
             "extension's options page; the code pending before it is void.",
-            ["invalid_params"])},
+            ["invalid_params", "not_configured"])},
         "/v1/extension/pairings/{browser_id}": {"delete": {**_simple(
-            "Forget a paired browser and disconnect it.", ["invalid_params"]),
+            "Forget a paired browser and disconnect it.", ["invalid_params",
+                                                            "not_configured"]),
             "parameters": [{"name": "browser_id", "in": "path", "required": True,
                             "schema": {"type": "string"}}]}},
     })

@@ -497,7 +497,7 @@ def _close_reason(text: str) -> str:
 def bind_session(hub: ExtensionHub | None, wanted: str, session: SessionView) -> AgentWindow:
     """The Agent Window for a new session in the browser `wanted` names."""
     if hub is None:
-        raise BskError("browser_unavailable", "the extension listener is off",
+        raise BskError("not_configured", "the extension listener is off",
                        hint="start the daemon with `--extension-port PORT` (or "
                             f"BSK_EXTENSION_PORT; the extension's default is {DEFAULT_PORT})")
     return hub.agent_window(wanted, session)
