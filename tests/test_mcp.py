@@ -87,7 +87,7 @@ async def test_errors_are_tool_results_with_the_outcome(bsk: Bsk, site: str) -> 
         assert missing.is_error
         answer = structured(missing)
         assert answer["error"]["code"] == "ref_not_found" and answer["status"] == "failed"
-        assert answer["dispatched"] == "no" and answer["retry_safe"] is False
+        assert answer["dispatched"] == "no" and answer["retry_safe"] is True
         assert "[ref_not_found]" in text(missing) and "snapshot" in text(missing)
 
         bad = await session.call_tool("eval", {"expression": "1", "nope": 1})

@@ -291,6 +291,10 @@ def _wait(r: dict[str, Any]) -> str:
         return f"{head}: navigated to {r.get('url')}"
     if "in_flight" in r:
         return f"{head}: network idle"
+    if "gone" in r:
+        return f"{head}: {r['gone']} is gone ({r.get('why', 'removed or hidden')})"
+    if "text_gone" in r:
+        return f"{head}: text {_short(r['text_gone'])} is no longer on the page"
     return head
 
 
@@ -441,14 +445,31 @@ def main_help(controls: Iterable[Any], tools: Iterable[Any], hidden: set[Words])
     for c in controls:
         lines.append(f"  {c.usage.split(' [--cdp')[0]:<26} {c.summary}")
     lines += ["", GLOBAL_HELP, "", "Exit codes:"]
-    seen: dict[int, list[str]] = {}
+    seen: dict[int, list[str]] = {0: ["ok"]}
     for code in CODES.values():
         seen.setdefault(code.exit, []).append(code.name)
     for exit_code, names in sorted(seen.items()):
+        if names[1:] == ["page_error"]:
+            names = ["ok (also page_error: the eval'd script threw; the call completed)"]
         lines.append(f"  {exit_code:<3} {', '.join(names)}")
     lines += ["",
               "A quick loop: bsk open URL; bsk snapshot; bsk click e3; bsk eval 'document.title'",
               "More: bsk COMMAND --help"]
+    return "\n".join(lines)
+
+
+def group_help(word: str, controls: Iterable[Any], tools: Iterable[Any],
+               hidden: set[Words]) -> str | None:
+    """`bsk tab --help`: the commands of one group, or None if `word` is not a group."""
+    rows = [(c.usage, c.summary)
+            for c in controls if c.words[0] == word and len(c.words) > 1]
+    rows += [(t.usage(), t.summary.split(". ")[0].rstrip("."))
+             for t in tools if t.words[0] == word and len(t.words) > 1 and t.words not in hidden]
+    if not rows:
+        return None
+    lines = [f"Usage: bsk {word} SUBCOMMAND [ARGS…]", "", "Commands:"]
+    lines += [f"  {usage:<26} {summary}" for usage, summary in rows]
+    lines += ["", f"More: bsk {word} SUBCOMMAND --help", "", GLOBAL_HELP]
     return "\n".join(lines)
 
 

@@ -84,7 +84,7 @@ class Dispatcher:
         session = await self.sessions.get_for_call(session_id)
         op = Operation(session_id, tool, params, idempotency_key=idempotency_key,
                        **({"op_id": op_id} if op_id else {}))
-        timeout_s = timeout_ms / 1000 if timeout_ms else spec.default_timeout_s
+        timeout_s = timeout_ms / 1000 if timeout_ms else catalog.default_timeout_s(spec, params)
         op.deadline = asyncio.get_running_loop().time() + timeout_s
         self._remember(op)
         # Journaled when it starts waiting, or when it is dispatched (most calls find the

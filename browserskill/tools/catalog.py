@@ -358,7 +358,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "wait", ("wait",), _R,
-        "Wait for text, a selector, a navigation, network idle, or N ms. Exactly one "
+        "Wait for text, a selector, a navigation, network idle, an element or text to go "
+        "away, or N ms. Exactly one "
         "condition; waits on page events, bounded by --timeout; not met: action_failed. "
         "Text and selectors are looked for in every frame, iframes too (found in one: "
         "frame_url).",
@@ -370,7 +371,12 @@ TOOLS: tuple[ToolSpec, ...] = (
                "progress) loads", default=False),
          Param("network_idle", "boolean", "no network requests for 500 ms after the page "
                "loaded", default=False),
-         Param("ms", "integer", "milliseconds to wait", minimum=0, maximum=600_000),
+         Param("ms", "integer", "milliseconds to wait (the call's deadline stretches to "
+               "fit unless --timeout is given)", minimum=0, maximum=600_000),
+         Param("gone", "string", "ref of an element that goes away (removed, hidden, or "
+               "its page replaced)", max_length=64),
+         Param("text_gone", "string", "text that is no longer in the visible text of the "
+               "page (its main frame)", max_length=10_000),
          WAIT_UNTIL),
         example='bsk wait --text "Welcome"',
     ),
@@ -442,6 +448,15 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
+
+
+def default_timeout_s(spec: ToolSpec, params: dict[str, Any]) -> float:
+    """The deadline of a call that names none: the tool's default, stretched to fit a
+    pause the caller asked for (`wait --ms 45000` gets 45 s plus a margin)."""
+    ms = params.get("ms") if spec.name == "wait" else None
+    if isinstance(ms, int) and not isinstance(ms, bool) and ms > 0:
+        return max(spec.default_timeout_s, ms / 1000 + 5.0)
+    return spec.default_timeout_s
 BY_WORDS: dict[tuple[str, ...], ToolSpec] = {t.words: t for t in TOOLS}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from browserskill.browser.tab import Tab
@@ -20,6 +21,8 @@ def normalize_url(url: str) -> str:
         scheme = url.split("://", 1)[0]
         raise BskError("invalid_params", f"url: unsupported scheme {scheme!r}",
                        details={"field": "url"})
+    if url.startswith("/"):  # an absolute path on this machine, never a host name
+        return Path(url).as_uri()
     # Bare host names are what people type: example.com, localhost:8000/x
     local = url.startswith(("localhost", "127.", "[::1]"))
     return ("http://" if local else "https://") + url
