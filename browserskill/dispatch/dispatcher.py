@@ -22,7 +22,7 @@ from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, Operation
 from browserskill.dispatch.queue import CANCELLED, TIMED_OUT
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import SHOULD_RETRY, BskError, invalid
-from browserskill.tools import catalog, registry
+from browserskill.tools import catalog, downloads, registry
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class Dispatcher:
         self.journal.record(op)
         ctx = self.context_class(op, session, self.sessions, session.browser or self.browser,
                                  self.state_dir)
-        work = asyncio.create_task(self.handlers[op.tool](ctx, op.params))
+        work = asyncio.create_task(self._handle(ctx, op))
         timeout = max(0.0, op.deadline - asyncio.get_running_loop().time())
         await asyncio.wait({work, op.tripped.future}, timeout=timeout,
                            return_when=asyncio.FIRST_COMPLETED)
@@ -170,6 +170,13 @@ class Dispatcher:
             await self._interrupt(op, ctx, work, op.cancel_reason or "deadline")
             return
         self._settle(op, work)
+
+    async def _handle(self, ctx: ToolContext, op: Operation) -> dict[str, Any]:
+        try:  # the session's downloads land in the state dir and are reported
+            await downloads.watch(ctx)
+        except (LinkError, OSError, BskError) as e:
+            log.warning("watching downloads of %s: %s", op.session_id, e)
+        return await self.handlers[op.tool](ctx, op.params)
 
     def _settle(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:
         """End the operation from its handler's own ending."""

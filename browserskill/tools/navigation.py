@@ -7,6 +7,7 @@ from typing import Any
 
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError
+from browserskill.tools import downloads
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
 
@@ -37,7 +38,13 @@ def page_state(tab: Tab) -> dict[str, Any]:
 
 
 async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dict[str, Any]:
+    before = downloads.count(ctx)
     answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
+    if answer.get("errorText") == "net::ERR_ABORTED":  # perhaps it became a download
+        started = await _download_began(ctx, tab, before)
+        if started:
+            return {**page_state(tab), "title": tab.title,
+                    "downloads": await downloads.settle(ctx, before)}
     if answer.get("errorText"):
         raise BskError(
             "action_failed", f"navigation to {url} failed: {answer['errorText']}",
@@ -53,6 +60,16 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dic
                                                    "returnByValue": True}, tab=tab)
     tab.title = title.get("result", {}).get("value", "") or ""
     return {**page_state(tab), "title": tab.title}
+
+
+async def _download_began(ctx: ToolContext, tab: Tab, before: int) -> bool:
+    """Chromium answers a navigation that turned into a download with ERR_ABORTED; the
+    download's own event comes with it or right after."""
+    try:
+        await tab.until(lambda: downloads.count(ctx) > before, min(2.0, ctx.remaining()))
+    except TimeoutError:
+        return False
+    return True
 
 
 @implements("open")

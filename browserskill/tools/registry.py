@@ -14,7 +14,8 @@ Handler = Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]]
 HANDLERS: dict[str, Handler] = {}
 
 _MODULES = ("navigation", "evaluate", "snapshot", "screenshot", "input", "tabs", "session",
-            "dialogs", "forms", "keyboard", "observe", "emulation", "webmcp", "borrow")
+            "dialogs", "forms", "keyboard", "observe", "emulation", "webmcp", "borrow",
+            "downloads", "mouse")
 
 
 def implements(name: str) -> Callable[[Handler], Handler]:
