@@ -227,3 +227,14 @@ def test_eval_on_an_element_and_in_a_frame(bsk: Bsk, site: str, cross_site: str)
     assert bsk("eval", "--frame", cross, "const x = 2; x").value == 2
     stale = bsk("eval", "--ref", "e999", "el => 1")
     assert stale.code == 4 and stale.json["dispatched"] == "no"
+
+
+def test_typing_into_a_read_only_field_sends_nothing(downloads_page: tuple[Bsk, str]) -> None:
+    bsk, _ = downloads_page
+    bsk.ok("eval", "document.getElementById('ro').focus()")
+    r = bsk("type", "abc")
+    assert r.code == 11 and r.json["error"]["details"]["reason"] == "element_readonly"
+    assert r.json["dispatched"] == "no" and r.json["retry_safe"] is True
+    assert bsk("eval", "document.getElementById('ro').value").value == "fixed"
+    bsk.ok("eval", "document.getElementById('name').focus()")
+    assert bsk.ok("type", "abc")["result"]["value"] == "abc"
