@@ -112,6 +112,16 @@ def test_download_links_complete_with_the_file(downloads_page: tuple[Bsk, str]) 
     assert not any((bsk.home / "downloads" / ".incoming").iterdir())
 
 
+def test_a_download_that_fails_says_so_promptly(downloads_page: tuple[Bsk, str]) -> None:
+    bsk, snap = downloads_page
+    r = bsk.ok("click", ref_of(snap, "link", "Missing file"))["result"]  # a 404
+    assert [(d["suggested_filename"], d["state"]) for d in r["downloads"]] == [
+        ("act_missing.csv", "canceled")]
+    assert not (session_dir(bsk) / "act_missing.csv").exists()
+    text = bsk("click", ref_of(snap, "link", "Missing file"), as_json=False).stdout
+    assert "download failed or canceled: act_missing.csv" in text
+
+
 def test_download_text_output_prints_the_path(downloads_page: tuple[Bsk, str]) -> None:
     bsk, snap = downloads_page
     text = bsk("click", ref_of(snap, "link", "Get data"), as_json=False).stdout

@@ -151,7 +151,8 @@ def _download_line(d: dict[str, Any]) -> str:
                 f"{total} bytes so far) → {d.get('path') or 'path unknown'}; "
                 "finish with: bsk download wait")
     if d.get("state") == "canceled":
-        return f"download canceled: {d.get('suggested_filename')} ({size})"
+        return (f"download failed or canceled: {d.get('suggested_filename')} "
+                f"({size}; no file)")
     return f"downloaded: {d.get('path') or d.get('suggested_filename')} ({size})"
 
 
