@@ -13,7 +13,8 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 SCRIPTS = ("cli_roundtrip.py", "daemon_overhead.py", "memory.py", "snapshot.py", "webmcp.py",
-           "extension_relay.py", "interruption.py")
+           "extension_relay.py", "interruption.py",
+           "actions.py")
 
 
 def main() -> int:
