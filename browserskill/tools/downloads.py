@@ -83,8 +83,11 @@ _BEHAVIOUR_SET: weakref.WeakKeyDictionary[Any, set[str | None]] = weakref.WeakKe
 
 
 def context_of(session: Any) -> str | None:
-    """The browser context a session's tabs live in (None: the browser's default one)."""
-    return getattr(session, "browser_context_id", None)
+    """The browser context a session's tabs live in (None: the browser's default one):
+    an isolated session's backend says which (`backend.context_id`, issue 12)."""
+    backend = getattr(session, "backend", None)
+    return (getattr(session, "browser_context_id", None)
+            or getattr(backend, "context_id", None))
 
 
 def download_dir(ctx: ToolContext) -> Path:
