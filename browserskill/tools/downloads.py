@@ -99,6 +99,10 @@ def download_dir(ctx: ToolContext) -> Path:
 def of_session(ctx: ToolContext) -> SessionDownloads:
     entry = _SESSIONS.get(ctx.session.id)
     if entry is None or entry[0] is not ctx.session:  # a new session under an old id
+        live = getattr(ctx.sessions, "sessions", {})
+        for sid in [s for s, (session, _) in _SESSIONS.items()
+                    if live.get(s) is not session]:
+            del _SESSIONS[sid]  # ended sessions' lists go with them
         entry = (ctx.session, SessionDownloads(download_dir(ctx)))
         _SESSIONS[ctx.session.id] = entry
     return entry[1]
@@ -194,8 +198,12 @@ def _reserve(downloads: SessionDownloads, name: str) -> Path | None:
 
 
 def _private_dir(path: Path) -> None:
+    """Our own directories under the state dir are the user's alone (DESIGN §6); a
+    directory the caller chose keeps its mode."""
+    fresh = not path.exists()
     path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
+    if fresh or path.parent.name == "downloads" or path.name == "downloads":
+        os.chmod(path, 0o700)
 
 
 def _finish(item: Download) -> None:
