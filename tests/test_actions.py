@@ -72,6 +72,25 @@ def test_mouse_click_reports_what_it_started(bsk: Bsk, site: str) -> None:
     assert got[0]["suggested_filename"] == "report-2026.csv"
 
 
+def test_a_link_that_makes_no_page_answers_promptly(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/act_nodoc.html")
+    snap = bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    clicked = bsk("click", ref_of(snap, "link", "No content"), "--timeout", "10")
+    assert clicked.code == 0, clicked.stdout + clicked.stderr  # was: internal at 30 s
+    result = clicked.json["result"]
+    assert "navigated" not in result and "without a new page" in result["note"]
+    assert result["url"] == f"{site}/act_nodoc.html"
+
+
+def test_a_navigation_past_the_deadline_is_outcome_unknown(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/act_nodoc.html")
+    snap = bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    r = bsk("click", ref_of(snap, "link", "Slow page"), "--timeout", "1")
+    assert r.code == 9, r.stdout + r.stderr  # not `internal`: the deadline, honestly
+    assert r.json["status"] == "outcome_unknown" and r.json["dispatched"] == "yes"
+    assert r.json["error"]["details"]["reason"] == "deadline"
+
+
 # -- downloads -------------------------------------------------------------------------
 
 

@@ -84,6 +84,10 @@ class Tab:
         self.children: dict[str, ChildSession] = {}  # by cdp session id
         self.navigations = 0  # main-frame commits and same-document navigations
         self.navigation_requests = 0  # main-frame navigations the page asked for
+        # Main-frame loads begun and ended: a load that ends with no commit was a
+        # navigation that made no new document (204, a download, a cancelled one).
+        self.main_loads_started = 0
+        self.main_loads_stopped = 0
         self.gone: str | None = None  # why the tab can no longer be used
         self.crashed: str | None = None  # set while the renderer is dead (reload recovers)
         self.crash_seq = 0
@@ -277,6 +281,10 @@ class Tab:
             self._child_attached(session_id, params)
         elif method == "Target.detachedFromTarget":
             self._child_detached(params)
+        elif method == "Page.frameStartedLoading" and params.get("frameId") == self.main_frame_id:
+            self.main_loads_started += 1
+        elif method == "Page.frameStoppedLoading" and params.get("frameId") == self.main_frame_id:
+            self.main_loads_stopped += 1
         elif method.startswith("Runtime.executionContext"):
             self._track_main_world(session_id, method, params)
         elif method == "Inspector.targetCrashed" and session_id == self.session_id:

@@ -129,6 +129,8 @@ def _effects(r: dict[str, Any]) -> str:
                      "(until then the page is blocked)")
     if r.get("navigated"):
         lines.append(f"navigated to {r.get('url')}")
+    if r.get("note") and not dialog:
+        lines.append(f"note: {r['note']}")
     if r.get("new_tabs"):
         lines.append(f"opened new tab(s): {', '.join(r['new_tabs'])} "
                      "(the current tab is unchanged: bsk tab select ID)")

@@ -367,8 +367,10 @@ _CANCEL_TEXT = {
 def _ran_out_of_time(op: Operation, work: asyncio.Task[Any]) -> bool:
     """The handler's command timed out because the call's own deadline passed: its reply
     deadline is the call's (`ctx.remaining()`), so the two timers fire together and either
-    may go first. That is the deadline, a cancel with compensation, not a silent browser."""
-    return (not work.cancelled() and isinstance(work.exception(), CommandTimeout)
+    may go first. That is the deadline, a cancel with compensation, not a silent browser.
+    The same holds for a wait on the tab's events bounded by it (`Tab.until`)."""
+    return (not work.cancelled()
+            and isinstance(work.exception(), CommandTimeout | TimeoutError)
             and asyncio.get_running_loop().time() >= op.deadline - 0.002)
 
 

@@ -24,6 +24,9 @@ from browserskill.tools.registry import implements
 
 MODIFIERS = {"Alt": 1, "Control": 2, "Ctrl": 2, "Meta": 4, "Command": 4, "Shift": 8}
 BUTTONS = {"left": 1, "right": 2, "middle": 4}
+# After a navigation that made no document, how long a download may take to announce
+# itself (Chromium sends Page.downloadWillBegin just after the load stops).
+NO_DOCUMENT_GRACE_S = 0.5
 
 
 def modifier_mask(names: list[str] | None) -> int:
@@ -48,11 +51,20 @@ class Marks:
     popups: int
     adopted: int
     downloads: int
+    loads_started: int
+    loads_stopped: int
 
     @classmethod
     def take(cls, ctx: ToolContext, tab: Tab) -> Marks:
         return cls(tab, tab.navigation_requests, tab.navigations, tab.popups_requested,
-                   len(ctx.session.popups_of(tab.tab_id)), downloads.count(ctx))
+                   len(ctx.session.popups_of(tab.tab_id)), downloads.count(ctx),
+                   tab.main_loads_started, tab.main_loads_stopped)
+
+    def load_ended_without_commit(self) -> bool:
+        """A main-frame load began after the input and ended, and no document came."""
+        tab = self.tab
+        return (tab.navigations == self.committed and tab.main_loads_started > self.loads_started
+                and tab.main_loads_stopped > self.loads_stopped)
 
 
 async def after_input(ctx: ToolContext, marks: Marks, wait_until: str, *,
@@ -73,8 +85,15 @@ async def after_input(ctx: ToolContext, marks: Marks, wait_until: str, *,
 
         out["new_tabs"] = await tab.until(adopted, ctx.remaining())
     if tab.navigation_requests > marks.requested or tab.navigations > marks.committed:
-        await tab.until(lambda: tab.navigations > marks.committed or downloading(),
-                        ctx.remaining())
+        await tab.until(lambda: tab.navigations > marks.committed or downloading()
+                        or marks.load_ended_without_commit(), ctx.remaining())
+        if marks.load_ended_without_commit() and not downloading():
+            # A download's own event comes right after its load stops: give it a moment.
+            try:
+                await tab.until(downloading, min(NO_DOCUMENT_GRACE_S, ctx.remaining()))
+            except TimeoutError:
+                out["note"] = ("the navigation it started ended without a new page "
+                               "(no content, or it was cancelled)")
         if tab.navigations > marks.committed:
             loader = tab.main_loader()
             if loader and wait_until != "commit":
