@@ -50,6 +50,8 @@ def test_open_a_local_file_by_path(bsk: Bsk) -> None:
     assert opened["url"] == page.as_uri()
     relative = bsk.ok("open", os.path.relpath(page))["result"]  # bsk runs in our cwd
     assert relative["url"] == page.as_uri()
+    missing = bsk("open", "./no-such-file.html")
+    assert missing.code == 2 and "no such file" in missing.json["error"]["message"]
     home = bsk("open", "/no/such/file.html")  # an absolute path is never a host name
     assert home.json["error"]["details"].get("url", "").startswith("file:///no/such")
 

@@ -156,6 +156,8 @@ def local_file_url(url: str) -> str:
         return url
     path = os.path.expanduser(url)
     if not os.path.exists(path):
+        if url.startswith(("./", "../", "~/")):  # a path, never a host name
+            raise invalid("url", f"no such file: {os.path.abspath(path)}")
         return url
     from pathlib import Path
 
