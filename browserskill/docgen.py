@@ -2,6 +2,8 @@
 
 - docs/cli.md: the tool catalog, the CLI's control commands, global options, exit codes.
 - docs/http-api.md: the OpenAPI document (the one served at /v1/openapi.json).
+- the skill's complete command list (skill/SKILL.md and its package copy), between its
+  COMMANDS_BEGIN and COMMANDS_END markers; the rest of the skill is written by hand.
 
 `python -m browserskill.docgen --write` rewrites them; `--check` exits 1 when a checked-in
 page differs from what the code says (a test runs the same check).
@@ -198,6 +200,39 @@ def http_markdown() -> str:
 
 PAGES = {"cli.md": cli_markdown, "http-api.md": http_markdown}
 
+ROOT = Path(__file__).resolve().parent.parent
+SKILL_FILES = (Path(__file__).with_name("skill") / "SKILL.md",)  # skill/SKILL.md links here
+COMMANDS_BEGIN = "<!-- every command, from the catalog (python -m browserskill.docgen --write) -->"
+COMMANDS_END = "<!-- end of the command list -->"
+
+
+def skill_commands(width: int = 88) -> list[str]:
+    """Every `bsk` command with its arguments, packed into short lines."""
+    from browserskill.cli.commands import CONTROL, HIDDEN_TOOLS
+    from browserskill.tools.catalog import TOOLS
+
+    usages = [t.usage() for t in TOOLS if t.words not in HIDDEN_TOOLS]
+    usages += [c.usage.split(" [--", 1)[0] if c.words == ("daemon", "start") else c.usage
+               for c in CONTROL]
+    lines: list[str] = []
+    line = ""
+    for usage in usages:
+        item = f"`{usage}`"
+        if line and len(line) + 3 + len(item) > width:
+            lines.append(line)
+            line = ""
+        line = f"{line} · {item}" if line else item
+    return [*lines, line] if line else lines
+
+
+def skill_markdown(text: str) -> str:
+    """The skill with its command list made from the catalog."""
+    head, found, rest = text.partition(COMMANDS_BEGIN)
+    if not found or COMMANDS_END not in rest:
+        return text
+    return "\n".join([head + COMMANDS_BEGIN, *skill_commands(),
+                      COMMANDS_END + rest.split(COMMANDS_END, 1)[1]])
+
 
 def stale() -> list[str]:
     """Pages whose checked-in text differs from what the code generates."""
@@ -206,6 +241,10 @@ def stale() -> list[str]:
         path = DOCS / name
         if not path.exists() or path.read_text(encoding="utf-8") != make():
             out.append(name)
+    for path in SKILL_FILES:
+        text = path.read_text(encoding="utf-8")
+        if skill_markdown(text) != text:
+            out.append(str(path.relative_to(ROOT)))
     return out
 
 
@@ -216,11 +255,17 @@ def main(argv: list[str] | None = None) -> int:
         for name, make in PAGES.items():
             (DOCS / name).write_text(make(), encoding="utf-8")
             print(f"wrote {DOCS / name}")
+        for path in SKILL_FILES:
+            text = path.read_text(encoding="utf-8")
+            if skill_markdown(text) != text:
+                path.write_text(skill_markdown(text), encoding="utf-8")
+                print(f"wrote {path}")
         return 0
     if "--check" in args:
         bad = stale()
         for name in bad:
-            print(f"docs/{name} is out of date: run python -m browserskill.docgen --write",
+            where = name if "/" in name else f"docs/{name}"
+            print(f"{where} is out of date: run python -m browserskill.docgen --write",
                   file=sys.stderr)
         return 1 if bad else 0
     for name, make in PAGES.items():

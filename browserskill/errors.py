@@ -14,24 +14,26 @@ if TYPE_CHECKING:
 
 
 # dispatched: "no" | "yes" | "unknown", the default when the raiser does not know better.
+# retry_safe: the default; any failure that sent nothing is safe to retry (DESIGN §3),
+# except a cancel or a user's interrupt, which a retry would override.
 # (A namedtuple, not a dataclass: dataclasses would add ~15 ms to every `bsk` start.)
 Code = namedtuple("Code", "name http exit dispatched retry_safe meaning")
 
 
 _TABLE = [
-    Code("invalid_params", 400, 2, "no", False, "bad input; the message says which field and why"),
-    Code("method_not_allowed", 405, 2, "no", False,
+    Code("invalid_params", 400, 2, "no", True, "bad input; the message says which field and why"),
+    Code("method_not_allowed", 405, 2, "no", True,
          "the path has no such method; the Allow header lists the ones it has"),
-    Code("not_configured", 409, 2, "no", False,
+    Code("not_configured", 409, 2, "no", True,
          "the daemon runs without what this needs (an option it was not started with)"),
-    Code("session_not_found", 404, 3, "no", False, "unknown session id"),
-    Code("op_not_found", 404, 3, "no", False, "unknown operation id"),
-    Code("ref_not_found", 409, 4, "no", False, "ref unknown here; take a new snapshot"),
-    Code("stale_ref", 409, 4, "no", False, "the ref's document or node is gone; snapshot again"),
+    Code("session_not_found", 404, 3, "no", True, "unknown session id"),
+    Code("op_not_found", 404, 3, "no", True, "unknown operation id"),
+    Code("ref_not_found", 409, 4, "no", True, "ref unknown here; take a new snapshot"),
+    Code("stale_ref", 409, 4, "no", True, "the ref's document or node is gone; snapshot again"),
     Code("session_busy", 409, 5, "no", True, "another operation holds the session"),
     Code("user_interrupted", 409, 6, "no", False, "the user took over; ask before acting"),
     Code("cancelled", 409, 7, "no", False, "cancelled; details say whether compensation ran"),
-    Code("tool_not_found", 404, 3, "no", False, "WebMCP tool gone; list tools again"),
+    Code("tool_not_found", 404, 3, "no", True, "WebMCP tool gone; list tools again"),
     Code("tool_page_unloaded", 410, 8, "yes", False, "the tool's page went away; it may have run"),
     Code("outcome_unknown", 504, 9, "unknown", False, "effect unknown; inspect before acting"),
     Code("browser_unavailable", 503, 10, "no", True, "no browser connected, or it is starting"),
@@ -47,6 +49,13 @@ STATUS_FOR_CODE = {"cancelled": "cancelled", "outcome_unknown": "outcome_unknown
 
 # Codes where nothing was dispatched and waiting helps: the only ones worth a retry.
 SHOULD_RETRY = {"session_busy", "browser_unavailable"}
+# Failures a retry must not override even though nothing was sent.
+NEVER_RETRY_SAFE = {"cancelled", "user_interrupted"}
+
+
+def retry_safe_for(code: str, dispatched: str) -> bool:
+    """A failure is safe to repeat when nothing reached the browser (bar a cancel)."""
+    return dispatched == "no" and code not in NEVER_RETRY_SAFE
 
 
 def exit_code(code: str | None) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import re
 import signal
 import sys
 from pathlib import Path
@@ -80,18 +81,52 @@ navigation. Every result says status, dispatched and retry_safe:
 An eval whose script throws completes with result.ok=false (error.code page_error)."""
 
 
+_CLI_COMMAND = re.compile(r"`bsk ([a-z -]+?)((?: --[a-z-]+(?: [^`\s-][^`\s]*)?)*)`")
+_CLI_FLAG = re.compile(r"--(no-)?([a-z][a-z-]*)((?: [a-z]+)?)")
+_CHOICES = {p.name: p.choices for t in catalog.TOOLS for p in t.params if p.choices}
+
+
+def mcp_text(text: str) -> str:
+    """Catalog text speaks CLI (`--since`, `bsk tab list --scope user`); over MCP the same
+    things are parameters and tools: `since`, `tab_list` with scope="user"."""
+    def command(m: re.Match[str]) -> str:
+        spec = catalog.BY_WORDS.get(tuple(m.group(1).split()))
+        if spec is None:
+            return m.group(0)
+        args = [f'{a.group(1).replace("-", "_")}="{a.group(2)}"' if a.group(2)
+                else a.group(1).replace("-", "_")
+                for a in re.finditer(r"--([a-z-]+)(?: (\S+))?", m.group(2))]
+        return f"`{spec.name}`" + (f" with {', '.join(args)}" if args else "")
+
+    def flag(m: re.Match[str]) -> str:
+        name, word = m.group(2).replace("-", "_"), m.group(3)
+        if name == "timeout":
+            return "timeout_ms" + word
+        if name == "json":
+            return m.group(0)  # "the CLI's --json": about the CLI itself
+        if word.strip() in _CHOICES.get(name, ()):
+            return f'{name}="{word.strip()}"'
+        return (f"{name}=false" if m.group(1) else name) + word
+
+    text = text.replace("--timeout (1-120 s, default 60)",
+                        "timeout_ms (1000-120000, default 60000)")
+    return _CLI_FLAG.sub(flag, _CLI_COMMAND.sub(command, text))
+
+
 def tool_definitions() -> list[types.Tool]:
     tools = []
     for spec in catalog.TOOLS:
         if spec.name in SKIPPED:
             continue
         schema = spec.input_schema()
+        for prop in schema["properties"].values():
+            prop["description"] = mcp_text(prop["description"])
         schema["properties"] = {**schema["properties"], **CALL_OPTIONS}
         read = spec.effect is catalog.Effect.READ
         tools.append(types.Tool(
             name=spec.name,
             title=" ".join(spec.words),
-            description=f"{spec.summary} (CLI: `bsk {spec.usage()}`)",
+            description=f"{mcp_text(spec.summary)} (CLI: `bsk {spec.usage()}`)",
             input_schema=schema,
             output_schema=OUTPUT_SCHEMA,
             annotations=types.ToolAnnotations(
@@ -212,6 +247,9 @@ async def serve(session: str | None = None, isolated: bool = False,
     loop = asyncio.get_running_loop()
     if main_task is not None:
         loop.add_signal_handler(signal.SIGTERM, main_task.cancel)
+    # No client-side retries: a call that finds the session busy answers session_busy
+    # at once unless it passed wait=true (docs/mcp.md) — the model decides, not a timer.
+    client_options.setdefault("retries", 0)
     async with AsyncClient(**client_options) as client:
         bridge = Bridge(client, session, isolated)
         server = build_server(bridge)

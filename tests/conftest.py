@@ -104,6 +104,21 @@ class _Handler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        if path == "/act_nocontent":  # a navigation that makes no page
+            self.send_response(204)
+            self.end_headers()
+            return
+        if path == "/act_slow":  # a navigation still loading at a short deadline
+            time.sleep(3)
+            with contextlib.suppress(OSError):  # the browser may have given up by now
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            return
+        super().do_GET()
+
 
 @pytest.fixture(scope="session")
 def site() -> Iterator[str]:

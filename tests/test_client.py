@@ -102,7 +102,7 @@ def test_invalid_params(client: Client) -> None:
     err = e.value
     assert err.code == "invalid_params" and err.details["field"] == "nope"
     assert err.op_id is None and err.result is None  # refused before it became an operation
-    assert err.status == "failed" and err.dispatched == "no" and err.retry_safe is False
+    assert err.status == "failed" and err.dispatched == "no" and err.retry_safe is True
     with pytest.raises(bc.InvalidParamsError):
         client.call("no_such_tool")
 
@@ -139,7 +139,7 @@ def test_stale_ref(client: Client, site: str) -> None:
     client.reload()
     with pytest.raises(bc.StaleRefError) as e:
         client.click(ref)
-    assert e.value.dispatched == "no" and e.value.retry_safe is False
+    assert e.value.dispatched == "no" and e.value.retry_safe is True  # nothing was sent
     assert isinstance(e.value, BrowserSkillError) and e.value.exit_code == 4
 
 

@@ -65,13 +65,15 @@ def test_fill_text_fields_textarea_and_contenteditable(form: tuple[Bsk, str]) ->
 
 def test_fill_refuses_what_is_not_editable(form: tuple[Bsk, str]) -> None:
     bsk, snap = form
-    for role, label, why in [("textbox", "Disabled field", "disabled"),
-                             ("textbox", "Read-only field", "read-only"),
-                             ("button", "Go", "<button>"),
-                             ("checkbox", "Agree", "type=checkbox")]:
+    for role, label, why, reason in [
+            ("textbox", "Disabled field", "disabled", "element_disabled"),
+            ("textbox", "Read-only field", "read-only", "element_readonly"),
+            ("button", "Go", "<button>", "not_editable"),
+            ("checkbox", "Agree", "type=checkbox", "not_editable")]:
         r = bsk("fill", ref_of(snap, role, label), "x")
         assert r.code == 11, r.stdout
-        error = failed(r, "action_failed", "not_editable")
+        error = failed(r, "action_failed", reason)
+        assert r.json["retry_safe"] is True  # nothing was sent
         assert why in error["message"]
     assert bsk("eval", "[off.value, ro.value]").value == ["fixed", "fixed"]
     bad = bsk("fill", ref_of(snap, "slider", "Level"), "lots")

@@ -49,7 +49,7 @@ from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, ENDED, Operation
 from browserskill.dispatch.session_store import SessionStore
 from browserskill.dispatch.sessions import SessionManager
-from browserskill.errors import CODES
+from browserskill.errors import CODES, retry_safe_for
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import click_at
 
@@ -533,7 +533,8 @@ def check_outcomes(ops: list[Operation], seam: faults.Faults, world: World) -> N
         assert op.dispatched in ("no", "yes"), op  # "unknown" only after a daemon death
         assert code != "internal", op.to_result()
         if code is not None and code != "page_error":
-            assert op.retry_safe == CODES[code].retry_safe, op
+            # Safe to retry exactly when nothing was sent (bar a cancel: DESIGN §3).
+            assert op.retry_safe == retry_safe_for(code, op.dispatched), op
         sent = seam.commands_of(op.op_id)
         changing = [c["method"] for c in sent if faults.page_changing(c)]
         if op.dispatched == "no":

@@ -87,7 +87,7 @@ async def test_errors_are_tool_results_with_the_outcome(bsk: Bsk, site: str) -> 
         assert missing.is_error
         answer = structured(missing)
         assert answer["error"]["code"] == "ref_not_found" and answer["status"] == "failed"
-        assert answer["dispatched"] == "no" and answer["retry_safe"] is False
+        assert answer["dispatched"] == "no" and answer["retry_safe"] is True
         assert "[ref_not_found]" in text(missing) and "snapshot" in text(missing)
 
         bad = await session.call_tool("eval", {"expression": "1", "nope": 1})
@@ -142,3 +142,37 @@ async def test_client_cancellation_cancels_the_operation(bsk: Bsk, site: str) ->
         # The connection goes on.
         after = await session.call_tool("eval", {"expression": "1 + 1"})
         assert structured(after)["result"]["value"] == 2
+
+
+async def test_descriptions_name_mcp_parameters_not_cli_flags(bsk: Bsk) -> None:
+    async with mcp(bsk) as session:
+        tools = (await session.list_tools()).tools
+    for tool in tools:
+        own = (tool.description or "").split(" (CLI: `bsk ")[0]
+        texts = [own] + [p.get("description", "") for p in
+                         tool.input_schema["properties"].values()]
+        for t in texts:
+            assert "--" not in t.replace("the CLI's --json", ""), (tool.name, t)
+            assert "`bsk " not in t, (tool.name, t)
+    by_name = {t.name: t for t in tools}
+    assert "since" in (by_name["console"].description or "")
+    assert "timeout_ms" in (by_name["wait"].description or "")
+    assert 'scope="user"' in (by_name["tab_list"].description or "")
+
+
+async def test_a_second_call_is_busy_unless_it_waits(bsk: Bsk, site: str) -> None:
+    async with mcp(bsk, "--session", bsk.session) as session:
+        await session.call_tool("open", {"url": f"{site}/counter.html"})
+        slow_js = "await new Promise(r => setTimeout(r, 3000)); 'slow'"
+        slow = asyncio.ensure_future(session.call_tool("eval", {"expression": slow_js}))
+        await asyncio.to_thread(
+            wait_until, lambda: any(o["tool"] == "eval" and o["state"] == "dispatched"
+                                    for o in bsk.ok("op", "list")["ops"]), 10,
+            "the slow eval to be running")
+        busy = structured(await session.call_tool("eval", {"expression": "1"}))
+        assert busy["error"]["code"] == "session_busy" and busy["dispatched"] == "no"
+        assert not slow.done()  # answered at once, while the first still runs
+        queued = asyncio.ensure_future(session.call_tool("eval", {"expression": "2",
+                                                                  "wait": True}))
+        assert structured(await slow)["result"]["value"] == "slow"
+        assert structured(await queued)["result"]["value"] == 2

@@ -59,7 +59,7 @@ def test_wait_errors(page: tuple[Bsk, str]) -> None:
     assert answer["error"]["details"]["reason"] == "timeout" and answer["dispatched"] == "no"
     assert answer["status"] == "failed"
     for args in [(), ("--text", "a", "--ms", "5"), ("--selector", "##nope"),
-                 ("--ms", "50000"), ("--text", " ")]:
+                 ("--ms", "50000", "--timeout", "10"), ("--text", " ")]:
         bad = bsk("wait", *args)
         assert bad.code == 2, (args, bad.stdout)
         assert bad.json["error"]["code"] == "invalid_params"

@@ -36,7 +36,8 @@ def test_front_matter_and_package_data() -> None:
         encoding="utf-8") == SKILL_MD
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "skill/SKILL.md" in pyproject["tool"]["setuptools"]["package-data"]["browserskill"]
-    assert len(SKILL_MD.splitlines()) < 120  # short: it is read into an agent's context
+    # Short: it is read into an agent's context (the command list takes ~15 lines).
+    assert len(SKILL_MD.splitlines()) < 150
 
 
 def test_every_command_it_names_exists() -> None:
@@ -49,6 +50,21 @@ def test_every_command_it_names_exists() -> None:
     for needed in [("session", "start"), ("snapshot",), ("click",), ("session", "stop")]:
         assert needed in mentioned
     assert ("install-skill",) in CONTROL_BY_WORDS
+
+
+def test_it_lists_every_command_and_says_so() -> None:
+    from browserskill import docgen
+    from browserskill.tools.catalog import TOOLS
+
+    assert docgen.skill_markdown(SKILL_MD) == SKILL_MD, "run python -m browserskill.docgen --write"
+    listed = SKILL_MD.split(docgen.COMMANDS_BEGIN)[1].split(docgen.COMMANDS_END)[0]
+    assert "This list is complete" in SKILL_MD.split(docgen.COMMANDS_BEGIN)[0]
+    for words in [c.words for c in CONTROL_BY_WORDS.values()] + [t.words for t in TOOLS]:
+        if words != ("session", "stop") or "`session stop" in listed:
+            assert f"`{' '.join(words)}" in listed, words
+    for topic in ("iframe", "mouse click", "dialog accept", "tab select", "download wait",
+                  "element_disabled"):
+        assert topic in SKILL_MD, topic
 
 
 def test_the_examples_run(shared_bsk: Bsk, site: str, tmp_path: Path) -> None:

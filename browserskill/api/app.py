@@ -195,7 +195,7 @@ def build_app(daemon: Daemon) -> Any:
         state = read_state_file(params["state"]) if params["state"] else None
         session = await daemon.sessions.create(params["session_id"], params["label"],
                                                params["browser"], isolated=params["isolated"],
-                                               state=state)
+                                               state=state, download_dir=params["download_dir"])
         return respond(session.summary(), status=201)
 
     @guarded

@@ -35,6 +35,7 @@ class SessionView(Protocol):
 
 class Backend(Protocol):
     placement: str  # "embedded" | "extension": what `session list` shows
+    context_id: str | None  # its browser context (None: the browser's default one)
 
     @property
     def link(self) -> BrowserLink | None:

@@ -85,6 +85,10 @@ class Tab:
         self.children: dict[str, ChildSession] = {}  # by cdp session id
         self.navigations = 0  # main-frame commits and same-document navigations
         self.navigation_requests = 0  # main-frame navigations the page asked for
+        # Main-frame loads begun and ended: a load that ends with no commit was a
+        # navigation that made no new document (204, a download, a cancelled one).
+        self.main_loads_started = 0
+        self.main_loads_stopped = 0
         self.gone: str | None = None  # why the tab can no longer be used
         self.crashed: str | None = None  # set while the renderer is dead (reload recovers)
         self.crash_seq = 0
@@ -92,6 +96,9 @@ class Tab:
         self._in_flight: set[asyncio.Future[Any]] = set()
         # (frame id, loader id) -> BrowserSkill's isolated world in that document
         self.worlds: dict[tuple[str, str], int] = {}
+        # frame id -> the page's own (main) world in its current document, as the
+        # Runtime events of its CDP session say (`eval --frame` runs there)
+        self.main_worlds: dict[str, int] = {}
         self.buffers = TabBuffers(handle.session_id)  # console and network ring buffers
         self.listeners.append(self.buffers.on_event)
         self.webmcp = TabTools(handle.session_id, handle.target_id)  # its frames' page tools
@@ -277,6 +284,12 @@ class Tab:
             self._child_attached(session_id, params)
         elif method == "Target.detachedFromTarget":
             self._child_detached(params)
+        elif method == "Page.frameStartedLoading" and params.get("frameId") == self.main_frame_id:
+            self.main_loads_started += 1
+        elif method == "Page.frameStoppedLoading" and params.get("frameId") == self.main_frame_id:
+            self.main_loads_stopped += 1
+        elif method.startswith("Runtime.executionContext"):
+            self._track_main_world(session_id, method, params)
         elif method == "Inspector.targetCrashed" and session_id == self.session_id:
             self.mark_crashed()
         elif method == "Inspector.detached" and session_id == self.session_id:
@@ -287,6 +300,22 @@ class Tab:
             except Exception:
                 log.exception("tab listener failed on %s", method)
         self._wake()
+
+    def _track_main_world(self, session_id: str, method: str, params: dict[str, Any]) -> None:
+        if method == "Runtime.executionContextCreated":
+            context = params.get("context") or {}
+            aux = context.get("auxData") or {}
+            if aux.get("isDefault") and aux.get("frameId"):
+                self.main_worlds[aux["frameId"]] = context["id"]
+        elif method == "Runtime.executionContextDestroyed":
+            gone = params.get("executionContextId")
+            for frame_id in [f for f, c in self.main_worlds.items() if c == gone and
+                             self.frame_session.get(f, self.session_id) == session_id]:
+                del self.main_worlds[frame_id]
+        elif method == "Runtime.executionContextsCleared":
+            for frame_id in [f for f in self.main_worlds
+                             if self.frame_session.get(f, self.session_id) == session_id]:
+                del self.main_worlds[frame_id]
 
     def _frame_navigated(self, session_id: str, params: dict[str, Any]) -> None:
         frame = params["frame"]

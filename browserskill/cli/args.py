@@ -10,6 +10,7 @@ from browserskill.tools.catalog import Param, ToolSpec
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 DEFAULT_SESSION = "default"
@@ -43,13 +44,19 @@ class Globals:
         self.session_given = False  # -s/--session was on the line (not just the default)
 
 
-_VALUE_OPTS = {"--session": "session", "-s": "session", "--timeout": "timeout", "--key": "key"}
+_VALUE_OPTS = {"--session": "session", "-s": "session", "--timeout": "timeout", "--key": "key",
+               "--idempotency-key": "key"}
 _BOOL_OPTS = {"--json": "json", "--wait": "wait", "--help": "help", "-h": "help"}
 
 
-def split_globals(argv: list[str], g: Globals) -> list[str]:
+def split_globals(argv: list[str], g: Globals,
+                  owns: Callable[[list[str], str], bool] | None = None) -> list[str]:
     """Take global options from anywhere on the line (before `--`) into `g`; return the
-    rest in order. `--json` is read first, so even a bad option's error honours it."""
+    rest in order. `--json` is read first, so even a bad option's error honours it.
+
+    `owns(words so far, flag)`: True when the command already named takes that flag
+    itself (`press --key a` is the key to press; the global one is `--idempotency-key`
+    then, or `--key` before the command)."""
     g.json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
     rest: list[str] = []
     i = 0
@@ -59,7 +66,9 @@ def split_globals(argv: list[str], g: Globals) -> list[str]:
             rest.extend(argv[i:])
             break
         name, eq, inline = arg.partition("=")
-        if name in _VALUE_OPTS:
+        if name in _VALUE_OPTS and owns is not None and owns(rest, name):
+            rest.append(arg)
+        elif name in _VALUE_OPTS:
             if eq:
                 value = inline
             elif i + 1 < len(argv):

@@ -16,7 +16,7 @@ from browserskill.cli.args import Globals, parse_tool_args, split_globals
 from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS, HIDDEN_TOOLS, REPORTS_AN_OP
 from browserskill.cli.transport import DaemonLost, DaemonUnreachable, request
 from browserskill.errors import CODES, BskError, exit_code, invalid
-from browserskill.tools.catalog import BY_WORDS, TOOLS, ToolSpec
+from browserskill.tools.catalog import BY_WORDS, TOOLS, ToolSpec, default_timeout_s
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[st
     try:
         _, _, answer = client.call(
             "POST", f"/v1/sessions/{g.session}/tools/{spec.name}", body,
-            headers=headers, timeout=g.timeout or spec.default_timeout_s,
+            headers=headers, timeout=g.timeout or default_timeout_s(spec, params),
         )
     except KeyboardInterrupt:
         return interrupted(client, op_id)
@@ -161,6 +161,28 @@ def outcome(answer: Any) -> tuple[dict[str, Any], int]:
 # -- commands that are not tools ---------------------------------------------------------
 
 
+def local_file_url(url: str) -> str:
+    """`bsk open page.html` / `~/x.html` / `/tmp/x.html`: an existing local file is a
+    file:// URL (the daemon would otherwise read it as a host name)."""
+    if "://" in url or url.startswith(("data:", "about:", "chrome:", "view-source:")):
+        return url
+    path = os.path.expanduser(url)
+    if not os.path.exists(path):
+        if url.startswith(("./", "../", "~/")):  # a path, never a host name
+            raise invalid("url", f"no such file: {os.path.abspath(path)}")
+        return url
+    from pathlib import Path
+
+    return Path(os.path.abspath(path)).as_uri()
+
+
+def _tool_owns(rest: list[str], flag: str) -> bool:
+    """Is `flag` an option of the tool command named so far (`press --key a`)?"""
+    words, _ = find_command(rest)
+    spec = BY_WORDS.get(words) if words else None
+    return spec is not None and any(p.flag == flag for p in spec.params)
+
+
 def find_command(rest: list[str]) -> tuple[tuple[str, ...], list[str]]:
     for n in (2, 1):
         words = tuple(rest[:n])
@@ -176,9 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm)
     g = Globals()
     try:
-        rest = split_globals(argv, g)
+        rest = split_globals(argv, g, owns=_tool_owns)
         words, args = find_command(rest)
         if not words:
+            group = render.group_help(rest[0], CONTROL, TOOLS, HIDDEN_TOOLS) if rest else None
+            if group is not None and g.help:
+                print(group)  # `bsk tab --help`: that group's commands
+                return 0
             if g.help or not rest:
                 print(render.main_help(CONTROL, TOOLS, HIDDEN_TOOLS))
                 return 0
@@ -200,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
             return code
         assert spec is not None
         raw = parse_tool_args(spec, args)
+        if isinstance(raw.get("url"), str):
+            raw["url"] = local_file_url(raw["url"])
         if g.json and spec.json_param:
             raw.setdefault(spec.json_param, True)
         params = spec.validate(raw)
@@ -237,17 +265,34 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def unknown_command(rest: list[str]) -> BskError:
+    """Suggest by the first word (a group or a command), then within that group: a typo
+    of `tab` gets `tab …` commands, never an unrelated command that merely shares `list`."""
     import difflib
 
-    known = list(dict.fromkeys([" ".join(c.words) for c in CONTROL]
-                               + [" ".join(t.words) for t in TOOLS if t.words not in HIDDEN_TOOLS]))
-    typed = " ".join(rest[:2])
-    close = difflib.get_close_matches(typed, known, n=3, cutoff=0.5) or difflib.get_close_matches(
-        rest[0], known, n=3, cutoff=0.5)
-    hint = f"did you mean: {', '.join(close)}?" if close else "see `bsk --help`"
-    return BskError("invalid_params", f"command: unknown command {rest[0]!r}", hint=hint,
+    known = list(dict.fromkeys([c.words for c in CONTROL]
+                               + [t.words for t in TOOLS if t.words not in HIDDEN_TOOLS]))
+    firsts = list(dict.fromkeys(w[0] for w in known))
+    head = rest[0]
+    if head in firsts:  # a group with a wrong or missing subcommand
+        group = [w for w in known if w[0] == head]
+        subs = ", ".join(" ".join(w) for w in group)
+        if len(rest) == 1:
+            return BskError("invalid_params", f"command: `{head}` needs a subcommand",
+                            hint=f"one of: {subs}", details={"field": "command"})
+        near = difflib.get_close_matches(rest[1], [w[1] for w in group if len(w) > 1], n=2,
+                                         cutoff=0.6)
+        hint = (f"did you mean: {', '.join(f'{head} {n}' for n in near)}?" if near
+                else f"one of: {subs}")
+        return BskError("invalid_params", f"command: unknown command {head + ' ' + rest[1]!r}",
+                        hint=hint, details={"field": "command"})
+    close: list[str] = []
+    for first in difflib.get_close_matches(head, firsts, n=2, cutoff=0.7):
+        group = [w for w in known if w[0] == first]
+        exact = [w for w in group if len(rest) > 1 and w[1:2] == (rest[1],)]
+        close += [" ".join(w) for w in (exact or group)]
+    hint = f"did you mean: {', '.join(close[:4])}?" if close else "see `bsk --help`"
+    return BskError("invalid_params", f"command: unknown command {head!r}", hint=hint,
                     details={"field": "command"})
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -46,6 +46,9 @@ def show(words: Words, answer: dict[str, Any], *, as_json: bool,
 def result_text(words: Words, answer: dict[str, Any]) -> str:
     """The human text of a completed answer (the MCP server sends the same text)."""
     body = answer.get("result") if "op_id" in answer else answer
+    if isinstance(body, dict) and body.get("dialog") and set(body) <= {"dialog", "note"}:
+        # Any action can end this way: it ran, and the page answered with a dialog.
+        return f"{' '.join(words) or 'done'}: done; the page now shows a dialog" + _effects(body)
     renderer = RENDERERS.get(words, _generic)
     return renderer(body if isinstance(body, dict) else {"value": body})
 
@@ -92,6 +95,9 @@ def _generic(r: dict[str, Any]) -> str:
 
 def _page(r: dict[str, Any]) -> str:
     title = f" — {r['title']}" if r.get("title") else ""
+    if r.get("downloads"):  # the address was a file: downloaded, the page stayed
+        return "\n".join(_download_line(d) for d in r["downloads"]) + (
+            f"\n(the tab stays on {r.get('url', '')})")
     return f"{r.get('url', '')}{title}"
 
 
@@ -100,6 +106,8 @@ def _eval(r: dict[str, Any]) -> str:
         return f"threw: {r.get('exception')}"
     if r.get("description"):
         return str(r["description"])
+    if r.get("type") == "undefined":
+        return "undefined"
     value = r.get("value")
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
@@ -113,11 +121,137 @@ def _screenshot(r: dict[str, Any]) -> str:
     return f"{r['path']} ({r['width']}x{r['height']}, {r['bytes']} bytes)"
 
 
-def _click(r: dict[str, Any]) -> str:
-    text = f"clicked {r.get('ref')}"
+def _effects(r: dict[str, Any]) -> str:
+    """What an action set off, one fact a line: a dialog, a navigation, new tabs,
+    downloads, and the state the element was left in."""
+    lines = []
+    dialog = r.get("dialog")
+    if dialog:
+        kind = dialog.get("type") or "dialog"
+        lines.append(f"the page opened {'an' if kind[0] in 'aeiou' else 'a'} {kind} dialog: "
+                     f"{_short(dialog.get('message', ''))}")
+        lines.append("  answer it: bsk dialog accept [TEXT] | bsk dialog dismiss "
+                     "(until then the page is blocked)")
     if r.get("navigated"):
-        text += f" → {r.get('url')}"
-    return text
+        lines.append(f"navigated to {r.get('url')}")
+    if r.get("note") and not dialog:
+        lines.append(f"note: {r['note']}")
+    if r.get("new_tabs"):
+        lines.append(f"opened new tab(s): {', '.join(r['new_tabs'])} "
+                     "(the current tab is unchanged: bsk tab select ID)")
+    for d in r.get("downloads") or ():
+        lines.append(_download_line(d))
+    element = r.get("element") or {}
+    if element.get("removed"):
+        lines.append("the element is gone from the page now")
+    state = [f"{k}={'true' if v else 'false'}" for k, v in element.items() if k != "removed"]
+    if state:
+        lines.append("element now: " + ", ".join(state))
+    return "".join("\n" + line for line in lines)
+
+
+def _download_line(d: dict[str, Any]) -> str:
+    size = f"{d.get('bytes', 0)} bytes"
+    if d.get("state") == "in_progress":
+        total = f" of {d['total_bytes']}" if d.get("total_bytes") else ""
+        return (f"download in progress: {d.get('suggested_filename')} ({d.get('bytes', 0)}"
+                f"{total} bytes so far) → {d.get('path') or 'path unknown'}; "
+                "finish with: bsk download wait")
+    if d.get("state") == "canceled":
+        return (f"download failed or canceled: {d.get('suggested_filename')} "
+                f"({size}; no file)")
+    return f"downloaded: {d.get('path') or d.get('suggested_filename')} ({size})"
+
+
+def _acted(verb: str) -> Callable[[dict[str, Any]], str]:
+    def render(r: dict[str, Any]) -> str:
+        if "dialog" in r and "ref" not in r:  # the action ran and the page opened a dialog
+            return f"{verb}; the page now shows a dialog" + _effects(r)
+        return f"{verb} {r.get('ref')}" + _effects(r)
+
+    return render
+
+
+_click = _acted("clicked")
+
+
+def _hover(r: dict[str, Any]) -> str:
+    if "ref" not in r:
+        return _acted("hovered")(r)
+    return f"hovering over {r['ref']} (at {r.get('x', 0):.0f},{r.get('y', 0):.0f})" + _effects(r)
+
+
+def _drag(r: dict[str, Any]) -> str:
+    if "source" not in r:
+        return _acted("dragged")(r)
+    return f"dragged {r['source']} onto {r['target']}" + _effects(r)
+
+
+def _scroll(r: dict[str, Any]) -> str:
+    if r.get("into_view"):
+        return f"scrolled {r.get('ref')} into view"
+    what = r.get("ref") or "the page"
+    by = r.get("scrolled_by") or {}
+    pos = r.get("position") or {}
+    where = (f"; now at x={pos.get('x')}, y={pos.get('y')} (of max y {pos.get('max_y')})"
+             if pos else "")
+    return f"scrolled {what} by dx={by.get('dx', 0)}, dy={by.get('dy', 0)}{where}"
+
+
+def _dialog_answer(r: dict[str, Any]) -> str:
+    d = r.get("dialog") or {}
+    verb = "accepted" if r.get("accepted") else "dismissed"
+    return (f"{verb} the {d.get('type', '')} dialog {_short(d.get('message', ''))}"
+            + (f"; page: {r.get('url')}" if r.get("url") else ""))
+
+
+def _browsers(r: dict[str, Any]) -> str:
+    if not r.get("listening"):
+        return "no extension listener: " + r.get("hint", "start the daemon with "
+                                                 "--extension-port PORT")
+    rows = [f"{'*' if b.get('connected') else ' '} {b['browser_id']}  "
+            f"{b.get('label') or '-'}  {b.get('name', '')} {b.get('version', '')}  "
+            f"sessions: {', '.join(b.get('sessions') or []) or 'none'}"
+            + ("" if b.get("connected") else "  [disconnected]")
+            for b in r.get("browsers", [])]
+    return "\n".join(rows) or f"(no browser connected on port {r.get('port')})"
+
+
+def _downloads(r: dict[str, Any]) -> str:
+    items = r.get("downloads") or []
+    lines = [_download_line(d) for d in items]
+    if "waited_ms" in r:
+        lines.insert(0, f"waited {r['waited_ms']} ms")
+    elif not items:
+        lines.append("(no downloads in this session)")
+    if r.get("directory"):
+        lines.append(f"# files go to {r['directory']}")
+    return "\n".join(lines)
+
+
+def _mouse(verb: str) -> Callable[[dict[str, Any]], str]:
+    def render(r: dict[str, Any]) -> str:
+        if "x" not in r:
+            return _acted(f"mouse {verb}")(r)
+        button = f" ({r['button']} button)" if r.get("button", "left") != "left" else ""
+        text = f"mouse {verb} at {r['x']:g},{r['y']:g}{button}"
+        if r.get("scrolled_by"):
+            text += f" by dx={r['scrolled_by']['dx']}, dy={r['scrolled_by']['dy']}"
+        if r.get("buttons_held"):
+            text += f"; held: {', '.join(r['buttons_held'])} (release: bsk mouse up X Y)"
+        if r.get("note"):
+            text += f"\nnote: {r['note']}"
+        return text + _effects(r)
+
+    return render
+
+
+def _tab_borrowed(r: dict[str, Any]) -> str:
+    return f"borrowed {r.get('user_tab')} as {r.get('tab_id')} (now current): {r.get('url')}"
+
+
+def _tab_returned(r: dict[str, Any]) -> str:
+    return f"returned {r.get('returned')}; current tab: {r.get('current_tab') or 'none'}"
 
 
 def _tab_line(t: dict[str, Any]) -> str:
@@ -241,7 +375,15 @@ RENDERERS: dict[Words, Callable[[dict[str, Any]], str]] = {
     ("extension", "pair"): _extension_pair, ("extension", "unpair"): _extension_unpair,
     ("open",): _page, ("back",): _page, ("forward",): _page, ("reload",): _page,
     ("eval",): _eval, ("snapshot",): _snapshot, ("screenshot",): _screenshot,
-    ("click",): _click, ("tab", "list"): _tab_list, ("tab", "new"): _tab_line,
+    ("click",): _click, ("dblclick",): _acted("double-clicked"), ("hover",): _hover,
+    ("drag",): _drag, ("scroll",): _scroll, ("dialog", "accept"): _dialog_answer,
+    ("dialog", "dismiss"): _dialog_answer, ("browsers",): _browsers,
+    ("download", "list"): _downloads, ("download", "wait"): _downloads,
+    ("mouse", "move"): _mouse("moved"), ("mouse", "down"): _mouse("down"),
+    ("mouse", "up"): _mouse("up"), ("mouse", "click"): _mouse("clicked"),
+    ("mouse", "dblclick"): _mouse("double-clicked"), ("mouse", "wheel"): _mouse("wheel"),
+    ("tab", "borrow"): _tab_borrowed, ("tab", "return"): _tab_returned,
+    ("tab", "list"): _tab_list, ("tab", "new"): _tab_line,
     ("tab", "select"): _tab_line, ("tab", "close"): _tab_closed,
     ("session", "start"): _session, ("session", "list"): _sessions,
     ("session", "stop"): _session_stop, ("status",): _daemon, ("daemon", "start"): _daemon,
@@ -261,10 +403,7 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def _went(r: dict[str, Any]) -> str:
-    out = f" → {r.get('url')}" if r.get("navigated") else ""
-    if r.get("new_tabs"):
-        out += f" (new tabs: {', '.join(r['new_tabs'])})"
-    return out
+    return _effects({k: v for k, v in r.items() if k != "element"})
 
 
 def _fill(r: dict[str, Any]) -> str:
@@ -273,7 +412,7 @@ def _fill(r: dict[str, Any]) -> str:
 
 
 def _focus(r: dict[str, Any]) -> str:
-    if r.get("navigated"):
+    if r.get("navigated") or r.get("downloads") or r.get("new_tabs"):
         return _went(r)
     if not r.get("focused"):
         return " (no element had focus: the keys went to the page)"
@@ -320,6 +459,10 @@ def _wait(r: dict[str, Any]) -> str:
         return f"{head}: navigated to {r.get('url')}"
     if "in_flight" in r:
         return f"{head}: network idle"
+    if "gone" in r:
+        return f"{head}: {r['gone']} is gone ({r.get('why', 'removed or hidden')})"
+    if "text_gone" in r:
+        return f"{head}: text {_short(r['text_gone'])} is no longer on the page"
     return head
 
 
@@ -519,14 +662,31 @@ def main_help(controls: Iterable[Any], tools: Iterable[Any], hidden: set[Words])
     for c in controls:
         lines.append(f"  {c.usage.split(' [--cdp')[0]:<26} {c.summary}")
     lines += ["", GLOBAL_HELP, "", "Exit codes:"]
-    seen: dict[int, list[str]] = {}
+    seen: dict[int, list[str]] = {0: ["ok"]}
     for code in CODES.values():
         seen.setdefault(code.exit, []).append(code.name)
     for exit_code, names in sorted(seen.items()):
+        if names[1:] == ["page_error"]:
+            names = ["ok (also page_error: the eval'd script threw; the call completed)"]
         lines.append(f"  {exit_code:<3} {', '.join(names)}")
     lines += ["",
               "A quick loop: bsk open URL; bsk snapshot; bsk click e3; bsk eval 'document.title'",
               "More: bsk COMMAND --help"]
+    return "\n".join(lines)
+
+
+def group_help(word: str, controls: Iterable[Any], tools: Iterable[Any],
+               hidden: set[Words]) -> str | None:
+    """`bsk tab --help`: the commands of one group, or None if `word` is not a group."""
+    rows = [(c.usage, c.summary)
+            for c in controls if c.words[0] == word and len(c.words) > 1]
+    rows += [(t.usage(), t.summary.split(". ")[0].rstrip("."))
+             for t in tools if t.words[0] == word and len(t.words) > 1 and t.words not in hidden]
+    if not rows:
+        return None
+    lines = [f"Usage: bsk {word} SUBCOMMAND [ARGS…]", "", "Commands:"]
+    lines += [f"  {usage:<26} {summary}" for usage, summary in rows]
+    lines += ["", f"More: bsk {word} SUBCOMMAND --help", "", GLOBAL_HELP]
     return "\n".join(lines)
 
 

@@ -22,7 +22,7 @@ from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, Operation
 from browserskill.dispatch.queue import CANCELLED, TIMED_OUT
 from browserskill.dispatch.sessions import DEFAULT_SESSION, Session, SessionManager
 from browserskill.errors import SHOULD_RETRY, BskError, invalid
-from browserskill.tools import catalog, registry
+from browserskill.tools import catalog, downloads, registry
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,8 @@ class Dispatcher:
             op = Operation(session_id, tool, params, idempotency_key=idempotency_key)
             if op_id:
                 op.op_id = op_id
-            timeout_s = timeout_ms / 1000 if timeout_ms else spec.default_timeout_s
+            timeout_s = (timeout_ms / 1000 if timeout_ms
+                         else catalog.default_timeout_s(spec, params))
             op.deadline = asyncio.get_running_loop().time() + timeout_s
             self._remember(op)
         finally:
@@ -225,7 +226,7 @@ class Dispatcher:
             await session.backend.ensure_shown(current, timeout=min(
                 2.0, max(0.001, op.deadline - asyncio.get_running_loop().time())))
         ctx = self.context_class(op, session, self.sessions, session.backend, self.state_dir)
-        work = asyncio.create_task(self.handlers[op.tool](ctx, op.params))
+        work = asyncio.create_task(self._handle(ctx, op))
         timeout = max(0.0, op.deadline - asyncio.get_running_loop().time())
         watched: set[asyncio.Future[Any]] = {work, op.tripped.future}
         await asyncio.wait(watched, timeout=timeout,
@@ -236,6 +237,13 @@ class Dispatcher:
         self._settle(op, work)
         if recovered and op.result is not None:
             op.result["browser_restarted"] = recovered
+
+    async def _handle(self, ctx: ToolContext, op: Operation) -> dict[str, Any]:
+        try:  # the session's downloads land in the state dir and are reported
+            await downloads.watch(ctx)
+        except (LinkError, OSError, BskError) as e:
+            log.warning("watching downloads of %s: %s", op.session_id, e)
+        return await self.handlers[op.tool](ctx, op.params)
 
     def _settle(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:
         """End the operation from its handler's own ending."""
@@ -423,7 +431,8 @@ _CANCEL_TEXT = {
 def _ran_out_of_time(op: Operation, work: asyncio.Task[Any]) -> bool:
     """The handler's command timed out because the call's own deadline passed: its reply
     deadline is the call's (`ctx.remaining()`), so the two timers fire together and either
-    may go first. That is the deadline, a cancel with compensation, not a silent browser."""
+    may go first. That is the deadline, a cancel with compensation, not a silent browser.
+    The same holds for a wait on the tab's events bounded by it (`Tab.until`)."""
     return (not work.cancelled()
             and isinstance(work.exception(), CommandTimeout | TimeoutError)
             and asyncio.get_running_loop().time() >= op.deadline - 0.002)

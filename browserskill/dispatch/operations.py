@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from browserskill.errors import CODES, STATUS_FOR_CODE, BskError
+from browserskill.errors import CODES, STATUS_FOR_CODE, BskError, retry_safe_for
 
 QUEUED, DISPATCHED, CLEANING_UP, ENDED = "queued", "dispatched", "cleaning_up", "ended"
 
@@ -106,7 +106,8 @@ class Operation:
         dispatched = err.dispatched or entry.dispatched
         if err.code in ("outcome_unknown", "internal") and not self.effect_sent:
             dispatched = "unknown" if self.state != QUEUED else "no"
-        self._end(STATUS_FOR_CODE.get(err.code, "failed"), dispatched, entry.retry_safe)
+        self._end(STATUS_FOR_CODE.get(err.code, "failed"), dispatched,
+                  retry_safe_for(err.code, dispatched))
         self.error = err.to_dict()
 
     def _end(self, status: str, dispatched: str, retry_safe: bool) -> None:

@@ -66,6 +66,7 @@ class Session:
     ref_seq: int = 0  # refs handed out so far (e1, e2, …; f1e3 in iframes)
     # Where it runs (docs/design.md, placement): set by SessionManager as it is made.
     backend: Backend = field(init=False)
+    download_dir: str | None = None  # default: $BSK_HOME/downloads/<session id>
     user_interrupted: bool = False  # the user pressed Stop: the next change is refused once
 
     def __post_init__(self) -> None:
@@ -256,7 +257,8 @@ class SessionManager:
 
     async def create(self, session_id: str | None = None, label: str | None = None,
                      browser: str | None = None, *, isolated: bool = False,
-                     state: dict[str, Any] | None = None) -> Session:
+                     state: dict[str, Any] | None = None,
+                     download_dir: str | None = None) -> Session:
         """A new session with its first tab; `state` (Playwright's storageState, checked
         by the caller) is loaded into its isolated context before it is handed out."""
         if session_id is None:
@@ -274,7 +276,7 @@ class SessionManager:
             raise invalid("state", "a saved state starts an isolated session",
                           hint="add --isolated (or load it into this session later with "
                                "`bsk state load FILE`)")
-        session = Session(session_id, label)
+        session = Session(session_id, label, download_dir=download_dir)
         self.sessions[session_id] = session  # reserve the id while the first tab opens
         backend: Backend | None = None
         try:

@@ -214,6 +214,14 @@ REF = Param("ref", "string", "element ref from the last snapshot, e.g. e12" + LO
 MODIFIERS = Param("modifiers", "array", "keys held during the action: Alt, Control, Meta, "
                   "Shift (repeat, or join with +)")
 
+# Viewport coordinates for `mouse …`, in CSS pixels.
+MOUSE_X = Param("x", "number", "CSS pixels from the viewport's left edge", required=True,
+                positional=True, minimum=0, maximum=100_000)
+MOUSE_Y = Param("y", "number", "CSS pixels from the viewport's top edge", required=True,
+                positional=True, minimum=0, maximum=100_000)
+MOUSE_BUTTON = Param("button", "string", "mouse button", default="left",
+                     choices=("left", "right", "middle"))
+
 # The ring buffers' cursor (console, network).
 SINCE = Param("since", "integer", "cursor from an earlier call (next_since); without it, the "
               "latest entries", minimum=0, maximum=MAX_SAFE_INTEGER)
@@ -235,10 +243,16 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("reload", ("reload",), _M, "Reload the current tab.", (WAIT_UNTIL,)),
     ToolSpec(
         "eval", ("eval",), _M,
-        "Run JavaScript in the page; awaits promises and returns the value. A script "
+        "Run JavaScript in the page; awaits promises and returns the value. Each call has "
+        "its own scope (top-level const/let don't collide between calls). A script "
         "exception is a result with ok=false, not a failure.",
-        (Param("expression", "string", "JavaScript expression or statements",
-               required=True, positional=True, max_length=1_000_000),),
+        (Param("expression", "string", "JavaScript expression or statements (with --ref: a "
+               "function of the element, or an expression using `el`)",
+               required=True, positional=True, max_length=1_000_000),
+         Param("ref", "string", "run the function with this element as its argument, e.g. "
+               "--ref e3 'el => el.value'", max_length=64),
+         Param("frame", "string", "ref of an <iframe>: run in that frame's document",
+               max_length=64)),
         example="bsk eval 'document.title'",
     ),
     ToolSpec(
@@ -401,7 +415,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "wait", ("wait",), _R,
-        "Wait for text, a selector, a navigation, network idle, or N ms. Exactly one "
+        "Wait for text, a selector, a navigation, network idle, an element or text to go "
+        "away, or N ms. Exactly one "
         "condition; waits on page events, bounded by --timeout; not met: action_failed. "
         "Text and selectors are looked for in every frame, iframes too (found in one: "
         "frame_url).",
@@ -413,7 +428,12 @@ TOOLS: tuple[ToolSpec, ...] = (
                "progress) loads", default=False),
          Param("network_idle", "boolean", "no network requests for 500 ms after the page "
                "loaded", default=False),
-         Param("ms", "integer", "milliseconds to wait", minimum=0, maximum=600_000),
+         Param("ms", "integer", "milliseconds to wait (the call's deadline stretches to "
+               "fit unless --timeout is given)", minimum=0, maximum=600_000),
+         Param("gone", "string", "ref of an element that goes away (removed, hidden, or "
+               "its page replaced)", max_length=64),
+         Param("text_gone", "string", "text that is no longer in the visible text of the "
+               "page (its main frame)", max_length=10_000),
          WAIT_UNTIL),
         example='bsk wait --text "Welcome"',
         exactly_one=("text", "selector", "navigation", "network_idle", "ms"),
@@ -466,6 +486,59 @@ TOOLS: tuple[ToolSpec, ...] = (
          Param("height", "integer", "window height in pixels", required=True,
                positional=True, minimum=100, maximum=10_000)),
         example="bsk window resize 1024 768",
+    ),
+    ToolSpec(
+        "mouse_move", ("mouse", "move"), _T,
+        "Move the mouse to viewport coordinates (CSS pixels from the top-left of the tab's "
+        "viewport). The fallback when no ref fits: canvases, maps, custom widgets. A button "
+        "held by `mouse down` stays held (that drags).",
+        (MOUSE_X, MOUSE_Y), example="bsk mouse move 120 80",
+    ),
+    ToolSpec(
+        "mouse_down", ("mouse", "down"), _T,
+        "Move to X Y and press a mouse button there, keeping it held until `mouse up`. "
+        "A cancelled press releases the button again.",
+        (MOUSE_X, MOUSE_Y, MOUSE_BUTTON), example="bsk mouse down 120 80",
+    ),
+    ToolSpec(
+        "mouse_up", ("mouse", "up"), _T,
+        "Move to X Y and release a mouse button there (ends a drag begun with `mouse down`).",
+        (MOUSE_X, MOUSE_Y, MOUSE_BUTTON, WAIT_UNTIL), example="bsk mouse up 300 80",
+    ),
+    ToolSpec(
+        "mouse_click", ("mouse", "click"), _T,
+        "Click at viewport coordinates (move, press, release), reporting what it started "
+        "(navigation, dialog, new tab, download). Prefer `click REF` where there is a ref: "
+        "it checks what is under the point first.",
+        (MOUSE_X, MOUSE_Y, MOUSE_BUTTON, MODIFIERS, WAIT_UNTIL),
+        example="bsk mouse click 200 150",
+    ),
+    ToolSpec(
+        "mouse_dblclick", ("mouse", "dblclick"), _T,
+        "Double-click at viewport coordinates.",
+        (MOUSE_X, MOUSE_Y, MOUSE_BUTTON, MODIFIERS, WAIT_UNTIL),
+        example="bsk mouse dblclick 200 150",
+    ),
+    ToolSpec(
+        "mouse_wheel", ("mouse", "wheel"), _T,
+        "Turn the mouse wheel over viewport coordinates: scrolls whatever is under X Y.",
+        (MOUSE_X, MOUSE_Y,
+         Param("dx", "integer", "pixels right (negative: left)", default=0),
+         Param("dy", "integer", "pixels down (negative: up)", default=0)),
+        example="bsk mouse wheel 200 150 --dy 300",
+    ),
+    ToolSpec(
+        "download_list", ("download", "list"), _R,
+        "This session's downloads, oldest first: path, suggested file name, bytes, state "
+        "(in_progress, completed, canceled). Files land in $BSK_HOME/downloads/SESSION/.",
+        example="bsk download list",
+    ),
+    ToolSpec(
+        "download_wait", ("download", "wait"), _R,
+        "Wait until a download not reported yet has finished and none is still running; "
+        "bounded by --timeout. An action that starts a download already reports it "
+        "(result.downloads), finished or in_progress: wait for the in_progress ones here.",
+        example="bsk download wait --timeout 120",
     ),
     ToolSpec(
         "webmcp_list", ("webmcp", "list"), _R,
@@ -588,11 +661,22 @@ SESSION_START = ToolSpec(
      Param("isolated", "boolean", "a browser context of its own: cookies, storage, cache "
            "and permissions apart from every other session", default=False),
      Param("state", "string", "storageState JSON file (from `bsk state save` or "
-           "Playwright) to start from; needs --isolated", path=True)),
+           "Playwright) to start from; needs --isolated", path=True),
+     Param("download_dir", "string", "where its downloads go (default: "
+           "$BSK_HOME/downloads/SESSION)", path=True)),
     example="bsk session start alice --isolated --state alice.json",
 )
 
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
+
+
+def default_timeout_s(spec: ToolSpec, params: dict[str, Any]) -> float:
+    """The deadline of a call that names none: the tool's default, stretched to fit a
+    pause the caller asked for (`wait --ms 45000` gets 45 s plus a margin)."""
+    ms = params.get("ms") if spec.name == "wait" else None
+    if isinstance(ms, int) and not isinstance(ms, bool) and ms > 0:
+        return max(spec.default_timeout_s, ms / 1000 + 5.0)
+    return spec.default_timeout_s
 BY_WORDS: dict[tuple[str, ...], ToolSpec] = {t.words: t for t in TOOLS}
 
 

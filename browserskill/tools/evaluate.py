@@ -1,58 +1,125 @@
-"""eval: run script in the page. A thrown exception is a result (ok=false), not a failure."""
+"""eval: run script in the page. A thrown exception is a result (ok=false), not a failure.
+
+Each call runs in a block scope of its own, so `const c = 1` can be run twice. With
+`--ref` the code runs on that element in the page's own world (refs live in
+BrowserSkill's isolated world, so the node is resolved again there by its backend id);
+with `--frame` in the page world of that iframe's document.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from browserskill.errors import BskError
+from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
+from browserskill.tools.refs import element_handle, resolve
 from browserskill.tools.registry import implements
 
 _GROUP = "bsk-eval"
 _PRIMITIVES = ("undefined", "string", "number", "boolean", "bigint", "symbol")
 
 
+# Each call's own block scope: top-level const/let/class end with the call (var and
+# assignments to globals still persist, as in a page script). On one line with the code,
+# so line numbers in errors stay the caller's; the newline ends a trailing // comment.
+_SCOPED = "{{{code}\n}}"
+# --ref: the code is a function of the element, or an expression using `el`.
+_ON_ELEMENT = ("async function(el) {{ const f = ({code}\n); "
+               "return typeof f === 'function' ? await f.call(el, el) : f; }}")
+
+
 @implements("eval")
 async def evaluate(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    answer = await ctx.run_script("Runtime.evaluate", {
-        "expression": params["expression"],
-        "awaitPromise": True,
-        # Console semantics: top-level await, re-declarable let/const.
-        "replMode": True,
-        "userGesture": True,
-        "objectGroup": _GROUP,
-    })
+    if params["ref"] and params["frame"]:
+        raise invalid("frame", "give --ref or --frame, not both")
+    if params["ref"]:
+        answer, where = await _on_element(ctx, params["ref"], params["expression"])
+    else:
+        where = await _frame_world(ctx, params["frame"]) if params["frame"] else {}
+        answer = await ctx.run_script("Runtime.evaluate", {
+            "expression": _SCOPED.format(code=params["expression"]),
+            "awaitPromise": True,
+            # Console semantics: top-level await.
+            "replMode": True,
+            "userGesture": True,
+            "objectGroup": _GROUP,
+            **{k: v for k, v in where.items() if k == "contextId"},
+        }, session_id=where.get("session_id"))
     holds_objects = "objectId" in answer.get("result", {}) or "exceptionDetails" in answer
     if holds_objects:  # release the page objects this made (a primitive made none)
-        ctx.on_cancel("remote_objects_released", lambda: _release(ctx), undoes_effect=False)
+        ctx.on_cancel("remote_objects_released", lambda: _release(ctx, where),
+                      undoes_effect=False)
         try:
             if "exceptionDetails" not in answer:
-                answer = await _settle(ctx, answer["result"])
+                answer = await _settle(ctx, answer["result"], where)
         finally:
-            await _release(ctx)
+            await _release(ctx, where)
     if "exceptionDetails" in answer:
         return _thrown(ctx, answer["exceptionDetails"])
     return _value(answer["result"])
 
 
-async def _release(ctx: ToolContext) -> None:
-    await ctx.inspect("Runtime.releaseObjectGroup", {"objectGroup": _GROUP})
+async def _on_element(ctx: ToolContext, ref: str,
+                      code: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run `code` on the ref's element in the page's own world (refs live in ours)."""
+    target = resolve(ctx, ref)
+    sid = target.session_id
+    handle = await element_handle(ctx, target)
+    node = await ctx.inspect("DOM.describeNode", {"objectId": handle}, tab=target.tab,
+                             session_id=sid)
+    page_el = await ctx.inspect("DOM.resolveNode", {
+        "backendNodeId": node["node"]["backendNodeId"], "objectGroup": _GROUP},
+        tab=target.tab, session_id=sid)
+    object_id = page_el["object"]["objectId"]
+    answer = await ctx.act("Runtime.callFunctionOn", {
+        "objectId": object_id, "functionDeclaration": _ON_ELEMENT.format(code=code),
+        "arguments": [{"objectId": object_id}], "awaitPromise": True, "userGesture": True,
+        "objectGroup": _GROUP}, tab=target.tab, session_id=sid)
+    return answer, {"session_id": sid}
 
 
-async def _settle(ctx: ToolContext, remote: dict[str, Any]) -> dict[str, Any]:
+async def _frame_world(ctx: ToolContext, ref: str) -> dict[str, Any]:
+    """The page's own world in the document of the <iframe> that `ref` names."""
+    target = resolve(ctx, ref)
+    handle = await element_handle(ctx, target)
+    node = (await ctx.inspect("DOM.describeNode", {"objectId": handle}, tab=target.tab,
+                              session_id=target.session_id))["node"]
+    frame_id = node.get("frameId")
+    if node.get("nodeName") not in ("IFRAME", "FRAME") or not frame_id:
+        raise invalid("frame", f"{ref} is a <{node.get('localName', '?')}>, not an iframe",
+                      hint="give the ref of an iframe from `bsk snapshot`")
+    tab = target.tab
+    world = tab.main_worlds.get(frame_id)
+    if world is None:
+        raise BskError("action_failed", f"the document of {ref}'s frame is not ready",
+                       hint="wait for it to load (e.g. `bsk wait --selector …`), then "
+                            "call again", details={"reason": "frame_not_ready", "ref": ref},
+                       dispatched="no")
+    return {"contextId": world, "session_id": tab.session_for_frame(frame_id)}
+
+
+async def _release(ctx: ToolContext, where: dict[str, Any]) -> None:
+    await ctx.inspect("Runtime.releaseObjectGroup", {"objectGroup": _GROUP},
+                      session_id=where.get("session_id"))
+
+
+async def _settle(ctx: ToolContext, remote: dict[str, Any],
+                  where: dict[str, Any]) -> dict[str, Any]:
     """Await a returned promise (replMode awaits only its own wrapper), then take the value."""
     object_id = remote.get("objectId")
     if not object_id or remote.get("type") in _PRIMITIVES:
         return {"result": remote}
+    sid = where.get("session_id")
     if remote.get("subtype") == "promise":
         return await ctx.run_script("Runtime.awaitPromise", {"promiseObjectId": object_id,
-                                                             "returnByValue": True})
+                                                             "returnByValue": True},
+                                    session_id=sid)
     if remote.get("subtype") in ("node", "window") or remote.get("type") == "function":
         return {"result": remote}  # not data: described, not serialized
     return await ctx.inspect("Runtime.callFunctionOn", {
         "objectId": object_id, "functionDeclaration": "function() { return this; }",
         "returnByValue": True,
-    })
+    }, session_id=sid)
 
 
 def _thrown(ctx: ToolContext, details: dict[str, Any]) -> dict[str, Any]:

@@ -42,8 +42,8 @@ _FILL_KIND = """function() {
     return {error: "not_editable", why: `<${tag}> is not a text field or contenteditable`};
   }
   if (mode !== "editable") {
-    if (el.disabled) return {error: "not_editable", why: "it is disabled"};
-    if (el.readOnly) return {error: "not_editable", why: "it is read-only"};
+    if (el.disabled) return {error: "element_disabled", why: "it is disabled"};
+    if (el.readOnly) return {error: "element_readonly", why: "it is read-only"};
   }
   const style = getComputedStyle(el);
   const boxes = [...el.getClientRects()].filter(r => r.width > 0 && r.height > 0);
@@ -104,9 +104,12 @@ _FILL_SET = """function(text) {
 
 def _not_editable(ref: str, verdict: dict[str, Any]) -> BskError:
     reason = verdict.get("error", "not_editable")
-    hint = ("fill takes a text input, textarea or contenteditable element: check the ref "
-            "with `bsk snapshot`" if reason == "not_editable"
-            else "scroll or open what hides it, then snapshot again")
+    hint = {"not_editable": "fill takes a text input, textarea or contenteditable element: "
+                            "check the ref with `bsk snapshot`",
+            "element_disabled": "nothing was sent; the page enables it when it is ready "
+                                "(wait, or fill what it depends on first)",
+            "element_readonly": "nothing was sent; a read-only field takes no input"}.get(
+        reason, "scroll or open what hides it, then snapshot again")
     return BskError("action_failed", f"{ref} can't be filled: {verdict.get('why', reason)}",
                     hint=hint, details={"reason": reason, "ref": ref}, dispatched="no")
 
@@ -156,7 +159,7 @@ _SELECT = """function(wanted, apply) {
     const tag = this.tagName ? this.tagName.toLowerCase() : this.nodeName;
     return {error: "not_a_select", why: `<${tag}> is not a <select>`};
   }
-  if (this.disabled) return {error: "not_editable", why: "it is disabled"};
+  if (this.disabled) return {error: "element_disabled", why: "it is disabled"};
   const options = [...this.options];
   const listed = options.slice(0, 200).map(o => {
     const d = {value: o.value, label: o.label};
@@ -256,7 +259,8 @@ async def _set_checked(ctx: ToolContext, params: dict[str, Any], want: bool) -> 
         return {**result, "checked": want, "changed": False}
     if state.get("disabled"):
         raise BskError("action_failed", f"{ref} is disabled", details={
-            "reason": "not_editable", "ref": ref, "checked": state["checked"]}, dispatched="no")
+            "reason": "element_disabled", "ref": ref, "checked": state["checked"]},
+            dispatched="no")
     if not want and state["kind"] in ("radio", "menuitemradio"):
         raise BskError("action_failed", f"{ref} is a radio button: check another option of "
                        "its group instead", details={"reason": "not_checkable", "ref": ref},
@@ -308,7 +312,7 @@ _FILE_INPUT = """function() {
     const type = this.tagName === "INPUT" ? ` type=${this.type}` : "";
     return {error: "not_file_input", why: `<${tag}${type}> is not a file input`};
   }
-  if (this.disabled) return {error: "not_editable", why: "it is disabled"};
+  if (this.disabled) return {error: "element_disabled", why: "it is disabled"};
   return {multiple: this.multiple, accept: this.accept};
 }"""
 _FILES = """function() {

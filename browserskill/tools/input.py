@@ -15,6 +15,7 @@ from browserskill.browser.link import CdpError, Command
 from browserskill.browser.tab import Tab
 from browserskill.dispatch.sessions import HoverState
 from browserskill.errors import BskError, invalid
+from browserskill.tools import downloads
 from browserskill.tools.context import Step, ToolContext
 from browserskill.tools.navigation import wait_for_document
 from browserskill.tools.pointer import point_for
@@ -23,6 +24,9 @@ from browserskill.tools.registry import implements
 
 MODIFIERS = {"Alt": 1, "Control": 2, "Ctrl": 2, "Meta": 4, "Command": 4, "Shift": 8}
 BUTTONS = {"left": 1, "right": 2, "middle": 4}
+# After a navigation that made no document, how long a download may take to announce
+# itself (Chromium sends Page.downloadWillBegin just after the load stops).
+NO_DOCUMENT_GRACE_S = 0.5
 
 
 def modifier_mask(names: list[str] | None) -> int:
@@ -46,16 +50,33 @@ class Marks:
     committed: int
     popups: int
     adopted: int
+    downloads: int
+    loads_started: int
+    loads_stopped: int
 
     @classmethod
     def take(cls, ctx: ToolContext, tab: Tab) -> Marks:
         return cls(tab, tab.navigation_requests, tab.navigations, tab.popups_requested,
-                   len(ctx.session.popups_of(tab.tab_id)))
+                   len(ctx.session.popups_of(tab.tab_id)), downloads.count(ctx),
+                   tab.main_loads_started, tab.main_loads_stopped)
+
+    def load_ended_without_commit(self) -> bool:
+        """A main-frame load began after the input and ended, and no document came."""
+        tab = self.tab
+        return (tab.navigations == self.committed and tab.main_loads_started > self.loads_started
+                and tab.main_loads_stopped > self.loads_stopped)
 
 
-async def after_input(ctx: ToolContext, marks: Marks, wait_until: str) -> dict[str, Any]:
+async def after_input(ctx: ToolContext, marks: Marks, wait_until: str, *,
+                      expect_download: bool = False) -> dict[str, Any]:
+    """What the input started: new tabs, a navigation (loaded as far as `wait_until`), or
+    downloads (a navigation that turns into a download never commits: it ends there)."""
     tab = marks.tab
     out: dict[str, Any] = {}
+
+    def downloading() -> bool:
+        return downloads.count(ctx) > marks.downloads
+
     wanted = tab.popups_requested - marks.popups
     if wanted > 0:
         def adopted() -> list[str] | None:
@@ -64,11 +85,22 @@ async def after_input(ctx: ToolContext, marks: Marks, wait_until: str) -> dict[s
 
         out["new_tabs"] = await tab.until(adopted, ctx.remaining())
     if tab.navigation_requests > marks.requested or tab.navigations > marks.committed:
-        await tab.until(lambda: tab.navigations > marks.committed, ctx.remaining())
-        loader = tab.main_loader()
-        if loader and wait_until != "commit":
-            await wait_for_document(ctx, tab, loader, wait_until)
-        out["navigated"] = True
+        await tab.until(lambda: tab.navigations > marks.committed or downloading()
+                        or marks.load_ended_without_commit(), ctx.remaining())
+        if marks.load_ended_without_commit() and not downloading():
+            # A download's own event comes right after its load stops: give it a moment.
+            try:
+                await tab.until(downloading, min(NO_DOCUMENT_GRACE_S, ctx.remaining()))
+            except TimeoutError:
+                out["note"] = ("the navigation it started ended without a new page "
+                               "(no content, or it was cancelled)")
+        if tab.navigations > marks.committed:
+            loader = tab.main_loader()
+            if loader and wait_until != "commit":
+                await wait_for_document(ctx, tab, loader, wait_until)
+            out["navigated"] = True
+    if expect_download or downloading():
+        out["downloads"] = await downloads.settle(ctx, marks.downloads, expect=expect_download)
     out["url"] = tab.url
     return out
 
@@ -125,7 +157,7 @@ async def click_ref(ctx: ToolContext, ref: str, *, button: str = "left", count: 
                     modifiers: int = 0, wait_until: str = "load") -> dict[str, Any]:
     target = resolve(ctx, ref)
     tab = target.tab
-    x, y = await point_for(ctx, target)
+    x, y = await point_for(ctx, target, enabled_only=True)
     marks = Marks.take(ctx, tab)
     # The element's state after the click is read right after the last release; in the
     # tab's own session that read rides along with the click's steps.
@@ -143,9 +175,10 @@ async def click_ref(ctx: ToolContext, ref: str, *, button: str = "left", count: 
     result: dict[str, Any] = {"ref": ref, "tab_id": tab.tab_id}
     if count > 1:
         result["count"] = count
-    result.update(await after_input(ctx, marks, wait_until))
-    state = _state_after(target, answer) if "navigated" not in result else None
-    if state:
+    state = _state_after(target, answer) or {}
+    download_link = bool(state.pop("download", False)) and button == "left"
+    result.update(await after_input(ctx, marks, wait_until, expect_download=download_link))
+    if state and "navigated" not in result:
         result["element"] = state
     return result
 
@@ -157,6 +190,8 @@ _STATE = """function() {
     s.expanded = this.getAttribute("aria-expanded") === "true";
   if (this.getAttribute && this.getAttribute("aria-pressed") !== null)
     s.pressed = this.getAttribute("aria-pressed") === "true";
+  // A link with a download attribute: its download is what the click started.
+  if (this.closest && this.closest("a[download][href]")) s.download = true;
   return s;
 }"""
 

@@ -138,10 +138,38 @@ async def press(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+# The focused field, if typing into it can't change it (read-only or disabled).
+_UNTYPABLE = """(() => {
+  let el = document.activeElement;
+  while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+  if (!el || !("readOnly" in el) || el.tagName === "IFRAME") return null;
+  const why = el.disabled ? "element_disabled" : el.readOnly ? "element_readonly" : null;
+  if (!why) return null;
+  let desc = el.tagName.toLowerCase();
+  if (el.id) desc += "#" + el.id;
+  return {reason: why, focused: desc};
+})()"""
+
+
+async def refuse_untypable(ctx: ToolContext, tab: Tab) -> None:
+    """Typing into a read-only field sends keys that change nothing: say so, send none."""
+    answer = await ctx.inspect("Runtime.evaluate", {"expression": _UNTYPABLE,
+                                                    "returnByValue": True}, tab=tab)
+    found = answer.get("result", {}).get("value")
+    if isinstance(found, dict) and found.get("reason"):
+        what = "read-only" if found["reason"] == "element_readonly" else "disabled"
+        raise BskError("action_failed", f"the focused {found['focused']} is {what}: "
+                       "nothing was typed", hint="focus an editable field first (click "
+                       "it), or use `bsk press KEY` for keys that are not text",
+                       details={"reason": found["reason"], "focused": found["focused"]},
+                       dispatched="no")
+
+
 @implements("type")
 async def type_text(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     text: str = params["text"].replace("\r\n", "\n")
     tab = ctx.tab
+    await refuse_untypable(ctx, tab)
     marks = Marks.take(ctx, tab)
     board = Keyboard(ctx, tab)
     for ch in text:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError
+from browserskill.tools import downloads
 from browserskill.tools.context import ToolContext, stop_script
 from browserskill.tools.registry import implements
 
@@ -20,6 +22,8 @@ def normalize_url(url: str) -> str:
         scheme = url.split("://", 1)[0]
         raise BskError("invalid_params", f"url: unsupported scheme {scheme!r}",
                        details={"field": "url"})
+    if url.startswith("/"):  # an absolute path on this machine, never a host name
+        return Path(url).as_uri()
     # Bare host names are what people type: example.com, localhost:8000/x
     local = url.startswith(("localhost", "127.", "[::1]"))
     return ("http://" if local else "https://") + url
@@ -42,7 +46,13 @@ async def unstick(tab: Tab) -> None:
 
 async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dict[str, Any]:
     await unstick(tab)
+    before = downloads.count(ctx)
     answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
+    if answer.get("errorText") == "net::ERR_ABORTED":  # perhaps it became a download
+        started = await _download_began(ctx, tab, before)
+        if started:
+            return {**page_state(tab), "title": tab.title,
+                    "downloads": await downloads.settle(ctx, before)}
     if answer.get("errorText"):
         raise BskError(
             "action_failed", f"navigation to {url} failed: {answer['errorText']}",
@@ -58,6 +68,16 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dic
                                                    "returnByValue": True}, tab=tab)
     tab.title = title.get("result", {}).get("value", "") or ""
     return {**page_state(tab), "title": tab.title}
+
+
+async def _download_began(ctx: ToolContext, tab: Tab, before: int) -> bool:
+    """Chromium answers a navigation that turned into a download with ERR_ABORTED; the
+    download's own event comes with it or right after."""
+    try:
+        await tab.until(lambda: downloads.count(ctx) > before, min(2.0, ctx.remaining()))
+    except TimeoutError:
+        return False
+    return True
 
 
 @implements("open")

@@ -31,7 +31,7 @@ ANSWER_MARGIN_S = 0.25
 # Network idle: no request in flight for this long (Chromium's own networkIdle uses 500 ms).
 QUIET_S = 0.5
 
-_CONDITIONS = ("text", "selector", "navigation", "network_idle", "ms")
+_CONDITIONS = ("text", "selector", "navigation", "network_idle", "ms", "gone", "text_gone")
 
 # Stopping the in-page observers of frames that did not win: how long to wait for them
 # to say so before answering anyway (they end at their budget, the call's deadline, too).
@@ -50,10 +50,10 @@ _OBSERVE = """new Promise(resolve => {
   const norm = s => s.replace(/\\s+/g, " ");
   const want = norm(needle);
   const probe = () => {
-    if (kind === "text") {
+    if (kind === "text" || kind === "text_gone") {
       const root = document.body || document.documentElement;
-      return root && norm(root.innerText || "").includes(want)
-        ? {found: true, url: location.href} : null;
+      const seen = !!root && norm(root.innerText || "").includes(want);
+      return seen === (kind === "text") ? {found: true, url: location.href} : null;
     }
     const el = document.querySelector(needle);
     if (!el) return null;
@@ -104,27 +104,39 @@ async def wait(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     if len(chosen) != 1:
         got = f" (got {', '.join(chosen)})" if chosen else ""
         raise invalid("condition", "give exactly one of --text, --selector, --navigation, "
-                      f"--network-idle, --ms{got}", hint='e.g. bsk wait --text "Welcome"')
+                      f"--network-idle, --ms, --gone, --text-gone{got}",
+                      hint='e.g. bsk wait --text "Welcome"')
     kind = chosen[0]
-    if kind in ("text", "selector") and not params[kind].strip():
+    if kind in ("text", "selector", "gone", "text_gone") and not params[kind].strip():
         raise invalid(kind, "must not be empty")
     loop = asyncio.get_running_loop()
     started = loop.time()
     budget = max(0.05, ctx.remaining() - ANSWER_MARGIN_S)
     if kind == "ms":
         if params["ms"] / 1000 > budget:
-            raise invalid("ms", f"{params['ms']} ms is longer than the call's timeout "
-                          f"({ctx.remaining():.0f} s)", hint="pass a longer --timeout")
+            need = params["ms"] / 1000 + 1
+            raise invalid("ms", f"{params['ms']} ms is longer than the call's --timeout "
+                          f"({ctx.remaining():.0f} s left)",
+                          hint=f"pass --timeout {need:.0f} or more, or leave --timeout out: "
+                               "the deadline then stretches to fit the pause")
         await asyncio.sleep(params["ms"] / 1000)  # the caller asked for exactly this pause
         return {"waited_ms": params["ms"]}
+    if kind == "gone":
+        return await _gone(ctx, params["gone"], budget)
     tab = ctx.tab
     end = started + budget
-    if kind in ("text", "selector"):
+    result: dict[str, Any]
+    if kind == "text_gone":
+        what = f"text {params['text_gone']!r} going away"
+        if not await _main_frame_holds(ctx, tab, "text_gone", params["text_gone"], end):
+            raise _timeout(what, loop.time() - started)
+        result = {"text_gone": params["text_gone"]}
+    elif kind in ("text", "selector"):
         what = f"text {params['text']!r}" if kind == "text" else f"selector {params['selector']!r}"
         found = await _observe(ctx, tab, kind, params[kind], end)
         if found is None:
             raise _timeout(what, loop.time() - started)
-        result: dict[str, Any] = {kind: params[kind], **{k: v for k, v in found.items()
+        result = {kind: params[kind], **{k: v for k, v in found.items()
                                                           if k != "found"}}
     elif kind == "navigation":
         try:
@@ -139,6 +151,54 @@ async def wait(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
                            "flight)", loop.time() - started) from None
     waited = loop.time() - started
     return {"waited_ms": round(waited * 1000), "tab_id": tab.tab_id, "url": tab.url, **result}
+
+
+# Resolves when the element is removed or hidden, or with false when its time is up.
+_GONE = """function(budget) {
+  const el = this;
+  const gone = () => !el.isConnected || el.getClientRects().length === 0
+    || getComputedStyle(el).visibility === "hidden";
+  if (gone()) return true;
+  return new Promise(resolve => {
+    const finish = value => { observer.disconnect(); clearTimeout(timer); resolve(value); };
+    const observer = new MutationObserver(() => { if (gone()) finish(true); });
+    observer.observe(document, {subtree: true, childList: true, attributes: true});
+    const timer = setTimeout(() => finish(gone()), budget);
+  });
+}"""
+
+
+async def _gone(ctx: ToolContext, ref: str, budget: float) -> dict[str, Any]:
+    """`wait --gone REF`: the element is removed or hidden, or its document replaced."""
+    started = time.monotonic()
+    why = "removed or hidden"
+    try:
+        target = resolve(ctx, ref)
+        went = await call_on(ctx, target, _GONE, int(budget * 1000))
+    except BskError as e:
+        if e.code != "stale_ref":
+            raise
+        went, why = True, e.message.split(": ", 1)[-1]  # already gone, or its page went
+    waited = time.monotonic() - started
+    if not went:
+        raise _timeout(f"{ref} going away", waited)
+    return {"waited_ms": round(waited * 1000), "gone": ref, "why": why}
+
+
+async def _main_frame_holds(ctx: ToolContext, tab: Tab, kind: str, needle: str,
+                            end: float) -> bool:
+    """Watch the main frame (each new document of it) until the condition holds."""
+    token = uuid.uuid4().hex
+    armed: set[tuple[str, int]] = set()
+    try:
+        assert tab.main_frame_id is not None
+        await _watch_frame(ctx, tab, tab.main_frame_id, kind, needle, token, end, armed)
+    except _Found:
+        return True
+    finally:
+        if armed:
+            _stop_soon(tab, token, armed)
+    return False
 
 
 async def _observe(ctx: ToolContext, tab: Tab, kind: str, needle: str,

@@ -15,9 +15,12 @@ from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import Resolved, call_on
 
-_LOCATE = """function(viaLabel) {
+_LOCATE = """function(viaLabel, enabledOnly) {
   // viaLabel: a hidden control (a styled checkbox) is reached through its label.
   const control = this;
+  // A disabled control takes no click: say so rather than click where nothing listens.
+  if (enabledOnly && control.matches && (control.matches(":disabled")
+      || control.closest("[aria-disabled=true]"))) return {disabled: true};
   const el = (viaLabel && this.labels && this.labels[0]) || this;
   el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
   const style = getComputedStyle(el);
@@ -59,14 +62,20 @@ async def frame_origin(ctx: ToolContext, tab: Tab, frame_id: str) -> tuple[float
     return x + ox, y + oy
 
 
-async def point_for(ctx: ToolContext, target: Resolved, *,
-                    via_label: bool = False) -> tuple[float, float]:
+async def point_for(ctx: ToolContext, target: Resolved, *, via_label: bool = False,
+                    enabled_only: bool = False) -> tuple[float, float]:
     """A top-level point that really hits the element (or, `via_label`, its label), or
-    action_failed saying why not. The ref's lookup and the hit test are one round trip."""
+    action_failed saying why not (`enabled_only`: also when the element is disabled).
+    The ref's lookup and the hit test are one round trip."""
     ref = target.ref
-    spot: Any = await call_on(ctx, target, _LOCATE, via_label)
+    spot: Any = await call_on(ctx, target, _LOCATE, via_label, enabled_only)
     if not isinstance(spot, dict):
         spot = {}
+    if spot.get("disabled"):
+        raise BskError("action_failed", f"{ref} is disabled: nothing was clicked",
+                       hint="the page enables it when it is ready: wait (e.g. `bsk wait "
+                            "--text …`) or do what it depends on first, then snapshot again",
+                       details={"reason": "element_disabled", "ref": ref}, dispatched="no")
     if spot.get("hidden"):
         raise BskError("action_failed", f"{ref} is hidden or has no size",
                        hint="check it is visible (snapshot), or act on another element",

@@ -15,7 +15,7 @@ HANDLERS: dict[str, Handler] = {}
 
 _MODULES = ("navigation", "evaluate", "snapshot", "screenshot", "input", "tabs", "session",
             "dialogs", "forms", "keyboard", "observe", "emulation", "webmcp", "borrow",
-            "state")
+            "state", "downloads", "mouse")
 
 
 def implements(name: str) -> Callable[[Handler], Handler]:

@@ -1,0 +1,100 @@
+"""The CLI's rough edges, as a new user meets them: group help, the exit-code list,
+`press --key`, local files for `open`, long pauses, suggestions, `wait --gone` and
+`--text-gone`, and `retry_safe` for failures that sent nothing."""
+
+from __future__ import annotations
+
+import os
+
+from conftest import PAGES, Bsk, ref_of
+
+
+def test_group_help_lists_the_group(bsk: Bsk) -> None:
+    for group, sub in (("tab", "tab new"), ("op", "op wait"), ("dialog", "dialog accept"),
+                       ("window", "window resize")):
+        r = bsk(group, "--help", as_json=False)
+        assert r.code == 0, r.stderr
+        assert r.stdout.startswith(f"Usage: bsk {group} SUBCOMMAND"), r.stdout
+        assert sub in r.stdout and "Browser tools:" not in r.stdout
+    lonely = bsk("tab", as_json=False)
+    assert lonely.code == 2 and "needs a subcommand" in lonely.stderr
+    assert "tab list" in lonely.stderr
+
+
+def test_top_level_help_says_0_is_ok(bsk: Bsk) -> None:
+    out = bsk("--help", as_json=False).stdout
+    line = next(x for x in out.splitlines() if x.strip().startswith("0 "))
+    assert line.split()[1] == "ok" and "page_error" in line
+
+
+def test_unknown_commands_get_sensible_suggestions(bsk: Bsk) -> None:
+    r = bsk("cookie", "list")
+    assert r.code == 2 and "op list" not in r.json["error"]["hint"]
+    assert bsk("snapshto").json["error"]["hint"] == "did you mean: snapshot?"
+    assert "tab list" in bsk("tabb", "list").json["error"]["hint"]
+
+
+def test_press_key_flag_is_the_key_to_press(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/keys.html")
+    pressed = bsk.ok("press", "--key", "a")
+    assert pressed["tool"] == "press" and pressed["result"]["key"] == "a"
+    # The idempotency key is still there: before the command, or by its long name.
+    first = bsk.ok("--idempotency-key", "k-press-1", "press", "--key", "b")
+    again = bsk.ok("press", "--key", "b", "--idempotency-key", "k-press-1")
+    assert again["op_id"] == first["op_id"]
+
+
+def test_open_a_local_file_by_path(bsk: Bsk) -> None:
+    page = PAGES / "act_wait.html"
+    opened = bsk.ok("open", str(page))["result"]
+    assert opened["url"] == page.as_uri()
+    relative = bsk.ok("open", os.path.relpath(page))["result"]  # bsk runs in our cwd
+    assert relative["url"] == page.as_uri()
+    missing = bsk("open", "./no-such-file.html")
+    assert missing.code == 2 and "no such file" in missing.json["error"]["message"]
+    home = bsk("open", "/no/such/file.html")  # an absolute path is never a host name
+    assert home.json["error"]["details"].get("url", "").startswith("file:///no/such")
+
+
+def test_a_long_pause_stretches_the_deadline_or_says_how(bsk: Bsk) -> None:
+    refused = bsk("wait", "--ms", "3000", "--timeout", "1")
+    assert refused.code == 2
+    error = refused.json["error"]
+    assert error["details"]["field"] == "ms" and "--timeout 4" in error["hint"]
+    assert refused.json["retry_safe"] is True and refused.json["dispatched"] == "no"
+
+
+def test_wait_for_an_element_or_text_to_go(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/act_wait.html")
+    snap = bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    spinner = ref_of(snap, "button", "Working")
+    bsk.ok("click", ref_of(snap, "button", "Finish later"))  # removes the toast in 300 ms
+    gone = bsk.ok("wait", "--text-gone", "Saving")
+    assert gone["result"]["text_gone"] == "Saving"
+    assert bsk("eval", "!!document.getElementById('toast')").value is False
+    bsk.ok("click", ref_of(snap, "button", "Hide spinner later"))  # hides it in 300 ms
+    hidden = bsk.ok("wait", "--gone", spinner)["result"]
+    assert hidden["gone"] == spinner and hidden["why"] == "removed or hidden"
+    text = bsk("wait", "--gone", spinner, as_json=False).stdout
+    assert text.startswith("waited") and f"{spinner} is gone" in text
+    # Still there at the deadline: a timeout that sent nothing, safe to retry.
+    stays = bsk("wait", "--gone", ref_of(snap, "button", "Finish later"), "--timeout", "1")
+    assert stays.code == 11 and stays.json["error"]["details"]["reason"] == "timeout"
+    assert stays.json["dispatched"] == "no" and stays.json["retry_safe"] is True
+    # A replaced page takes every element with it.
+    bsk.ok("reload")
+    went = bsk.ok("wait", "--gone", spinner)["result"]
+    assert "replaced" in went["why"]
+
+
+def test_failures_that_sent_nothing_are_safe_to_retry(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/act_wait.html")
+    snap = bsk.ok("snapshot")["result"]["snapshot"]
+    ref = ref_of(snap, "button", "Working")
+    bsk.ok("reload")
+    stale = bsk("click", ref)
+    assert stale.json["error"]["code"] == "stale_ref"
+    assert stale.json["dispatched"] == "no" and stale.json["retry_safe"] is True
+    assert "retry_safe: yes" in bsk("click", ref, as_json=False).stderr
+    missing = bsk("wait", "--text", "never there", "--timeout", "1")
+    assert missing.json["dispatched"] == "no" and missing.json["retry_safe"] is True
