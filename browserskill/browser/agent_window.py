@@ -36,7 +36,7 @@ class AgentWindow:
     they are in."""
 
     placement = "extension"
-    context_id = None  # the user's own profile
+    context_id: str | None = None  # the user's own profile
 
     def __init__(self, browser: ExtensionBrowser, session: SessionView) -> None:
         self.ext = browser
