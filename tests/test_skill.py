@@ -37,7 +37,7 @@ def test_front_matter_and_package_data() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "skill/SKILL.md" in pyproject["tool"]["setuptools"]["package-data"]["browserskill"]
     # Short: it is read into an agent's context (the command list takes ~15 lines).
-    assert len(SKILL_MD.splitlines()) < 150
+    assert len(SKILL_MD.splitlines()) < 170
 
 
 def test_every_command_it_names_exists() -> None:

@@ -635,8 +635,8 @@ STATE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "state_load", ("state", "load"), _M,
         "Load cookies and localStorage from a storageState JSON file (bsk's or "
-        "Playwright's) into the session. To start a session from one: `bsk session start "
-        "ID --isolated --state FILE`.",
+        "Playwright's) into the session. A new isolated session can start from one too "
+        "(session start with --isolated --state FILE).",
         (Param("path", "string", "storageState file to read", required=True,
                positional=True, path=True),),
         example="bsk state load login.json",
