@@ -233,6 +233,11 @@ def test_state_save_and_start_from_it(fresh_bsk: Bsk, tmp_path: Path,
     assert started["placement"]["isolated"] is True
     again = fresh_bsk.with_session("again")
     assert again("eval", "location.href").value == "about:blank"
+    # Saved again before any page of the site is open: its loaded storage is kept.
+    resaved = again.ok("state", "save", str(tmp_path / "again.json"))["result"]
+    assert resaved["origins"] == [url]
+    assert json.loads((tmp_path / "again.json").read_text())["origins"] == state["origins"]
+    assert [t["tab_id"] for t in again.ok("tab", "list")["result"]["tabs"]] == ["t1"]
     again.ok("open", f"{url}/")
     assert seen[-1] == "sid=s3cret"  # the HttpOnly cookie went back to the server
     assert again("eval", "localStorage.getItem('token')").value == "abc123"

@@ -192,7 +192,8 @@ def build_app(daemon: Daemon) -> Any:
     @guarded
     async def create_session(request: Request) -> Response:
         params = catalog.SESSION_START.validate(await json_body(request))
-        state = read_state_file(params["state"]) if params["state"] else None
+        state = (await asyncio.to_thread(read_state_file, params["state"])
+                 if params["state"] else None)
         session = await daemon.sessions.create(params["session_id"], params["label"],
                                                params["browser"], isolated=params["isolated"],
                                                state=state, download_dir=params["download_dir"])

@@ -26,6 +26,8 @@ from browserskill.errors import BskError
 
 log = logging.getLogger(__name__)
 
+_TEMP_PROFILE = "bsk-profile-"  # an --ephemeral profile's directory name starts so
+
 
 @dataclass
 class BrowserConfig:
@@ -117,6 +119,9 @@ class BrowserManager:
             await asyncio.to_thread(previous.terminate)
             return False
         self.launched = previous
+        if self.config.ephemeral and previous.profile.name.startswith(_TEMP_PROFILE) and \
+                previous.profile.parent == Path(tempfile.gettempdir()):
+            self._temp_profile = previous.profile  # throw-away: deleted at shutdown too
         await self._adopt_link(link)
         log.info("re-adopted the browser left by the previous daemon (pid %s)", previous.pid)
         return True
@@ -157,7 +162,7 @@ class BrowserManager:
     def _profile_dir(self) -> Path:
         if self.config.ephemeral:
             if self._temp_profile is None:
-                self._temp_profile = Path(tempfile.mkdtemp(prefix="bsk-profile-"))
+                self._temp_profile = Path(tempfile.mkdtemp(prefix=_TEMP_PROFILE))
             return self._temp_profile
         return self.config.profile or self.state_dir / "profile"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -50,7 +51,11 @@ def read_state_file(path: str, field: str = "state") -> dict[str, Any]:
     if not os.path.isabs(path):
         raise invalid(field, "must be an absolute path (the CLI makes it absolute)")
     try:
-        with open(path, "rb") as f:
+        # O_NONBLOCK: a FIFO must not hold the daemon; anything but a file is refused.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise invalid(field, f"{path} is not a regular file")
             raw = f.read(STATE_FILE_MAX_BYTES + 1)
     except OSError as e:
         raise invalid(field, f"can't read {path}: {e.strerror}") from None
@@ -138,6 +143,38 @@ async def load_state(tab: Tab, helper: Tab, state: dict[str, Any], *,
 
 async def write_origins(helper: Tab, origins: list[dict[str, Any]],
                         left: Callable[[], float]) -> None:
+    """Each origin's localStorage items written in `helper` (see `_on_each_origin`)."""
+    scripts = {o["origin"]: STORAGE_JS % ", ".join(json.dumps(a) for a in (
+        "localStorage", "set_many", None,
+        [[it["name"], it["value"]] for it in o.get("localStorage", [])])) for o in origins}
+    for origin, value in (await _on_each_origin(helper, list(scripts), scripts.get,
+                                                left)).items():
+        if "error" in value:
+            raise BskError("action_failed", f"could not restore the storage of {origin}: "
+                           f"{value['error']}", details={"reason": "state_origin_failed"})
+
+
+async def read_origins(helper: Tab, origins: list[str],
+                       left: Callable[[], float]) -> list[dict[str, Any]]:
+    """The localStorage of origins no tab has open, read in `helper` (storageState shape;
+    origins with nothing stored are left out)."""
+    script = STORAGE_JS % ", ".join(json.dumps(a) for a in ("localStorage", "list", None,
+                                                              None))
+    found = []
+    for origin, value in (await _on_each_origin(helper, origins, lambda _: script,
+                                                left)).items():
+        items = value.get("items") or []
+        if items:
+            found.append({"origin": origin,
+                          "localStorage": [{"name": k, "value": v} for k, v in items]})
+    return found
+
+
+async def _on_each_origin(helper: Tab, origins: list[str],
+                          script_for: Callable[[str], str | None],
+                          left: Callable[[], float]) -> dict[str, dict[str, Any]]:
+    """Open each origin in `helper` with every request answered locally by an empty page
+    (no site is contacted) and run its script there; each script's value by origin."""
     def answer_locally(method: str, params: dict[str, Any]) -> None:
         if method == "Fetch.requestPaused":
             asyncio.get_running_loop().create_task(helper.send("Fetch.fulfillRequest", {
@@ -145,31 +182,25 @@ async def write_origins(helper: Tab, origins: list[dict[str, Any]],
                 "responseHeaders": [{"name": "Content-Type", "value": "text/html"}],
                 "body": ""}, timeout=left()))
 
+    out: dict[str, dict[str, Any]] = {}
     unsubscribe = helper.link.subscribe(helper.session_id, answer_locally)
     try:
         await helper.send("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}, timeout=left())
-        for o in origins:
-            nav = await helper.send("Page.navigate", {"url": o["origin"] + "/"},
-                                    timeout=left())
+        for origin in origins:
+            nav = await helper.send("Page.navigate", {"url": origin + "/"}, timeout=left())
             if nav.get("errorText"):
-                raise BskError("action_failed", f"could not open {o['origin']} to restore "
-                               f"its storage: {nav['errorText']}",
-                               details={"reason": "state_origin_failed"})
+                raise BskError("action_failed", f"could not open {origin} for its storage: "
+                               f"{nav['errorText']}", details={"reason": "state_origin_failed"})
             loader = nav.get("loaderId")
             if loader:
                 await helper.until(partial(helper.reached, loader, "load"), left())
-            items = [[it["name"], it["value"]] for it in o.get("localStorage", [])]
             done = await helper.send("Runtime.evaluate", {
-                "expression": STORAGE_JS % ", ".join(json.dumps(a) for a in (
-                    "localStorage", "set_many", None, items)),
-                "returnByValue": True}, timeout=left())
+                "expression": script_for(origin), "returnByValue": True}, timeout=left())
             value = done.get("result", {}).get("value") or {}
-            if "error" in value or value.get("origin") != o["origin"]:
-                raise BskError("action_failed", f"could not restore the storage of "
-                               f"{o['origin']}: {value.get('error', 'wrong origin')}",
-                               details={"reason": "state_origin_failed"})
+            if value.get("origin") != origin:
+                value = {"error": value.get("error", f"opened {value.get('origin')} instead")}
+            out[origin] = value
         await helper.send("Fetch.disable", timeout=left())
     finally:
         unsubscribe()
-
-
+    return out

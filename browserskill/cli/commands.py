@@ -200,8 +200,11 @@ def cmd_mcp(client: Client, args: list[str]) -> Any:
 
     explicit = client.g.session_given or bool(os.environ.get("BSK_SESSION"))
     if explicit and isolated:
-        raise invalid("isolated", "--isolated is for the connection's own session; "
-                      "--session ID uses an existing one as it is")
+        given = "--session" if client.g.session_given else "BSK_SESSION"
+        raise invalid("isolated", f"--isolated is for the connection's own session, but "
+                      f"{given} names an existing one to use as it is",
+                      hint="unset BSK_SESSION (or drop --session) for an isolated session "
+                           "per connection")
     sys.exit(mcp_main(session=client.g.session if explicit else None, isolated=isolated))
 
 
@@ -264,8 +267,10 @@ CONTROL: tuple[Control, ...] = (
     Control(("op", "cancel"), cmd_op_cancel, "op cancel ID", "Cancel an operation."),
     Control(("op", "wait"), cmd_op_wait, "op wait ID", "Wait for an operation to end."),
     Control(("mcp",), cmd_mcp, "mcp [--session ID | --isolated]",
-            "Serve the browser tools over MCP on stdio (one session per connection; "
-            "--isolated: that session gets cookies and storage of its own)."),
+            "Serve the browser tools over MCP on stdio. Each connection gets a session of "
+            "its own, stopped when it disconnects (--isolated: with cookies and storage of "
+            "its own); --session ID or BSK_SESSION uses an existing session instead. "
+            "Client set-up: docs/mcp.md."),
     Control(("install-skill",), cmd_install_skill,
             "install-skill [--harness NAME]… [--dir DIR] [--list]",
             "Install the agent skill (SKILL.md) where claude, codex, opencode or cursor "

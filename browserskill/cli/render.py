@@ -288,8 +288,14 @@ def _sessions(r: dict[str, Any]) -> str:
 def _placement(p: dict[str, Any]) -> str:
     if p.get("kind") == "extension":
         return f"[user's browser {p.get('browser')}, Agent Window {p.get('window_id')}]"
-    return f"[{p.get('browser', 'embedded')}, {'isolated' if p.get('isolated') else 'shared'}" \
-           " profile]" if p else ""
+    if not p:
+        return ""
+    scope = _SCOPE["isolated" if p.get("isolated") else "shared"]
+    return f"[{p.get('browser', 'embedded')}, {scope}]"
+
+
+# A session's cookies and storage: the words `session start --help` uses too.
+_SCOPE = {"isolated": "its own browser context", "shared": "the shared profile"}
 
 
 def _session_stop(r: dict[str, Any]) -> str:
@@ -313,7 +319,8 @@ def _daemon(r: dict[str, Any]) -> str:
     if b:
         if b.get("connected"):
             lines.append(f"browser: {b.get('version')} ({b['mode']})")
-            lines.append(f"cdp endpoint: {b.get('cdp_endpoint')}")
+            lines.append(f"cdp endpoint: {b['cdp_endpoint']}" if b.get("cdp_endpoint")
+                         else f"devtools: {b.get('devtools', 'none shared')}")
         else:
             lines.append(f"browser: not connected ({b['mode']}); it starts with the first "
                          "session, or run `bsk status --connect`")
@@ -604,7 +611,7 @@ def _cookies(r: dict[str, Any]) -> str:
         expires = "session" if c.get("expires", -1) < 0 else f"expires {c['expires']:.0f}"
         rows.append(f"{c['name']}={_short(c['value'], 60)[1:-1]}  {c['domain']}{c['path']}  "
                     f"{expires}  {' '.join(flags)}")
-    return "\n".join(rows) or f"(no cookies; {r.get('scope')} profile)"
+    return "\n".join(rows) or f"(no cookies in {_SCOPE.get(r.get('scope', ''), 'its context')})"
 
 
 def _storage_list(r: dict[str, Any]) -> str:
@@ -625,17 +632,20 @@ def _state_loaded(r: dict[str, Any]) -> str:
 
 RENDERERS.update({
     ("cookies", "list"): _cookies,
-    ("cookies", "set"): lambda r: f"set cookie {r['set']} for {r['where']} ({r['scope']} "
-                                  "profile)",
-    ("cookies", "delete"): lambda r: f"deleted {r['deleted']} cookie(s) named {r['name']}",
-    ("cookies", "clear"): lambda r: f"cleared {r['cleared']} cookies ({r['scope']} profile)",
+    ("cookies", "set"): lambda r: f"set cookie {r['set']} for {r['where']} "
+                                  f"({_SCOPE[r['scope']]})",
+    ("cookies", "delete"): lambda r: f"deleted {r['deleted']} cookie"
+                                     f"{'' if r['deleted'] == 1 else 's'} named {r['name']}",
+    ("cookies", "clear"): lambda r: f"cleared {r['cleared']} cookie"
+                                    f"{'' if r['cleared'] == 1 else 's'} ({_SCOPE[r['scope']]})",
     ("storage", "list"): _storage_list,
     ("storage", "get"): lambda r: str(r["value"]),
     ("storage", "set"): lambda r: f"set {r['key']} in {r['area']} of {r['origin']}",
     ("storage", "delete"): lambda r: (f"deleted {r['key']}" if r.get("deleted") else
                                       f"{r['key']} was not set") + f" ({r['area']} of "
                                                                    f"{r['origin']})",
-    ("storage", "clear"): lambda r: f"cleared {r['cleared']} keys of {r['area']} of "
+    ("storage", "clear"): lambda r: f"cleared {r['cleared']} key"
+                                    f"{'' if r['cleared'] == 1 else 's'} of {r['area']} of "
                                     f"{r['origin']}",
     ("state", "save"): _state_saved,
     ("state", "load"): _state_loaded,
@@ -703,13 +713,18 @@ def command_help(control: Any, spec: Any) -> str:
     if spec.params:
         lines += ["", "Arguments:"]
         for p in spec.params:
-            name = p.name.upper() if p.positional else f"{p.flag} {p.type.upper()}"
+            if p.positional:
+                name = p.name.upper()
+            elif p.type == "boolean":  # a switch: --x on (default off), --no-x off
+                name = p.flag if not p.default else f"--no-{p.flag[2:]}"
+            else:
+                name = f"{p.flag} {p.type.upper()}"
             if p.positional and not p.required:
                 name = f"[{name}]"
             extra = []
             if p.choices:
                 extra.append("one of " + "|".join(map(str, p.choices)))
-            if p.default is not None:
+            if p.default is not None and p.type != "boolean":
                 extra.append(f"default {p.default}")
             lines.append(f"  {name:<24} {p.help}" + (f" ({'; '.join(extra)})" if extra else ""))
             if p.positional:

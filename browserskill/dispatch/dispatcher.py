@@ -205,6 +205,7 @@ class Dispatcher:
         finally:
             session.queue.release(op)
             session.last_used = asyncio.get_running_loop().time()
+            session.remember_origins()
             self.sessions.persist(session)
             if not op.ended:  # the runner itself was torn down (event loop closing)
                 op.fail(BskError("outcome_unknown", "the daemon stopped mid-operation"))

@@ -9,6 +9,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from browserskill.browser.backend import Backend
 from browserskill.browser.embedded import EmbeddedPlacement
@@ -67,6 +68,9 @@ class Session:
     # Where it runs (docs/design.md, placement): set by SessionManager as it is made.
     backend: Backend = field(init=False)
     download_dir: str | None = None  # default: $BSK_HOME/downloads/<session id>
+    # Web origins its pages have been on (or whose storage it loaded): `state save` keeps
+    # their localStorage even when no tab has them open any more.
+    origins: set[str] = field(default_factory=set)
     user_interrupted: bool = False  # the user pressed Stop: the next change is refused once
 
     def __post_init__(self) -> None:
@@ -91,6 +95,12 @@ class Session:
                 hint="see `bsk tab list`", details={"field": "tab_id", "tabs": list(self.tabs)},
             )
         return self.tabs[tab_id]
+
+    def remember_origins(self) -> None:
+        for tab in self.tabs.values():
+            parts = urlsplit(tab.url)
+            if parts.scheme in ("http", "https") and parts.netloc:
+                self.origins.add(f"{parts.scheme}://{parts.netloc}")
 
     def popups_of(self, tab_id: str) -> list[str]:
         return self.popups.get(tab_id, [])
@@ -291,6 +301,7 @@ class SessionManager:
             session.add_tab(tab)
             if state is not None:  # its first tab is blank: it restores the origins too
                 await load_state(tab, tab, state, timeout=30.0)
+                session.origins.update(o["origin"] for o in state["origins"])
                 if state["origins"]:
                     await tab.send("Page.navigate", {"url": "about:blank"})
         except BaseException:

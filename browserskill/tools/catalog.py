@@ -626,8 +626,9 @@ STATE_TOOLS: tuple[ToolSpec, ...] = (
              "Remove every key of the current tab's origin's storage.", (_SESSION_STORAGE,)),
     ToolSpec(
         "state_save", ("state", "save"), _R,
-        "Save the session's cookies and the localStorage of the origins open in its tabs "
-        "to FILE, in Playwright's storageState JSON (written 0600: it holds credentials).",
+        "Save the session's cookies and the localStorage of every web origin its pages "
+        "have been on (or that it loaded) to PATH, in Playwright's storageState JSON "
+        "(written 0600: it holds credentials).",
         (Param("path", "string", "file to write", required=True, positional=True,
                path=True),),
         example="bsk state save login.json",

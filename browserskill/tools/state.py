@@ -20,10 +20,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from browserskill.browser.link import CdpError
-from browserskill.browser.storage_state import STORAGE_JS, load_state, read_state_file
+from browserskill.browser.storage_state import (
+    STORAGE_JS,
+    load_state,
+    read_origins,
+    read_state_file,
+)
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import isolated_world
@@ -48,6 +55,11 @@ async def _all_cookies(ctx: ToolContext, tab: Tab) -> list[dict[str, Any]]:
     return (await ctx.inspect("Network.getAllCookies", tab=tab))["cookies"]
 
 
+def _origin(url: str) -> str | None:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else None
+
+
 def _web_url(tab: Tab) -> str | None:
     return tab.url if tab.url.startswith(("http://", "https://")) else None
 
@@ -64,7 +76,7 @@ async def cookies_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
 
 
 def _scope(ctx: ToolContext) -> str:
-    return "isolated" if ctx.session.backend.describe().get("isolated") else "shared"
+    return "isolated" if ctx.session.backend.context_id is not None else "shared"
 
 
 @implements("cookies_set")
@@ -92,6 +104,9 @@ async def cookies_set(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
     if params.get("same_site"):
         cookie["sameSite"] = params["same_site"]
     if params.get("expires") is not None:
+        if params["expires"] <= time.time():
+            raise invalid("expires", "is in the past: the browser would drop the cookie at "
+                          "once", hint="to remove a cookie: bsk cookies delete NAME")
         cookie["expires"] = params["expires"]
     try:
         answer = await ctx.act("Network.setCookie", cookie, tab=tab)
@@ -197,7 +212,7 @@ async def storage_clear(ctx: ToolContext, params: dict[str, Any]) -> dict[str, A
 
 # -- state save | load ------------------------------------------------------------------
 
-_ORIGINSTORAGE_JS = """(() => {
+_ORIGIN_STORAGE_JS = """(() => {
   try {
     const items = [];
     for (let i = 0; i < localStorage.length; i++) {
@@ -218,12 +233,24 @@ async def state_save(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
             continue
         world = await isolated_world(ctx, each, each.main_frame_id)
         answer = await ctx.inspect("Runtime.evaluate", {
-            "expression": _ORIGINSTORAGE_JS, "contextId": world, "returnByValue": True},
+            "expression": _ORIGIN_STORAGE_JS, "contextId": world, "returnByValue": True},
             tab=each)
         found = answer.get("result", {}).get("value")
-        if found and found["origin"] != "null" and found["localStorage"]:
-            origins[found["origin"]] = found
-    state = {"cookies": cookies, "origins": list(origins.values())}
+        if found and found["origin"] != "null":
+            ctx.session.origins.add(found["origin"])
+            if found["localStorage"]:
+                origins[found["origin"]] = found
+    ctx.session.remember_origins()
+    elsewhere = sorted(ctx.session.origins - {t.url and _origin(t.url)
+                                               for t in ctx.session.tabs.values()})
+    if elsewhere:  # visited earlier or loaded from a state: read in a helper tab
+        helper = await ctx.backend.new_tab(f"{ctx.session.id}-state-reader")
+        try:
+            for found in await read_origins(helper, elsewhere, ctx.remaining):
+                origins[found["origin"]] = found
+        finally:
+            await asyncio.shield(ctx.backend.close_tab(helper))
+    state = {"cookies": cookies, "origins": [origins[o] for o in sorted(origins)]}
     path = write_private(params["path"], json.dumps(state, indent=2) + "\n")
     return {"path": path, "cookies": len(cookies), "origins": sorted(origins),
             "scope": _scope(ctx)}
@@ -247,7 +274,7 @@ def write_private(path: str, text: str) -> str:
 
 @implements("state_load")
 async def state_load(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    state = read_state_file(params["path"], "path")
+    state = await asyncio.to_thread(read_state_file, params["path"], "path")
     tab = ctx.tab
     ctx.mark_dispatched()
     helper = None
