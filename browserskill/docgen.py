@@ -141,7 +141,7 @@ def http_markdown() -> str:
     out = [GENERATED, "", f"# HTTP API ({info['title']} {info['version']})", "",
            _cell(info.get("description", "")), "",
            "The daemon serves `/v1` on its Unix socket `$BSK_HOME/bsk.sock` (mode 0600). A TCP "
-           "listener (DESIGN §6: off by default, loopback, `Authorization: Bearer TOKEN`) "
+           "listener (docs/design.md §6: off by default, loopback, `Authorization: Bearer TOKEN`) "
            "serves the same API. "
            "The OpenAPI document is served at `/v1/openapi.json` and kept in the repo at "
            "`browserskill/api/openapi.json`. The Python client (`browserskill.Client`) and "

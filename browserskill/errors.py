@@ -1,7 +1,7 @@
 """The one table of error codes, read by the CLI, the HTTP API and the MCP server.
 
 Each code fixes the HTTP status, the CLI exit code and the defaults for `dispatched`
-and `retry_safe` (DESIGN §3). Stdlib only: the CLI imports this on every call.
+and `retry_safe` (docs/design.md §3). Stdlib only: the CLI imports this on every call.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 # dispatched: "no" | "yes" | "unknown", the default when the raiser does not know better.
-# retry_safe: the default; any failure that sent nothing is safe to retry (DESIGN §3),
+# retry_safe: the default; any failure that sent nothing is safe to retry (docs/design.md §3),
 # except a cancel or a user's interrupt, which a retry would override.
 # (A namedtuple, not a dataclass: dataclasses would add ~15 ms to every `bsk` start.)
 Code = namedtuple("Code", "name http exit dispatched retry_safe meaning")

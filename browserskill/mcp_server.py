@@ -6,7 +6,7 @@
 - One session per MCP connection, started on the first tool call and stopped when the
   connection ends; `bsk mcp --session ID` (or `BSK_SESSION`) uses an existing session
   instead and leaves it running.
-- Every call answers with structured content in the result shape (DESIGN §3: `status`,
+- Every call answers with structured content in the result shape (docs/design.md §3: `status`,
   `dispatched`, `retry_safe`, `error.code`, …) plus the short text `bsk` prints;
   failures are tool errors (`isError`), never protocol errors. A screenshot also comes
   back as an image.
@@ -51,7 +51,7 @@ CALL_OPTIONS: dict[str, Any] = {
 
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "description": "The operation's result shape (DESIGN §3).",
+    "description": "The operation's result shape (docs/design.md §3).",
     "required": ["status", "dispatched", "retry_safe"],
     "properties": {
         "op_id": {"type": ["string", "null"]},

@@ -68,7 +68,7 @@ def ensure_state_dir(home: Path | None = None) -> Path:
 
 
 # The daemon runs with this umask: every file and directory it (or the browser it
-# launches) creates is the user's alone from its creation (DESIGN §6): the journal and
+# launches) creates is the user's alone from its creation (docs/design.md §6): the journal and
 # its -wal/-shm, logs, browser.json, token, screenshots, the profile.
 PRIVATE_UMASK = 0o077
 

@@ -1,4 +1,4 @@
-"""DESIGN §4 through the test-only fault seam (browserskill/dispatch/faults.py): a handler
+"""docs/design.md §4 through the test-only fault seam (browserskill/dispatch/faults.py): a handler
 paused between two named steps, a compensation that fails or outlives the cleanup
 deadline, a cancel racing the last step, a CDP socket dropped under the daemon, and the
 recording link's log of every command each operation sent.

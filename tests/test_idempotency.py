@@ -1,4 +1,4 @@
-"""DESIGN §3 idempotency: a key names one call, across concurrent repeats and restarts."""
+"""docs/design.md §3 idempotency: a key names one call, across concurrent repeats and restarts."""
 
 from __future__ import annotations
 

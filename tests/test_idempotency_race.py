@@ -1,4 +1,4 @@
-"""Idempotency under races (DESIGN §3): one key, one operation, one journal row,
+"""Idempotency under races (docs/design.md §3): one key, one operation, one journal row,
 whatever the timing — above all on a session's first use, when the call awaits the
 `default` session's start between checking its key and making its operation.
 

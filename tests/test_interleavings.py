@@ -1,7 +1,7 @@
 """Property-based: random interleavings of calls, waits, cancels, deadlines, replies,
 renderer crashes and lost links over several sessions, against the real Dispatcher,
 SessionManager, SessionQueue, Journal and BrowserManager, with an in-process fake
-browser link. Invariants (DESIGN §2-§4):
+browser link. Invariants (docs/design.md §2-§4):
 
 * at most one operation per session is dispatched (or cleaning up) at any moment, and
   only the session's holder sends commands; nothing is sent by an operation that ended;
@@ -533,7 +533,7 @@ def check_outcomes(ops: list[Operation], seam: faults.Faults, world: World) -> N
         assert op.dispatched in ("no", "yes"), op  # "unknown" only after a daemon death
         assert code != "internal", op.to_result()
         if code is not None and code != "page_error":
-            # Safe to retry exactly when nothing was sent (bar a cancel: DESIGN §3).
+            # Safe to retry exactly when nothing was sent (bar a cancel: docs/design.md §3).
             assert op.retry_safe == retry_safe_for(code, op.dispatched), op
         sent = seam.commands_of(op.op_id)
         changing = [c["method"] for c in sent if faults.page_changing(c)]

@@ -1,4 +1,4 @@
-"""DESIGN §4: cancel, compensation, partial input, deadlines, Ctrl-C, disconnects, lost
+"""docs/design.md §4: cancel, compensation, partial input, deadlines, Ctrl-C, disconnects, lost
 links and daemon death — each ends with an honest outcome."""
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def test_served_document_is_the_one_in_the_repo(served: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("spec", TOOLS, ids=lambda s: s.name)
 def test_every_tool_has_a_path(served: dict[str, Any], spec: ToolSpec) -> None:
-    if spec.name == "session_stop":  # DESIGN §8: stopping is DELETE on the session
+    if spec.name == "session_stop":  # docs/http-api.md: stopping is DELETE on the session
         assert "delete" in served["paths"]["/v1/sessions/{sid}"]
         return
     item = served["paths"].get(f"/v1/sessions/{{sid}}/tools/{spec.name}")

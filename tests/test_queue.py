@@ -1,4 +1,4 @@
-"""DESIGN §2: one operation at a time per session; busy by default, FIFO with --wait;
+"""docs/design.md §2: one operation at a time per session; busy by default, FIFO with --wait;
 sessions in parallel with each other."""
 
 from __future__ import annotations

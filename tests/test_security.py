@@ -1,4 +1,4 @@
-"""What keeps other local users and forged clients out (DESIGN §6, docs/http-api.md):
+"""What keeps other local users and forged clients out (docs/design.md §6, docs/http-api.md):
 the state directory's files are private from their creation, another local user reaches
 neither the socket nor the state dir, and requests whose security headers are ambiguous
 (two Host headers, two Origin headers) are refused."""

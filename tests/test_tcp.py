@@ -1,4 +1,4 @@
-"""DESIGN §6: the optional TCP listener — loopback, bearer token, Host header checked."""
+"""docs/design.md §6: the optional TCP listener — loopback, bearer token, Host header checked."""
 
 from __future__ import annotations
 

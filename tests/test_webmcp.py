@@ -1,5 +1,5 @@
 """WebMCP end to end on the real Chromium: list and invoke page tools, and fail fast
-(DESIGN §5) when the tool's page reloads, navigates or crashes under a pending call.
+(docs/design.md §5) when the tool's page reloads, navigates or crashes under a pending call.
 
 A second CDP client on the same tab (`SideCdp`) plays "someone else": it reloads,
 navigates, crashes the renderer, and reads the page's own log of tool runs to know when

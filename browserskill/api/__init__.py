@@ -1,1 +1,1 @@
-"""The HTTP API (DESIGN §8): routes, error rendering, OpenAPI document."""
+"""The HTTP API (docs/http-api.md): routes, error rendering, OpenAPI document."""

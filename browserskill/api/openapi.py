@@ -19,7 +19,7 @@ CHECKED_IN = Path(__file__).with_name("openapi.json")
 
 RESULT: dict[str, Any] = {
     "type": "object",
-    "description": "Every operation ends with this shape (DESIGN §3).",
+    "description": "Every operation ends with this shape (docs/design.md §3).",
     "required": ["op_id", "session_id", "tool", "state", "status", "dispatched", "retry_safe"],
     "properties": {
         "op_id": {"type": "string"},
@@ -45,7 +45,7 @@ ERROR = {
         "details": {"type": "object"},
     },
 }
-# DESIGN §8: every error body is {"error": …}, plus the operation's fields when the call
+# docs/http-api.md: every error body is {"error": …}, plus the operation's fields when the call
 # became an operation (refused before that, e.g. bad params: the error alone).
 ERROR_BODY = {
     "type": "object",

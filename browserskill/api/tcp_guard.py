@@ -1,4 +1,4 @@
-"""The TCP listener's gate (DESIGN §6): loopback only, a bearer token, and a Host header
+"""The TCP listener's gate (docs/design.md §6): loopback only, a bearer token, and a Host header
 naming this listener (so a web page can't reach it through DNS rebinding).
 
 The Unix socket needs none of this: its 0600 mode already limits it to the user.

@@ -15,7 +15,7 @@ daemon on first use, as `bsk` does) or over TCP with a bearer token::
 Every tool in the catalog is a method (`open`, `click`, `snapshot`, `tab_new`, …) with its
 parameters as arguments, plus the per-call options `session`, `wait`, `timeout` (seconds),
 `key` (idempotency key), `detach` and `op_id`; `call(tool, params)` reaches any tool.
-A call returns a `Result` (the result shape, DESIGN §3) when the operation completed —
+A call returns a `Result` (the result shape, docs/design.md §3) when the operation completed —
 including an `eval` whose script threw (`result.ok` false, `error.code == "page_error"`) —
 and raises the exception class of its error code otherwise (`StaleRefError`,
 `OutcomeUnknownError`, …; all `BrowserSkillError`, carrying the op fields).

@@ -32,7 +32,7 @@ class ErrorInfo:
 
 @dataclass(frozen=True)
 class Result:
-    """One operation's result shape (DESIGN §3). `state` is not `ended` for a detached call
+    """One operation's result shape (docs/design.md §3). `state` is not `ended` for a detached call
     that is still running."""
 
     op_id: str | None

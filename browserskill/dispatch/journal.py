@@ -120,7 +120,7 @@ class Journal:
         return [_to_result(r) for r in self.db.execute(sql, (*args, limit))]
 
     def reconcile(self) -> dict[str, int]:
-        """Settle operations a dead daemon left open (DESIGN §4, daemon death)."""
+        """Settle operations a dead daemon left open (docs/design.md §4, daemon death)."""
         now = time.time()
         counts = {"cancelled": 0, "outcome_unknown": 0}
         rows = self.db.execute(

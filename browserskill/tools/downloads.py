@@ -198,7 +198,7 @@ def _reserve(downloads: SessionDownloads, name: str) -> Path | None:
 
 
 def _private_dir(path: Path) -> None:
-    """Our own directories under the state dir are the user's alone (DESIGN §6); a
+    """Our own directories under the state dir are the user's alone (docs/design.md §6); a
     directory the caller chose keeps its mode."""
     fresh = not path.exists()
     path.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_REF = 128
-# Chromium's annotation names -> ours (DESIGN §5 lists these four).
+# Chromium's annotation names -> ours (docs/design.md §5 lists these four).
 ANNOTATIONS = {"readOnly": "read_only", "untrustedContent": "untrusted_content",
                "consequential": "consequential", "autosubmit": "autosubmit"}
 
