@@ -116,7 +116,7 @@ def test_session_list_shows_placement(fresh_bsk: Bsk) -> None:
     assert listed["own"]["placement"]["isolated"] is True
     assert listed["own"]["placement"]["context_id"]
     text = fresh_bsk("session", "list", as_json=False).stdout
-    assert "isolated" in text
+    assert "its own browser context" in text and "the shared profile" in text
 
 
 async def test_an_mcp_connection_does_not_hide_the_cli_session(bsk: Bsk, site: str) -> None:

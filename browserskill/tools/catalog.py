@@ -74,7 +74,8 @@ class Param(_ParamFields):
             s["maxLength" if self.type != "object" else "x-maxJsonBytes"] = self.max_length
         if self.type == "string" and self.required and not self.blank_ok:
             s["minLength"] = 1
-            s["pattern"] = NOT_BLANK  # `check_value` refuses whitespace alone
+            if not self.path:  # an absolute path's own pattern already says "not blank"
+                s["pattern"] = NOT_BLANK  # `check_value` refuses whitespace alone
         return s
 
 
@@ -168,6 +169,9 @@ def check_value(p: Param, value: Any) -> Any:
                 raise invalid(p.name, "items must be strings")
     if p.path and any("\0" in v for v in (value if isinstance(value, list) else [value])):
         raise invalid(p.name, "a file path can't contain a NUL character")
+    if p.path and not all(v.startswith("/") for v in (value if isinstance(value, list)
+                                                       else [value])):
+        raise invalid(p.name, "must be an absolute path (the CLI makes it absolute)")
     if p.choices and value not in p.choices:
         raise invalid(p.name, f"must be one of {', '.join(map(str, p.choices))}, got {value!r}")
     if p.minimum is not None and value < p.minimum:
