@@ -49,6 +49,9 @@ STATUS_FOR_CODE = {"cancelled": "cancelled", "outcome_unknown": "outcome_unknown
 
 # Codes where nothing was dispatched and waiting helps: the only ones worth a retry.
 SHOULD_RETRY = {"session_busy", "browser_unavailable"}
+# In an error's details: waiting won't mend it (no browser installed), so even a code
+# of SHOULD_RETRY answers X-Should-Retry: false.
+LASTING = "lasting"
 # Failures a retry must not override even though nothing was sent.
 NEVER_RETRY_SAFE = {"cancelled", "user_interrupted"}
 

@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 from conftest import Bsk, Chromium, alive, wait_until
 
 import browserskill
@@ -154,6 +155,12 @@ def test_missing_browser_is_browser_unavailable(make_bsk: Callable[..., Bsk]) ->
         assert answer["dispatched"] == "no" and answer["retry_safe"] is True
         assert "install" in answer["error"]["hint"]
     assert runner.ok("session", "list")["sessions"] == []  # nothing half-made
+    # Safe to retry, but waiting won't install a browser: clients are told not to.
+    transport = httpx.HTTPTransport(uds=str(runner.home / "bsk.sock"))
+    with httpx.Client(transport=transport, base_url="http://bsk", timeout=60) as http:
+        r = http.post("/v1/sessions/default/tools/eval", json={"expression": "1"})
+    assert r.status_code == 503 and r.headers["x-should-retry"] == "false"
+    assert r.json()["error"]["details"] == {"reason": "no_browser", "lasting": True}
 
 
 def test_stop_then_a_call_spawns_again(fresh_bsk: Bsk) -> None:

@@ -16,7 +16,7 @@ from starlette.routing import Match, Route
 from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
 from browserskill.browser.storage_state import read_state_file
 from browserskill.dispatch.operations import Operation
-from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
+from browserskill.errors import CODES, LASTING, SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog
 
 if TYPE_CHECKING:
@@ -28,17 +28,18 @@ log = logging.getLogger(__name__)
 CALL_OPTIONS = ("wait", "timeout_ms", "detach")
 
 
-def _headers(code: str | None) -> dict[str, str]:
+def _headers(code: str | None, body: dict[str, Any]) -> dict[str, str]:
     if code is None or CODES[code].http < 300:
         return {}
-    if code in SHOULD_RETRY:
+    details = (body.get("error") or {}).get("details") or {}
+    if code in SHOULD_RETRY and not details.get(LASTING):
         return {"X-Should-Retry": "true", "Retry-After": "1"}
     return {"X-Should-Retry": "false"}
 
 
 def respond(body: dict[str, Any], code: str | None = None, status: int | None = None) -> Response:
     http = status or (CODES[code].http if code else 200)
-    return SafeJSONResponse(body, status_code=http, headers=_headers(code))
+    return SafeJSONResponse(body, status_code=http, headers=_headers(code, body))
 
 
 def error_response(err: BskError) -> Response:

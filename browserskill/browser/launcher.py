@@ -33,6 +33,10 @@ class LaunchError(Exception):
     pass
 
 
+class NoBrowser(LaunchError):
+    """No browser to launch: a retry can't help until one is installed."""
+
+
 def find_browser() -> str | None:
     """`BSK_BROWSER` if set, else the first known browser on PATH."""
     override = os.environ.get("BSK_BROWSER")

@@ -22,7 +22,7 @@ from browserskill.browser import launcher
 from browserskill.browser.cdp import CdpLink
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab
-from browserskill.errors import BskError
+from browserskill.errors import LASTING, BskError
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,8 @@ class BrowserManager:
                 return self.link
             try:
                 link = await self._connect()
+            except launcher.NoBrowser as e:  # waiting won't install one
+                raise self._unavailable(str(e), lasting=True) from None
             except (launcher.LaunchError, LinkError, OSError, TimeoutError) as e:
                 raise self._unavailable(str(e)) from None
             await self._adopt_link(link)
@@ -86,12 +88,13 @@ class BrowserManager:
         link.on_close(self._on_link_closed)
         await link.send("Target.setDiscoverTargets", {"discover": True})
 
-    def _unavailable(self, why: str) -> BskError:
+    def _unavailable(self, why: str, *, lasting: bool = False) -> BskError:
         if self.config.cdp_url:
             hint = f"check that the browser at {self.config.cdp_url} is running and reachable"
         else:
             hint = launcher.INSTALL_HINT
-        return BskError("browser_unavailable", f"no browser: {why}", hint=hint)
+        return BskError("browser_unavailable", f"no browser: {why}", hint=hint,
+                        details={"reason": "no_browser", LASTING: True} if lasting else {})
 
     @property
     def _record(self) -> Path:
@@ -138,7 +141,7 @@ class BrowserManager:
         executable = launcher.find_browser()
         if executable is None:
             override = os.environ.get("BSK_BROWSER")
-            raise launcher.LaunchError(
+            raise launcher.NoBrowser(
                 f"BSK_BROWSER={override} is not an executable" if override
                 else "no Chromium, Chrome or Edge found on PATH")
         profile = self._profile_dir()
