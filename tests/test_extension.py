@@ -322,8 +322,12 @@ def test_gone_tab_versus_gone_browser_is_judged_by_the_sessions_own_link(
     # The user closes one agent tab (the daemon's own browser is not even running): the
     # tab is gone, the browser is not.
     browser_cdp(ext_browser.chromium, "Target.closeTarget", {"targetId": closed["target_id"]})
-    r = wait_until(lambda: (lambda r: r if r.code != 0 else None)(
-        s("eval", "1")), what="the closed (current) tab to fail")
+    # Once the daemon knows (a call racing the close may have reached the page: that one
+    # would honestly be outcome_unknown), calls on it fail at once, nothing sent.
+    wait_until(lambda: any(t["tab_id"] == second and t.get("gone")
+                           for t in s.ok("tab", "list")["result"]["tabs"]),
+               what="the closed tab to be known gone")
+    r = s("eval", "1")
     assert r.json["error"]["code"] == "action_failed", r.stdout
     assert r.json["error"]["details"]["reason"] == "tab_gone"
     # The extension disconnected while the daemon's own browser runs (another session):
