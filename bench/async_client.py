@@ -16,15 +16,13 @@ Targets: client ops/s >= 0.15 x raw ops/s; client CPU per op <= 0.5 ms.
 from __future__ import annotations
 
 import asyncio
-import itertools
-import json
 import os
 import sys
 import time
 from typing import Any
 
 import common
-from websockets.asyncio.client import connect
+from raw_cdp import RawCdp
 
 from browserskill import AsyncClient
 
@@ -38,37 +36,6 @@ def daemon_cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
-
-
-class Cdp:
-    """CDP over one WebSocket, many commands in flight (replies matched by id)."""
-
-    def __init__(self, ws: Any) -> None:
-        self.ws = ws
-        self.ids = itertools.count(1)
-        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self.reader = asyncio.ensure_future(self._read())
-
-    async def _read(self) -> None:
-        async for raw in self.ws:
-            msg = json.loads(raw)
-            fut = self.pending.pop(msg.get("id", -1), None)
-            if fut is not None and not fut.done():
-                fut.set_result(msg)
-
-    async def send(self, method: str, params: dict[str, Any] | None = None,
-                   session_id: str | None = None) -> dict[str, Any]:
-        msg_id = next(self.ids)
-        fut = asyncio.get_running_loop().create_future()
-        self.pending[msg_id] = fut
-        msg: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
-        if session_id:
-            msg["sessionId"] = session_id
-        await self.ws.send(json.dumps(msg))
-        reply = await fut
-        if "error" in reply:
-            raise RuntimeError(f"{method}: {reply['error']}")
-        return reply["result"]
 
 
 class Run:
@@ -115,12 +82,8 @@ async def measure(pid: int, sock: str, url: str, sessions: int,
             tabs = (await client.call("tab_list", session=sid)).result["tabs"]
             targets.append(tabs[0]["target_id"])
         endpoint = (await client.status())["browser"]["cdp_endpoint"]
-        async with connect(endpoint, max_size=None, ping_interval=None,
-                           compression=None) as ws:
-            cdp = Cdp(ws)
-            cdp_sessions = [(await cdp.send("Target.attachToTarget",
-                                            {"targetId": t, "flatten": True}))["sessionId"]
-                            for t in targets]
+        async with RawCdp(endpoint) as cdp:
+            cdp_sessions = [await cdp.attach(t) for t in targets]
 
             async def via_client(sid: str) -> None:
                 answer = await client.call("eval", {"expression": "1+1"}, session=sid)
@@ -136,7 +99,6 @@ async def measure(pid: int, sock: str, url: str, sessions: int,
             for _ in range(ROUNDS):
                 totals[1].add(await timed(pid, raw, cdp_sessions, calls))
                 totals[0].add(await timed(pid, via_client, sids, calls))
-            cdp.reader.cancel()
         for sid in sids:
             await client.session_stop(sid)
     return totals

@@ -14,13 +14,11 @@ Per session: timer lateness (actual / asked) and frames per second. Target: with
 from __future__ import annotations
 
 import asyncio
-import itertools
-import json
 import sys
 from typing import Any
 
 from common import BskDaemon, api, exit_on_sigterm, header, median, page_server, run_main
-from websockets.asyncio.client import connect
+from raw_cdp import RawCdp
 
 WORKLOAD = """(async () => {
   const t0 = performance.now();
@@ -48,51 +46,14 @@ async def bsk_round(daemon: BskDaemon, sessions: list[str]) -> list[dict[str, An
     return list(await asyncio.gather(*(one(s) for s in sessions)))
 
 
-class RawCdp:
-    """Our own CDP connection to the daemon's browser: tabs in one shared window."""
-
-    def __init__(self, endpoint: str) -> None:
-        self.endpoint = endpoint
-        self.ids = itertools.count(1)
-        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
-
-    async def __aenter__(self) -> RawCdp:
-        self.ws = await connect(self.endpoint, max_size=None)
-        self.reader = asyncio.create_task(self._read())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.reader.cancel()
-        await self.ws.close()
-
-    async def _read(self) -> None:
-        async for raw in self.ws:
-            msg = json.loads(raw)
-            fut = self.pending.pop(msg.get("id", -1), None)
-            if fut is not None and not fut.done():
-                fut.set_result(msg)
-
-    async def send(self, method: str, params: dict[str, Any] | None = None,
-                   session: str | None = None) -> dict[str, Any]:
-        i = next(self.ids)
-        fut = asyncio.get_running_loop().create_future()
-        self.pending[i] = fut
-        msg: dict[str, Any] = {"id": i, "method": method, "params": params or {}}
-        if session:
-            msg["sessionId"] = session
-        await self.ws.send(json.dumps(msg))
-        answer = await asyncio.wait_for(fut, 60)
-        if "error" in answer:
-            raise RuntimeError(f"{method}: {answer['error']}")
-        return answer["result"]
+class SharedWindow(RawCdp):
+    """Tabs opened the way sessions were placed before: all in one shared window."""
 
     async def shared_window_tabs(self, url: str, n: int) -> list[tuple[str, str]]:
         tabs = []
         for _ in range(n):
             target = (await self.send("Target.createTarget", {"url": url}))["targetId"]
-            session = (await self.send("Target.attachToTarget",
-                                       {"targetId": target, "flatten": True}))["sessionId"]
-            tabs.append((target, session))
+            tabs.append((target, await self.attach(target)))
         return tabs
 
     async def round(self, tabs: list[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -120,7 +81,7 @@ async def run(ns: list[int]) -> int:
         _, _, body, _ = api(daemon.socket, "GET", "/v1/status?connect=true")
         endpoint = body["browser"]["cdp_endpoint"]
         lone: tuple[float, float] | None = None
-        async with RawCdp(endpoint) as raw:
+        async with SharedWindow(endpoint) as raw:
             for n in ns:
                 sessions = [f"bench-{n}-{i}" for i in range(n)]
                 for sid in sessions:
