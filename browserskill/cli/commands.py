@@ -22,7 +22,7 @@ TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
     from typing import Any
 
-    from browserskill.cli.main import Client
+    from browserskill.cli.daemon_client import Client
 
 
 def cmd_session_start(client: Client, args: list[str]) -> Any:
@@ -101,7 +101,7 @@ def cmd_daemon_start(client: Client, args: list[str]) -> Any:
         from browserskill.daemon.__main__ import main as daemon_main
 
         sys.exit(daemon_main(daemon_args))
-    from browserskill.cli.spawn import reachable
+    from browserskill.daemon.spawn import reachable
 
     if reachable(paths.socket_file()):
         info = client.call("GET", "/v1/daemon", spawn=False)[2]
@@ -136,7 +136,7 @@ def check_daemon_args(args: list[str]) -> None:
 
 def cmd_daemon_stop(client: Client, args: list[str]) -> Any:
     _no_args("daemon stop", args)
-    from browserskill.cli.spawn import reachable
+    from browserskill.daemon.spawn import reachable
 
     sock = paths.socket_file()
     try:

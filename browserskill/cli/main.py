@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import sys
 
-from browserskill import paths
 from browserskill.cli import render
 from browserskill.cli.args import Globals, parse_tool_args, split_globals
 from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS, HIDDEN_TOOLS, REPORTS_AN_OP
+from browserskill.cli.daemon_client import Client
 from browserskill.cli.transport import DaemonLost, DaemonUnreachable, request
 from browserskill.errors import CODES, BskError, exit_code, invalid
 from browserskill.tools.catalog import BY_WORDS, TOOLS, ToolSpec, default_timeout_s
@@ -21,50 +21,6 @@ from browserskill.tools.catalog import BY_WORDS, TOOLS, ToolSpec, default_timeou
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
     from typing import Any
-
-
-class Client:
-    """The daemon, as this one `bsk` process sees it: started on first use."""
-
-    def __init__(self, g: Globals) -> None:
-        self.g = g
-        self.sock = paths.socket_file()
-        self._spawned = False
-        self._checked = False
-
-    def check_home(self) -> None:
-        """A state dir no daemon could use is one clear line, before any connect."""
-        if not self._checked:
-            problem = paths.state_dir_problem(paths.state_dir_name())
-            if problem:
-                raise BskError("invalid_params", f"BSK_HOME: {problem}",
-                               details={"field": "BSK_HOME"})
-            self._checked = True
-
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None, *,
-             headers: dict[str, str] | None = None, spawn: bool = True,
-             timeout: float | None = None) -> tuple[int, dict[str, str], Any]:
-        wire_timeout = (timeout or self.g.timeout or 30.0) + 30.0
-        self.check_home()
-        try:
-            return request(self.sock, method, path, body, timeout=wire_timeout, headers=headers)
-        except DaemonUnreachable:
-            if not spawn:
-                raise
-        self.start_daemon()
-        return request(self.sock, method, path, body, timeout=wire_timeout, headers=headers)
-
-    def start_daemon(self, extra: list[str] | None = None) -> int:
-        from browserskill.cli.spawn import DaemonStartError, spawn
-
-        self.check_home()
-        try:
-            pid = spawn(extra)
-        except DaemonStartError as e:
-            raise BskError("browser_unavailable", f"could not start the daemon: {e}",
-                           hint="run `bsk doctor` for what to fix") from None
-        self._spawned = True
-        return pid
 
 
 def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[str, Any]:

@@ -66,7 +66,7 @@ class AsyncClient(_Base):
         raise AssertionError("unreachable")
 
     async def _start_daemon(self) -> None:
-        from browserskill.cli.spawn import DaemonStartError, spawn
+        from browserskill.daemon.spawn import DaemonStartError, spawn
 
         try:
             await asyncio.to_thread(spawn, home=self.home)

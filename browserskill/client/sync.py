@@ -67,7 +67,7 @@ class Client(_Base):
         raise AssertionError("unreachable")
 
     def _start_daemon(self) -> None:
-        from browserskill.cli.spawn import DaemonStartError, spawn
+        from browserskill.daemon.spawn import DaemonStartError, spawn
 
         try:
             spawn(home=self.home)
