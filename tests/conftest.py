@@ -214,19 +214,8 @@ def daemon_pid(home: Path) -> int | None:
     return pid if b"browserskill.daemon" in cmdline else None
 
 
-def alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie waiting for a reaper."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+# True while the process exists and is not a zombie waiting for a reaper.
+alive = launcher.process_alive
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 20,

@@ -110,20 +110,20 @@ class LaunchedBrowser:
         return "unix:" + self.socket
 
     def alive(self) -> bool:
-        return _alive(self.keeper_pid) and _alive(self.pid)
+        return process_alive(self.keeper_pid) and process_alive(self.pid)
 
     def terminate(self, grace: float = 3.0) -> None:
         """The keeper stops the browser on SIGTERM; its process group goes too."""
         deadline = time.monotonic() + grace
         for pid, group in ((self.keeper_pid, False), (self.pid, True)):
             for sig in (signal.SIGTERM, signal.SIGKILL):
-                if not _alive(pid):
+                if not process_alive(pid):
                     break
                 try:
                     (os.killpg if group else os.kill)(pid, sig)
                 except ProcessLookupError:
                     break
-                while _alive(pid) and time.monotonic() < deadline:
+                while process_alive(pid) and time.monotonic() < deadline:
                     time.sleep(0.05)
                 deadline = time.monotonic() + grace
         _reap(self.keeper_pid)
@@ -139,18 +139,20 @@ class LaunchedBrowser:
                    str(d["executable"]), Path(d["profile"]), d.get("cdp_url"))
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie waiting for a reaper (the keeper,
+    our child, until it is reaped)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    try:  # a zombie child of ours (the keeper, before it is reaped) is not alive
+    try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+    except OSError:  # gone since the signal
+        return False
 
 
 def _reap(pid: int) -> None:

@@ -232,6 +232,12 @@ SINCE = Param("since", "integer", "cursor from an earlier call (next_since); wit
 LIMIT = Param("limit", "integer", "at most this many entries", default=100, minimum=1,
               maximum=1000)
 
+# Wheel offsets (scroll, mouse wheel): bounded, a huge one would keep the page busy.
+WHEEL = (Param("dx", "integer", "pixels right (negative: left)", default=0,
+               minimum=-1_000_000, maximum=1_000_000),
+         Param("dy", "integer", "pixels down (negative: up)", default=0,
+               minimum=-1_000_000, maximum=1_000_000))
+
 _R, _T, _M, _S = Effect.READ, Effect.TRANSIENT_INPUT, Effect.MUTATION, Effect.SESSION
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -316,10 +322,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Scroll the page or an element by pixels (mouse wheel), or an element into view.",
         (Param("ref", "string", "element to scroll, a ref or a locator (default: the page)",
                positional=True, max_length=TARGET_MAX),
-         Param("dx", "integer", "pixels right (negative: left)", default=0,
-               minimum=-1_000_000, maximum=1_000_000),
-         Param("dy", "integer", "pixels down (negative: up)", default=0,
-               minimum=-1_000_000, maximum=1_000_000),
+         *WHEEL,
          Param("into_view", "boolean", "scroll REF into view instead", default=False)),
         example="bsk scroll --dy 600",
     ),
@@ -527,8 +530,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "mouse_wheel", ("mouse", "wheel"), _T,
         "Turn the mouse wheel over viewport coordinates: scrolls whatever is under X Y.",
         (MOUSE_X, MOUSE_Y,
-         Param("dx", "integer", "pixels right (negative: left)", default=0),
-         Param("dy", "integer", "pixels down (negative: up)", default=0)),
+         *WHEEL),
         example="bsk mouse wheel 200 150 --dy 300",
     ),
     ToolSpec(

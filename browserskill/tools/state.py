@@ -7,20 +7,19 @@ the session is isolated, else the shared profile's — which every non-isolated 
 isolated world of the current tab's main frame (its origin's storage; page scripts can't
 intercept it there).
 
-`state save|load` use Playwright's `storageState` JSON ({"cookies": [...], "origins":
-[{"origin", "localStorage": [{"name", "value"}]}]}), so state moves between the two.
-A saved file holds credentials: it is written 0600. Loading a origin's localStorage
-needs a document of that origin: a helper tab of the session's own opens each origin
-with every request answered by an empty page (the `Fetch` domain), so no site is
-contacted, writes the items, and closes.
+`state save|load` use Playwright's `storageState` JSON (browser/storage_state.py), so
+state moves between the two. A saved file holds credentials: it is written 0600.
+Origins no tab has open are read or written in a helper tab of the session's own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -236,24 +235,30 @@ async def state_save(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
             "expression": _ORIGIN_STORAGE_JS, "contextId": world, "returnByValue": True},
             tab=each)
         found = answer.get("result", {}).get("value")
-        if found and found["origin"] != "null":
-            ctx.session.origins.add(found["origin"])
-            if found["localStorage"]:
-                origins[found["origin"]] = found
+        if found and found["origin"] != "null" and found["localStorage"]:
+            origins[found["origin"]] = found
     ctx.session.remember_origins()
-    elsewhere = sorted(ctx.session.origins - {t.url and _origin(t.url)
+    elsewhere = sorted(ctx.session.origins - {_origin(t.url)
                                                for t in ctx.session.tabs.values()})
-    if elsewhere:  # visited earlier or loaded from a state: read in a helper tab
-        helper = await ctx.backend.new_tab(f"{ctx.session.id}-state-reader")
-        try:
+    if elsewhere:  # visited earlier or loaded from a state
+        async with _helper_tab(ctx) as helper:
             for found in await read_origins(helper, elsewhere, ctx.remaining):
                 origins[found["origin"]] = found
-        finally:
-            await asyncio.shield(ctx.backend.close_tab(helper))
     state = {"cookies": cookies, "origins": [origins[o] for o in sorted(origins)]}
     path = write_private(params["path"], json.dumps(state, indent=2) + "\n")
     return {"path": path, "cookies": len(cookies), "origins": sorted(origins),
             "scope": _scope(ctx)}
+
+
+@contextlib.asynccontextmanager
+async def _helper_tab(ctx: ToolContext) -> AsyncIterator[Tab]:
+    """A blank tab of the session's own browser context, not one of its tabs; closed
+    afterwards whatever happens."""
+    helper = await ctx.backend.new_tab(f"{ctx.session.id}-state-helper")
+    try:
+        yield helper
+    finally:
+        await asyncio.shield(ctx.backend.close_tab(helper))
 
 
 def write_private(path: str, text: str) -> str:
@@ -277,13 +282,10 @@ async def state_load(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
     state = await asyncio.to_thread(read_state_file, params["path"], "path")
     tab = ctx.tab
     ctx.mark_dispatched()
-    helper = None
-    try:
-        if state["origins"]:
-            helper = await ctx.backend.new_tab(f"{ctx.session.id}-state-loader")
-        out = await load_state(tab, helper or tab, state, timeout=ctx.remaining())
-    finally:
-        if helper is not None:
-            await asyncio.shield(ctx.backend.close_tab(helper))
+    if state["origins"]:
+        async with _helper_tab(ctx) as helper:
+            out = await load_state(tab, helper, state, timeout=ctx.remaining())
+    else:
+        out = await load_state(tab, tab, state, timeout=ctx.remaining())
     return {**out, "path": params["path"], "scope": _scope(ctx),
             "note": "pages already open keep what they read; reload them to see the state"}
