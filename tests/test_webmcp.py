@@ -248,10 +248,24 @@ def test_cross_origin_navigation_by_the_tool(bsk: Bsk, side: SideCdp, site: str,
     late = bsk.ok("webmcp", "invoke", "goto_later", "--input", target)["result"]
     assert late["status"] == "error"
     assert "cross-origin navigation" in late["error_text"]
+    # A tool that answers after its page has gone gets Chromium's error.
+    # A tool that answers and then leaves: its answer arrives.
+    bsk.ok("open", f"{site}/{PAGE}")
+    soon = bsk.ok("webmcp", "invoke", "goto_soon", "--input", target)["result"]
+    assert soon["status"] == "completed"
+    assert soon["output"] == {"leaving_for": f"{cross_site}/other.html"}
+    bsk.ok("wait", "--text", "Other page")
+    # A tool that starts the navigation and answers in the same task races the commit in
+    # Chromium (its answer and the navigation travel apart): whichever Chromium sends first
+    # is the result, and it says which (docs/webmcp.md).
     bsk.ok("open", f"{site}/{PAGE}")
     quick = bsk.ok("webmcp", "invoke", "goto", "--input", target)["result"]
-    assert quick["status"] == "completed"  # it answered before the page went
-    assert quick["output"] == {"leaving_for": f"{cross_site}/other.html"}
+    if quick["status"] == "completed":
+        assert quick["output"] == {"leaving_for": f"{cross_site}/other.html"}
+    else:
+        assert quick["status"] == "error", quick
+        assert "cross-origin navigation" in quick["error_text"]
+    bsk.ok("wait", "--text", "Other page")
 
 
 def test_crash_fails_fast_then_tools_after_recovery_work(bsk: Bsk, side: SideCdp,
