@@ -24,8 +24,11 @@ def release(bsk: Bsk, site: str, *tags: str) -> None:
     """Ends the page's `gated(TAG)` calls: another session sets their keys on the origin."""
     other = bsk.with_session("releaser")
     other.ok("session", "start", "releaser")
-    other.ok("open", f"{site}/counter.html")
-    other.ok("eval", ";".join(f"localStorage.setItem('release-{t}', '1')" for t in tags))
+    try:
+        other.ok("open", f"{site}/counter.html")
+        other.ok("eval", ";".join(f"localStorage.setItem('release-{t}', '1')" for t in tags))
+    finally:
+        other.ok("session", "stop")
 
 
 def test_concurrent_calls_without_wait_get_session_busy(bsk: Bsk, site: str) -> None:
