@@ -508,6 +508,8 @@ def _network(r: dict[str, Any]) -> str:
             extra.append(e["error"])
         if e.get("duration_ms") is not None:
             extra.append(f"{e['duration_ms']:.0f} ms")
+        if e.get("route"):
+            extra.append(f"route {e['route']}")
         lines.append(f"[{e['seq']}] {e['id']:<5} {e['method']:<6} {status:<4} {e['url']}  "
                      f"({', '.join(x for x in extra if x)})")
     lines.append(_cursor(r, len(r.get("entries", []))) + f" · in flight: {r.get('in_flight', 0)}")
@@ -717,6 +719,8 @@ def command_help(control: Any, spec: Any) -> str:
                 name = p.name.upper()
             elif p.type == "boolean":  # a switch: --x on (default off), --no-x off
                 name = p.flag if not p.default else f"--no-{p.flag[2:]}"
+            elif p.bare is not None:  # the value may be left out
+                name = f"{p.flag} [{p.type.upper()}]"
             else:
                 name = f"{p.flag} {p.type.upper()}"
             if p.positional and not p.required:
