@@ -516,6 +516,55 @@ def _network(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _network_show(r: dict[str, Any]) -> str:
+    status = r.get("status") or ("ERR" if r.get("state") == "failed" else "…")
+    facts = [r.get("mime_type") or "", f"{r['bytes']} bytes" if "bytes" in r else "",
+             f"{r['duration_ms']:.0f} ms" if r.get("duration_ms") is not None else "",
+             r.get("error", ""), f"route {r['route']}" if r.get("route") else ""]
+    lines = [f"{r['id']} {r['method']} {r['url']} -> {status} {r.get('status_text', '')}"
+             .rstrip() + f"  ({', '.join(f for f in facts if f)})"]
+    for hop in r.get("redirects", []):
+        lines.append(f"  redirected from {hop['url']} ({hop['status']})")
+    for title, key in (("request headers", "request_headers"),
+                       ("response headers", "response_headers")):
+        if r.get(key):
+            lines.append(f"{title}:")
+            lines += [f"  {k}: {v}" for k, v in r[key].items()]
+    if r.get("timing_ms"):
+        lines.append("timing (ms): " + " · ".join(f"{k} {v:g}" for k, v in r["timing_ms"].items()
+                                                   if v >= 0))
+    for prefix, title in (("request_body", "request body"), ("body", "body")):
+        if f"{prefix}_unavailable" in r:
+            lines.append(f"{title}: unavailable: {r[prefix + '_unavailable']}")
+        elif f"{prefix}_bytes" in r:
+            lines.append(f"{title} ({r[prefix + '_bytes']} bytes):")
+            if prefix in r:
+                lines.append(r[prefix])
+            if r.get(f"{prefix}_note"):
+                lines.append(f"note: {r[prefix + '_note']}")
+    return "\n".join(lines)
+
+
+def _route_line(route: dict[str, Any]) -> str:
+    if "abort" in route:
+        does = f"fail ({route['abort']})"
+    else:
+        does = f"{route['status']}, {route['body_bytes']} bytes" + (
+            f" from {route['file']}" if route.get("file") else "")
+        kind = next((v for k, v in route.get("headers", {}).items()
+                     if k.lower() == "content-type"), "")
+        does += f", {kind}" if kind else ""
+    left = f", {route['times_left']} left" if "times_left" in route else ""
+    return f"{route['pattern']} -> {does}  ({route['hits']} hits{left})"
+
+
+def _route_list(r: dict[str, Any]) -> str:
+    routes = r.get("routes") or []
+    if not routes:
+        return "no routes"
+    return "\n".join(_route_line(x) for x in routes)
+
+
 def _view(page: dict[str, Any]) -> str:
     return f"page sees {page.get('width')}x{page.get('height')} @{page.get('scale')}x"
 
@@ -547,6 +596,16 @@ RENDERERS.update({
     ("check",): _checked, ("uncheck",): _checked, ("upload",): _upload, ("wait",): _wait,
     ("html",): _html, ("console",): _console, ("network",): _network,
     ("emulate",): _emulate, ("window", "resize"): _window,
+    ("network", "show"): _network_show,
+    ("network", "har"): lambda r: f"wrote {r['entries']} requests to {r['path']}" + (
+        f" ({r['bodies']} with bodies)" if "bodies" in r else ""),
+    ("route", "add"): lambda r: ("replaced: " if r.get("replaced") else "route: ")
+                                + _route_line(r["route"]),
+    ("route", "list"): _route_list,
+    ("route", "remove"): lambda r: (f"removed {r['pattern']}" if r["removed"] else
+                                    f"no route {r['pattern']}") + f" ({r['routes']} left)",
+    ("route", "clear"): lambda r: f"cleared {r['cleared']} route"
+                                  f"{'' if r['cleared'] == 1 else 's'}",
 })
 
 
