@@ -10,6 +10,7 @@ $BSK_HOME/network/SESSION/, and its path returned.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import mimetypes
@@ -28,6 +29,7 @@ from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
 from browserskill.tools.screenshot import _check_writable
 
+HAR_READS_AT_ONCE = 16  # bodies asked of Chromium at once while writing a HAR
 _TEXT_TYPES = ("json", "xml", "javascript", "ecmascript", "svg", "x-www-form-urlencoded",
                "graphql", "csv", "yaml")
 
@@ -250,22 +252,25 @@ def har_entry(entry: dict[str, Any], content: dict[str, Any] | None = None,
 async def network_har(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     path = Path(params["path"])
     _check_writable(path)
-    entries: list[dict[str, Any]] = []
-    bodies = 0
-    for tab in list(ctx.session.tabs.values()):
-        for entry in tab.buffers.network.entries():
-            content = post = None
+    gate = asyncio.Semaphore(HAR_READS_AT_ONCE)
+
+    async def one(tab: Tab, entry: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        content = post = None
+        async with gate:
             if params["content"] and not tab.gone:
                 got = await _response_body(ctx, tab, entry)
                 if not isinstance(got, str):
                     content = _har_content(entry, got)
-                    bodies += 1
             if entry.get("_has_post_data") and not tab.gone:
                 sent = await _request_body(ctx, tab, entry)
                 if not isinstance(sent, str):
                     post = sent[0].decode(errors="replace")
-            entries.append(har_entry(entry, content, post))
-    entries.sort(key=lambda e: e["startedDateTime"])
+        return har_entry(entry, content, post), content is not None
+
+    made = await asyncio.gather(*(one(tab, entry) for tab in list(ctx.session.tabs.values())
+                                  for entry in tab.buffers.network.entries()))
+    entries = sorted((e for e, _ in made), key=lambda e: e["startedDateTime"])
+    bodies = sum(1 for _, with_body in made if with_body)
     har = {"log": {"version": "1.2",
                    "creator": {"name": "BrowserSkill", "version": __version__},
                    "pages": [], "entries": entries}}
