@@ -255,13 +255,20 @@ def test_network_show_bodies_json_html_and_image(page: Bsk, site: str) -> None:
     assert missing.code == 2 and missing.json["error"]["details"]["field"] == "id"
 
 
-def test_failed_and_redirected_requests_say_why_there_is_no_body(page: Bsk) -> None:
+def test_failed_and_redirected_requests(page: Bsk) -> None:
     page.ok("route", "add", "**/api/gone", "--abort", "namenotresolved")
     page.ok("eval", "load('api/gone')")
     gone = entry_for(page, "/api/gone")
     shown = page.ok("network", "show", gone["id"], "--body")["result"]
     assert shown["error"] == "net::ERR_NAME_NOT_RESOLVED"
     assert "failed" in shown["body_unavailable"]
+    # The test server redirects a directory without its slash (301): the request shows
+    # its hop, and its body is the last hop's.
+    assert page.ok("eval", "load('api')")["result"]["value"].startswith("200 ")
+    moved = entry_for(page, "/api/")
+    shown = page.ok("network", "show", moved["id"], "--body")["result"]
+    assert shown["redirects"] == [{"url": shown["url"][:-1], "status": 301}]
+    assert "items.json" in shown["body"]
 
 
 # -- HAR ----------------------------------------------------------------------------------

@@ -141,7 +141,9 @@ class RouteTable:
 
     def __init__(self) -> None:
         self.routes: list[Route] = []  # newest last; matched newest first
-        self._tabs: weakref.WeakKeyDictionary[Tab, set[str]] = weakref.WeakKeyDictionary()
+        # tab -> its CDP sessions -> the Chromium patterns they pause for now
+        self._tabs: weakref.WeakKeyDictionary[Tab, dict[str, tuple[str, ...]]] = \
+            weakref.WeakKeyDictionary()
         self._answering: set[asyncio.Task[None]] = set()
 
     # -- the table (no I/O) ------------------------------------------------------------
@@ -185,15 +187,16 @@ class RouteTable:
     # -- the session's tabs ------------------------------------------------------------
 
     async def attach(self, tab: Tab, timeout: float) -> None:
-        """Route this tab's requests too (cheap when it already is)."""
-        if tab in self._tabs or tab.gone:
+        """Route this tab's requests too (cheap when it already is); also brings a tab
+        back in line whose last change did not reach it (a cancelled `route add`)."""
+        if tab.gone:
             return
-        self._tabs[tab] = set()
-        tab.listeners.append(partial(self._on_event, tab))
-        tab.child_setup.append(partial(self._child_started, tab))
-        if self.routes:
-            await self._apply(tab, tab.session_id, timeout)
-            for sid in list(tab.children):
+        if tab not in self._tabs:
+            self._tabs[tab] = {}
+            tab.listeners.append(partial(self._on_event, tab))
+            tab.child_setup.append(partial(self._child_started, tab))
+        if self._tabs[tab].get(tab.session_id, ()) != self._wanted():
+            for sid in [tab.session_id, *tab.children]:
                 await self._apply(tab, sid, timeout)
 
     async def sync(self, timeout: float) -> None:
@@ -210,15 +213,21 @@ class RouteTable:
                         raise
                     log.info("routes in iframe session %s: %s", sid, e)
 
+    def _wanted(self) -> tuple[str, ...]:
+        """The Chromium patterns the routes need (empty: Fetch off)."""
+        return tuple(p["urlPattern"] for p in self.patterns())
+
     async def _apply(self, tab: Tab, sid: str, timeout: float) -> None:
-        enabled = self._tabs.setdefault(tab, set())
-        if self.routes:
+        applied = self._tabs.setdefault(tab, {})
+        wanted = self._wanted()
+        if wanted:
             await tab.send("Fetch.enable", {"patterns": self.patterns()}, session_id=sid,
                            timeout=timeout)
-            enabled.add(sid)
-        elif sid in enabled:
+        elif sid in applied:
             await tab.send("Fetch.disable", session_id=sid, timeout=timeout)
-            enabled.discard(sid)
+        else:
+            return
+        applied[sid] = wanted
 
     async def _child_started(self, tab: Tab, sid: str) -> None:
         if self.routes:
