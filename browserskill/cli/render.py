@@ -280,8 +280,9 @@ def _sessions(r: dict[str, Any]) -> str:
     for s in r.get("sessions", []):
         busy = f"  busy: {s['busy']['tool']} {s['busy']['op_id']}" if s.get("busy") else ""
         label = f"  ({s['label']})" if s.get("label") else ""
+        routes = f"  routes: {len(s['routes'])}" if s.get("routes") else ""
         rows.append(f"{s['session_id']}{label}  tabs: {s['tabs']}  "
-                    f"{_placement(s.get('placement') or {})}{busy}")
+                    f"{_placement(s.get('placement') or {})}{routes}{busy}")
     return "\n".join(rows) or "(no sessions)"
 
 
