@@ -80,3 +80,20 @@ if ! command -v node >/dev/null 2>&1; then
     exit 1
   fi
 fi
+
+# The HAR 1.2 JSON schema (npm `har-schema`, pinned in tests/package.json) that
+# tests/test_network.py validates `bsk network har` output against.
+if [ ! -f tests/node_modules/har-schema/lib/har.json ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "install: no npm found; installing Debian's npm (for the HAR schema the tests use)"
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+    else
+      echo "install: no npm: install it to run tests/test_network.py's HAR check" >&2
+      exit 1
+    fi
+  fi
+  echo "install: the HAR schema for the tests (npm ci in tests/)"
+  (cd tests && npm ci --silent --no-audit --no-fund)
+fi

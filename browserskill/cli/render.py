@@ -280,8 +280,9 @@ def _sessions(r: dict[str, Any]) -> str:
     for s in r.get("sessions", []):
         busy = f"  busy: {s['busy']['tool']} {s['busy']['op_id']}" if s.get("busy") else ""
         label = f"  ({s['label']})" if s.get("label") else ""
+        routes = f"  routes: {len(s['routes'])}" if s.get("routes") else ""
         rows.append(f"{s['session_id']}{label}  tabs: {s['tabs']}  "
-                    f"{_placement(s.get('placement') or {})}{busy}")
+                    f"{_placement(s.get('placement') or {})}{routes}{busy}")
     return "\n".join(rows) or "(no sessions)"
 
 
@@ -508,10 +509,61 @@ def _network(r: dict[str, Any]) -> str:
             extra.append(e["error"])
         if e.get("duration_ms") is not None:
             extra.append(f"{e['duration_ms']:.0f} ms")
+        if e.get("route"):
+            extra.append(f"route {e['route']}")
         lines.append(f"[{e['seq']}] {e['id']:<5} {e['method']:<6} {status:<4} {e['url']}  "
                      f"({', '.join(x for x in extra if x)})")
     lines.append(_cursor(r, len(r.get("entries", []))) + f" · in flight: {r.get('in_flight', 0)}")
     return "\n".join(lines)
+
+
+def _network_show(r: dict[str, Any]) -> str:
+    status = r.get("status") or ("ERR" if r.get("state") == "failed" else "…")
+    facts = [r.get("mime_type") or "", f"{r['bytes']} bytes" if "bytes" in r else "",
+             f"{r['duration_ms']:.0f} ms" if r.get("duration_ms") is not None else "",
+             r.get("error", ""), f"route {r['route']}" if r.get("route") else ""]
+    lines = [f"{r['id']} {r['method']} {r['url']} -> {status} {r.get('status_text', '')}"
+             .rstrip() + f"  ({', '.join(f for f in facts if f)})"]
+    for hop in r.get("redirects", []):
+        lines.append(f"  redirected from {hop['url']} ({hop['status']})")
+    for title, key in (("request headers", "request_headers"),
+                       ("response headers", "response_headers")):
+        if r.get(key):
+            lines.append(f"{title}:")
+            lines += [f"  {k}: {v}" for k, v in r[key].items()]
+    if r.get("timing_ms"):
+        lines.append("timing (ms): " + " · ".join(f"{k} {v:g}" for k, v in r["timing_ms"].items()
+                                                   if v >= 0))
+    for prefix, title in (("request_body", "request body"), ("body", "body")):
+        if f"{prefix}_unavailable" in r:
+            lines.append(f"{title}: unavailable: {r[prefix + '_unavailable']}")
+        elif f"{prefix}_bytes" in r:
+            lines.append(f"{title} ({r[prefix + '_bytes']} bytes):")
+            if prefix in r:
+                lines.append(r[prefix])
+            if r.get(f"{prefix}_note"):
+                lines.append(f"note: {r[prefix + '_note']}")
+    return "\n".join(lines)
+
+
+def _route_line(route: dict[str, Any]) -> str:
+    if "abort" in route:
+        does = f"fail ({route['abort']})"
+    else:
+        does = f"{route['status']}, {route['body_bytes']} bytes" + (
+            f" from {route['file']}" if route.get("file") else "")
+        kind = next((v for k, v in route.get("headers", {}).items()
+                     if k.lower() == "content-type"), "")
+        does += f", {kind}" if kind else ""
+    left = f", {route['times_left']} left" if "times_left" in route else ""
+    return f"{route['pattern']} -> {does}  ({route['hits']} hits{left})"
+
+
+def _route_list(r: dict[str, Any]) -> str:
+    routes = r.get("routes") or []
+    if not routes:
+        return "no routes"
+    return "\n".join(_route_line(x) for x in routes)
 
 
 def _view(page: dict[str, Any]) -> str:
@@ -545,6 +597,16 @@ RENDERERS.update({
     ("check",): _checked, ("uncheck",): _checked, ("upload",): _upload, ("wait",): _wait,
     ("html",): _html, ("console",): _console, ("network",): _network,
     ("emulate",): _emulate, ("window", "resize"): _window,
+    ("network", "show"): _network_show,
+    ("network", "har"): lambda r: f"wrote {r['entries']} requests to {r['path']}" + (
+        f" ({r['bodies']} with bodies)" if "bodies" in r else ""),
+    ("route", "add"): lambda r: ("replaced: " if r.get("replaced") else "route: ")
+                                + _route_line(r["route"]),
+    ("route", "list"): _route_list,
+    ("route", "remove"): lambda r: (f"removed {r['pattern']}" if r["removed"] else
+                                    f"no route {r['pattern']}") + f" ({r['routes']} left)",
+    ("route", "clear"): lambda r: f"cleared {r['cleared']} route"
+                                  f"{'' if r['cleared'] == 1 else 's'}",
 })
 
 
@@ -717,6 +779,8 @@ def command_help(control: Any, spec: Any) -> str:
                 name = p.name.upper()
             elif p.type == "boolean":  # a switch: --x on (default off), --no-x off
                 name = p.flag if not p.default else f"--no-{p.flag[2:]}"
+            elif p.bare is not None:  # the value may be left out
+                name = f"{p.flag} [{p.type.upper()}]"
             else:
                 name = f"{p.flag} {p.type.upper()}"
             if p.positional and not p.required:

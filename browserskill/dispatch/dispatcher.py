@@ -244,6 +244,8 @@ class Dispatcher:
             await downloads.watch(ctx)
         except (LinkError, OSError, BskError) as e:
             log.warning("watching downloads of %s: %s", op.session_id, e)
+        for tab in list(ctx.session.tabs.values()):  # its routes reach every tab it has
+            await ctx.session.routes.attach(tab, ctx.remaining())
         return await self.handlers[op.tool](ctx, op.params)
 
     def _settle(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:

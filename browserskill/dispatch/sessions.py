@@ -15,6 +15,7 @@ from browserskill.browser.backend import Backend
 from browserskill.browser.embedded import EmbeddedPlacement
 from browserskill.browser.link import LinkError
 from browserskill.browser.manager import BrowserManager
+from browserskill.browser.routing import RouteTable
 from browserskill.browser.storage_state import load_state
 from browserskill.browser.tab import Tab, TabGone
 from browserskill.dispatch.queue import SessionQueue
@@ -72,6 +73,7 @@ class Session:
     # their localStorage even when no tab has them open any more.
     origins: set[str] = field(default_factory=set)
     user_interrupted: bool = False  # the user pressed Stop: the next change is refused once
+    routes: RouteTable = field(default_factory=RouteTable)  # `route add`: mocks, blocks
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
@@ -126,6 +128,7 @@ class Session:
             "busy": holder.holder_summary() if holder else None,
             "queued": len(self.queue.queued),
             "placement": self.backend.describe(),
+            "routes": self.routes.describe(),
         }
 
 
@@ -208,6 +211,10 @@ class SessionManager:
             opener.mark_changed()
             return
         session.tabs[tab.tab_id] = tab
+        try:  # its first request may have gone out already: it was opened before this
+            await session.routes.attach(tab, timeout=5.0)
+        except Exception as e:
+            log.warning("routes in tab %s: %s", tab.tab_id, e)
         session.popups.setdefault(opener.tab_id, []).append(tab.tab_id)
         opener.mark_changed()
         current = session.tabs.get(session.current_tab_id or "")

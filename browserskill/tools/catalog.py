@@ -42,8 +42,10 @@ _ParamFields = namedtuple(
         "nargs",  # CLI nargs for positional arrays ("+" or "*")
         "path",  # a local file path: the CLI makes it absolute
         "blank_ok",  # a required string that may be empty or blank (text to type)
+        "bare",  # on the CLI: the value of the flag given alone (`--abort`); a value
+                 # follows it only if it is one of `choices`
     ],
-    defaults=(False, None, (), None, None, None, False, None, False, False),
+    defaults=(False, None, (), None, None, None, False, None, False, False, None),
 )
 
 
@@ -650,6 +652,78 @@ STATE_TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 TOOLS = TOOLS + STATE_TOOLS
+
+_ROUTE_PATTERN = Param("pattern", "string", "URL glob, Playwright's: * any characters "
+                       "but /, ** any characters, {a,b} either; matched against the whole "
+                       "URL, e.g. '**/api/*'", required=True, positional=True,
+                       max_length=8192)
+# Playwright's route.abort() names, mapped to CDP's by browser/routing.py.
+ABORT_REASONS = ("failed", "aborted", "timedout", "accessdenied", "connectionclosed",
+                 "connectionreset", "connectionrefused", "connectionaborted",
+                 "connectionfailed", "namenotresolved", "internetdisconnected",
+                 "addressunreachable", "blockedbyclient", "blockedbyresponse")
+
+NETWORK_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "network_show", ("network", "show"), _R,
+        "One request of the current tab's network buffer by id (from `bsk network`): "
+        "method, URL, status, timing, request and response headers, redirects; with "
+        "--body its response body (text as text, cut at --max-body chars with a note; "
+        "binary saved to a file), with --request-body what it sent.",
+        (Param("id", "string", "request id from `bsk network`, e.g. r12", required=True,
+               positional=True, max_length=64),
+         Param("body", "boolean", "include the response body", default=False),
+         Param("request_body", "boolean", "include the request body (POST data)",
+               default=False),
+         Param("max_body", "integer", "cut a text body at this many characters (the "
+               "whole body is saved to a file then)", default=100_000, minimum=100,
+               maximum=5_000_000)),
+        example="bsk network show r12 --body",
+    ),
+    ToolSpec(
+        "network_har", ("network", "har"), _R,
+        "Write the session's network buffer (every tab's) to PATH as HAR 1.2, which "
+        "Chrome DevTools and HAR viewers open; written 0600 (it holds headers and "
+        "cookies). --content embeds the response bodies Chromium still holds.",
+        (Param("path", "string", "file to write", required=True, positional=True,
+               path=True),
+         Param("content", "boolean", "embed response bodies (text as text, binary as "
+               "base64)", default=False)),
+        example="bsk network har session.har",
+    ),
+    ToolSpec(
+        "route_add", ("route", "add"), _M,
+        "Answer this session's requests whose URL matches PATTERN with a mock (--status, "
+        "--body or --file, --header, --content-type), or make them fail (--abort "
+        "[REASON]); --times N ends it after N requests. Only this session's tabs (their "
+        "iframes too) are affected; the same PATTERN again replaces the route; the newest "
+        "matching route wins.",
+        (_ROUTE_PATTERN,
+         Param("status", "integer", "HTTP status of the mock", default=200, minimum=100,
+               maximum=599),
+         Param("body", "string", "the mock's body, as text", max_length=5_000_000,
+               blank_ok=True),
+         Param("file", "string", "a file whose bytes are the mock's body (its type "
+               "guessed from its name unless --content-type)", path=True),
+         Param("header", "array", "a response header NAME:VALUE (repeat for more)"),
+         Param("content_type", "string", "the mock's Content-Type (default: from --file's "
+               "name, else text/plain)", max_length=1000),
+         Param("abort", "string", "fail the request instead, with this network error",
+               choices=ABORT_REASONS, bare="failed"),
+         Param("times", "integer", "answer only this many requests, then go away",
+               minimum=1, maximum=1_000_000)),
+        example="bsk route add '**/api/items' --body '[]' --content-type application/json",
+    ),
+    ToolSpec("route_list", ("route", "list"), _R,
+             "This session's routes, the one that wins first: pattern, what it answers, "
+             "hits, times left.", example="bsk route list"),
+    ToolSpec("route_remove", ("route", "remove"), _M,
+             "Remove this session's route for PATTERN (as given to `route add`).",
+             (_ROUTE_PATTERN,), example="bsk route remove '**/api/items'"),
+    ToolSpec("route_clear", ("route", "clear"), _M, "Remove all of this session's routes.",
+             example="bsk route clear"),
+)
+TOOLS = TOOLS + NETWORK_TOOLS
 
 # Starting a session is a control call, not an operation; its parameters are defined
 # here once for the CLI, the HTTP API and the OpenAPI document.
