@@ -506,15 +506,6 @@ def bind_session(hub: ExtensionHub | None, wanted: str, session: SessionView) ->
 def wire(hub: ExtensionHub, sessions: Any, dispatcher: Any) -> None:
     """Connect the hub's browser-side happenings to sessions and operations."""
 
-    def interrupt(sid: str) -> None:
-        session = sessions.sessions.get(sid)
-        if session is None:
-            return
-        session.user_interrupted = True
-        for op in list(dispatcher.ops.values()):
-            if op.session_id == sid and not op.ended and op.state != "queued":
-                dispatcher.cancel(op.op_id, "user_interrupt")
-
     async def end_session(sid: str, reason: str) -> None:
         session = sessions.sessions.get(sid)
         if session is None:
@@ -540,7 +531,7 @@ def wire(hub: ExtensionHub, sessions: Any, dispatcher: Any) -> None:
         window_closed(sid, reason)
 
     hub.on_lost = dispatcher._link_lost
-    hub.on_interrupt = interrupt
+    hub.on_interrupt = dispatcher.interrupt  # the same path as a dashboard's take-over
     hub.on_window_closed = window_closed
     hub.on_debugging_cancelled = debugging_cancelled
     hub.on_readopted = sessions.persist

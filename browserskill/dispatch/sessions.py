@@ -72,6 +72,8 @@ class Session:
     # their localStorage even when no tab has them open any more.
     origins: set[str] = field(default_factory=set)
     user_interrupted: bool = False  # the user pressed Stop: the next change is refused once
+    # The person's answer to the running `request_help` (done | decline), while it runs.
+    help_answer: asyncio.Future[str] | None = None
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
