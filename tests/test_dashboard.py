@@ -1,0 +1,137 @@
+"""The dashboard (`bsk show`) in a real browser: a second headless Chromium of the test's
+own loads it, as a person would, and watches a real session of the shared daemon."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import Bsk, wait_until
+from support.dashboard import Viewer, dashboard_viewer, seconds_since
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+
+@pytest.fixture(scope="module")
+def dash_url(shared_bsk: Bsk) -> str:
+    answer = shared_bsk.ok("show", "--url")
+    assert answer["url"].startswith("http://127.0.0.1:") and "token=" in answer["url"]
+    assert answer["opened"] is False
+    return answer["url"]
+
+
+@pytest.fixture(scope="module")
+def viewer(dash_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
+    with dashboard_viewer(dash_url, tmp_path_factory.mktemp("viewer") / "chromium.log") as v:
+        yield v
+
+
+def test_lists_sessions_and_shows_a_new_operation_within_a_second(
+        bsk: Bsk, site: str, viewer: Viewer) -> None:
+    bsk.ok("open", f"{site}/dash.html")
+    viewer.choose(bsk.session)
+    card = f"document.querySelector('[data-session=\"{bsk.session}\"]').innerText"
+    viewer.wait(f"(t => t.includes('idle') && t.includes('embedded') && t.includes('1 tab') "
+                f"&& t.includes('Dash target'))({card})", 5, "the session's card")
+    proc = bsk.popen("wait", "--text", "never there", "--timeout", "3")
+    op_id = wait_until(lambda: viewer.eval(
+        "(() => { const r = [...document.querySelectorAll('#ops tr')].find("
+        "r => r.children[1].textContent === 'wait' && r.dataset.state === 'dispatched');"
+        " return r && r.dataset.op; })()"), 5, "the running wait on the dashboard")
+    seen_after = seconds_since(bsk.ok("op", "show", op_id)["started_at"])
+    assert seen_after < 1.0, f"shown {seen_after:.2f}s after it started"
+    proc.communicate(timeout=30)
+    viewer.wait(f"document.querySelector('[data-op=\"{op_id}\"]').dataset.status === 'failed'",
+                5, "the wait's failure on the dashboard")
+
+
+def test_live_view_changes_when_the_page_changes(bsk: Bsk, site: str, viewer: Viewer) -> None:
+    bsk.ok("open", f"{site}/dash.html")
+    viewer.choose(bsk.session)
+    seq = viewer.wait("+document.querySelector('#live').dataset.seq", 10, "a first frame")
+    assert viewer.pixel(0.5, 0.6) == pytest.approx([255, 255, 255], abs=8)
+    bsk.ok("eval", "document.getElementById('pad').style.background = 'rgb(200, 0, 0)'")
+    viewer.wait(f"+document.querySelector('#live').dataset.seq > {seq}", 5, "a new frame")
+    wait_until(lambda: viewer.pixel(0.5, 0.6)[0] > 170 and viewer.pixel(0.5, 0.6)[1] < 40,
+               5, "the live view to turn red")
+
+
+def test_cancel_from_the_dashboard_ends_the_operation_cancelled(
+        bsk: Bsk, site: str, viewer: Viewer) -> None:
+    bsk.ok("open", f"{site}/dash.html")
+    viewer.choose(bsk.session)
+    proc = bsk.popen("wait", "--text", "never there", "--timeout", "60")
+    op_id = wait_until(lambda: viewer.eval(
+        "(() => { const r = [...document.querySelectorAll('#ops tr')].find("
+        "r => r.children[1].textContent === 'wait' && r.dataset.state === 'dispatched');"
+        " return r && r.dataset.op; })()"), 10, "the running wait on the dashboard")
+    viewer.press(f'[data-cancel="{op_id}"]')
+    out, _ = proc.communicate(timeout=30)
+    answer = json.loads(out)
+    assert answer["op_id"] == op_id and answer["status"] == "cancelled"
+    assert answer["dispatched"] == "no" and answer["error"]["details"]["reason"] == "cancel"
+    viewer.wait(f"document.querySelector('[data-op=\"{op_id}\"]').dataset.status === "
+                "'cancelled'", 5, "the cancel on the dashboard")
+
+
+def test_stop_from_the_dashboard_stops_the_session(shared_bsk: Bsk, site: str,
+                                                   viewer: Viewer) -> None:
+    s = shared_bsk.with_session("dash-stop")
+    shared_bsk.ok("session", "start", "dash-stop")
+    s.ok("open", f"{site}/dash.html")
+    viewer.choose("dash-stop")
+    viewer.press("#stop")
+    wait_until(lambda: "dash-stop" not in [x["session_id"] for x in
+                                           shared_bsk.ok("session", "list")["sessions"]],
+               15, "the session to stop")
+    viewer.wait("!document.querySelector('[data-session=\"dash-stop\"]')", 5)
+
+
+def _parts(url: str) -> tuple[str, str, str]:
+    base, _, token = url.partition("/?token=")
+    return base, token, base.removeprefix("http://")
+
+
+def test_the_dashboard_refuses_requests_without_its_token(dash_url: str) -> None:
+    base, _, host = _parts(dash_url)
+    assert httpx.get(base + "/").status_code == 401
+    assert httpx.get(base + "/?token=wrong").status_code == 401
+    assert httpx.get(base + "/", cookies={"bsk_dashboard": "wrong"}).status_code == 401
+    first = httpx.get(dash_url)
+    assert first.status_code == 303 and first.headers["location"] == "/"
+    cookie = first.cookies["bsk_dashboard"]
+    assert "httponly" in first.headers["set-cookie"].lower()
+    page = httpx.get(base + "/", cookies={"bsk_dashboard": cookie})
+    assert page.status_code == 200 and "BrowserSkill" in page.text
+    # A foreign Host (DNS rebinding), even with the token, is refused.
+    assert httpx.get(dash_url, headers={"Host": f"evil.example:{host.split(':')[1]}"}
+                     ).status_code == 403
+    assert httpx.get(base + "/", cookies={"bsk_dashboard": cookie},
+                     headers={"Host": "evil.example"}).status_code == 403
+    origin = {"Origin": base}
+    feed = base.replace("http://", "ws://") + "/feed"
+    for headers in ({**origin}, {**origin, "Cookie": "bsk_dashboard=wrong"},
+                    {"Origin": "http://evil.example", "Cookie": f"bsk_dashboard={cookie}"}):
+        with pytest.raises(InvalidStatus) as refused:
+            connect(feed, additional_headers=headers, open_timeout=10)
+        assert refused.value.response.status_code == 403
+    with connect(feed, additional_headers={**origin, "Cookie": f"bsk_dashboard={cookie}"},
+                 open_timeout=10) as ws:
+        assert json.loads(ws.recv(timeout=10))["type"] == "state"
+
+
+def test_show_prints_the_same_url_each_time(shared_bsk: Bsk, dash_url: str) -> None:
+    assert shared_bsk.ok("show", "--url")["url"] == dash_url
+    bad = shared_bsk("show", "--bogus")
+    assert bad.code == 2 and bad.json["error"]["details"]["field"] == "arguments"
+
+
+def test_dashboard_html_is_packaged() -> None:
+    from importlib import resources
+
+    assert "WebSocket" in resources.files("browserskill.api").joinpath(
+        "dashboard.html").read_text()
+    assert Path(__file__).parent.joinpath("pages", "dash.html").exists()
