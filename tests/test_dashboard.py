@@ -135,3 +135,72 @@ def test_dashboard_html_is_packaged() -> None:
     assert "WebSocket" in resources.files("browserskill.api").joinpath(
         "dashboard.html").read_text()
     assert Path(__file__).parent.joinpath("pages", "dash.html").exists()
+
+
+def _live_point(viewer: Viewer, bsk: Bsk, element: str) -> tuple[float, float]:
+    """Where an element of the watched page shows in the dashboard's live view."""
+    rect = json.loads(bsk.ok("eval", f"JSON.stringify((r => ({{x: r.x + r.width / 2, "
+                             f"y: r.y + r.height / 2, w: innerWidth, h: innerHeight}}))("
+                             f"{element}.getBoundingClientRect()))")["result"]["value"])
+    img = viewer.eval("(r => [r.x, r.y, r.width, r.height])("
+                      "document.querySelector('#live').getBoundingClientRect())")
+    return img[0] + rect["x"] / rect["w"] * img[2], img[1] + rect["y"] / rect["h"] * img[3]
+
+
+def test_take_over_holds_the_session_and_the_persons_input_reaches_the_page(
+        bsk: Bsk, site: str, viewer: Viewer) -> None:
+    bsk.ok("open", f"{site}/dash.html")
+    viewer.choose(bsk.session)
+    pad = _live_point(viewer, bsk, "document.getElementById('clicks')")
+    field = _live_point(viewer, bsk, "document.getElementById('name')")
+    running = bsk.popen("eval", "await new Promise(r => setTimeout(r, 20000))")
+    wait_until(lambda: viewer.eval("[...document.querySelectorAll('#ops tr')].some(r => "
+                                   "r.children[1].textContent === 'eval' && "
+                                   "r.dataset.state === 'dispatched')"), 10, "the eval")
+    viewer.press("#take")
+    out, _ = running.communicate(timeout=30)
+    interrupted = json.loads(out)  # ended as the extension's Stop ends it
+    assert running.returncode == 9 and interrupted["status"] == "outcome_unknown"
+    assert interrupted["error"]["details"]["reason"] == "user_interrupt"
+    viewer.wait("document.querySelector('#live').classList.contains('held')", 5)
+    for args in (("snapshot",), ("eval", "1")):  # reads and changes alike
+        busy = bsk(*args)
+        assert busy.code == 5 and busy.json["error"]["code"] == "session_busy"
+        holder = busy.json["error"]["details"]["holder"]
+        assert holder["holder"] == "person" and holder["tool"] == "take_over"
+        assert "held by a person" in busy.json["error"]["message"]
+    viewer.click_at(*pad)
+    viewer.click_at(*field)
+    for key in "hi":
+        viewer.cdp("Input.dispatchKeyEvent", {"type": "keyDown", "key": key, "text": key})
+        viewer.cdp("Input.dispatchKeyEvent", {"type": "keyUp", "key": key})
+    viewer.press("#back")  # the feed acts in order: the input went before
+    wait_until(lambda: bsk("snapshot").code == 0, 10, "the session to be handed back")
+    snap = bsk.ok("snapshot")["result"]["snapshot"]
+    assert 'clickable "clicks: 1"' in snap and 'textbox "Name" [focused] [ref=e2]: hi' in snap
+    refused = bsk("eval", "window.lastClick.trusted")  # the agent is told, once
+    assert refused.code == 6 and refused.json["error"]["code"] == "user_interrupted"
+    assert bsk("eval", "window.lastClick.trusted").value is True
+    assert bsk("eval", "document.getElementById('name').value").value == "hi"
+    take = next(o for o in bsk.ok("op", "list")["ops"] if o["tool"] == "take_over")
+    assert take["status"] == "completed" and take["result"]["ended_by"] == "hand_back"
+
+
+def test_input_from_the_live_view_is_refused_unless_a_person_holds_the_session(
+        bsk: Bsk, site: str, dash_url: str) -> None:
+    bsk.ok("open", f"{site}/dash.html")
+    base = dash_url.partition("/?token=")[0]
+    cookie = httpx.get(dash_url).cookies["bsk_dashboard"]
+    with connect(base.replace("http://", "ws://") + "/feed", additional_headers={
+            "Origin": base, "Cookie": f"bsk_dashboard={cookie}"}, open_timeout=10) as ws:
+        ws.send(json.dumps({"type": "input", "session": bsk.session, "id": 7,
+                            "event": {"kind": "click", "x": 50, "y": 50}}))
+        while (msg := json.loads(ws.recv(timeout=10)))["type"] != "ack":
+            pass
+        assert msg["id"] == 7 and msg["ok"] is False
+        assert msg["error"]["code"] == "session_busy"
+        ws.send(json.dumps({"type": "bogus", "id": 8}))
+        while (msg := json.loads(ws.recv(timeout=10)))["type"] != "ack":
+            pass
+        assert msg["ok"] is False and msg["error"]["code"] == "invalid_params"
+    assert bsk("eval", "document.getElementById('clicks').textContent").value == "clicks: 0"
