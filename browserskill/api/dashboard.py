@@ -116,7 +116,8 @@ def session_state(session: Session, op_holder: Operation | None) -> str:
 
 
 def op_row(op: Operation) -> dict[str, Any]:
-    params = json.dumps(op.params, ensure_ascii=False, separators=(",", ":"))
+    given = {k: v for k, v in op.params.items() if v not in (None, False)}  # not defaults
+    params = json.dumps(given, ensure_ascii=False, separators=(",", ":"))
     if len(params) > PARAM_SUMMARY:
         params = params[:PARAM_SUMMARY - 1] + "…"
     ended = op.ended_at or None
