@@ -204,3 +204,25 @@ def test_input_from_the_live_view_is_refused_unless_a_person_holds_the_session(
             pass
         assert msg["ok"] is False and msg["error"]["code"] == "invalid_params"
     assert bsk("eval", "document.getElementById('clicks').textContent").value == "clicks: 0"
+
+
+def test_a_persons_input_in_take_over_is_recorded(bsk: Bsk, site: str, viewer: Viewer,
+                                                  tmp_path: Path) -> None:
+    bsk.ok("open", f"{site}/dash.html")
+    viewer.choose(bsk.session)
+    pad = _live_point(viewer, bsk, "document.getElementById('clicks')")
+    field = _live_point(viewer, bsk, "document.getElementById('name')")
+    bsk.ok("record", "start")
+    viewer.press("#take")
+    viewer.wait("document.querySelector('#live').classList.contains('held')", 5)
+    viewer.click_at(*pad)
+    viewer.click_at(*field)
+    for key in "hi":
+        viewer.cdp("Input.dispatchKeyEvent", {"type": "keyDown", "key": key, "text": key})
+        viewer.cdp("Input.dispatchKeyEvent", {"type": "keyUp", "key": key})
+    viewer.press("#back")
+    wait_until(lambda: bsk("snapshot").code == 0, 10, "the session to be handed back")
+    script = tmp_path / "person.bsk"
+    bsk.ok("record", "stop", str(script))
+    commands = [x for x in script.read_text().splitlines() if not x.startswith("#")]
+    assert commands == ["click 'css=#clicks'", "fill 'role=textbox[name=\"Name\"]' hi"], commands

@@ -228,6 +228,14 @@ def cmd_show(client: Client, args: list[str]) -> Any:
     return answer
 
 
+def cmd_replay(client: Client, args: list[str]) -> Any:
+    if len(args) != 1 or looks_like_option(args[0]):
+        raise invalid("file", "give the script's path", hint="usage: bsk replay FILE")
+    from browserskill.cli.replay import replay
+
+    return replay(client, args[0])
+
+
 def cmd_version(client: Client, args: list[str]) -> Any:
     _no_args("version", args)
     return {"version": __version__}
@@ -293,6 +301,11 @@ CONTROL: tuple[Control, ...] = (
             "The live dashboard: every session, its operations as they move, a live view "
             "of its current tab, cancel, stop, take over. Prints the URL (with its token) "
             "and opens it when there is a display; --url only prints it. Loopback only."),
+    Control(("replay",), cmd_replay, "replay FILE",
+            "Run a script that `bsk record stop FILE` wrote (one bsk command per line) as "
+            "ordinary operations in this session; stops at the first that does not "
+            "complete, with its line number and its honest result. ${VAR} comes from the "
+            "environment (recorded passwords: BSK_SECRET_N)."),
     Control(("version",), cmd_version, "version", "Print the version."),
 )
 CONTROL_BY_WORDS = {c.words: c for c in CONTROL}

@@ -194,6 +194,8 @@ class Dispatcher:
                                     "ahead", details={"session_id": session.id})
             session.backend.before_dispatch(op.tool)
             await self._dispatch(op, session)
+            if session.recording is not None and op.status == "completed":
+                await self._record(session, op)
         except BskError as e:
             op.fail(e)
             if op.idempotency_key and e.code in SHOULD_RETRY and op.dispatched == "no":
@@ -241,6 +243,15 @@ class Dispatcher:
         self._settle(op, work)
         if recovered and op.result is not None:
             op.result["browser_restarted"] = recovered
+
+    async def _record(self, session: Session, op: Operation) -> None:
+        """A recording session notes what the page alone can't tell (tools/recording.py)
+        and listens in the tabs the call opened."""
+        try:
+            session.recording.agent_did(op.tool, op.params, op.result or {})
+            await session.recording.follow(list(session.tabs.values()))
+        except Exception:  # the call itself is done: a recorder's trouble is only logged
+            log.exception("recording after %s", op.op_id)
 
     async def _handle(self, ctx: ToolContext, op: Operation) -> dict[str, Any]:
         try:  # the session's downloads land in the state dir and are reported

@@ -74,6 +74,7 @@ class Session:
     user_interrupted: bool = False  # the user pressed Stop: the next change is refused once
     # The person's answer to the running `request_help` (done | decline), while it runs.
     help_answer: asyncio.Future[str] | None = None
+    recording: Any = None  # tools/recording.py's Recording, between record start and stop
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)

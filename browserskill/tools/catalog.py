@@ -462,6 +462,22 @@ TOOLS: tuple[ToolSpec, ...] = (
         default_timeout_s=300.0,
     ),
     ToolSpec(
+        "record_start", ("record", "start"), _S,
+        "Record what happens in this session's tabs — a person's clicks and typing in the "
+        "dashboard's live view, and the agent's own calls: clicks, fills, selects, checks, "
+        "key presses, navigations, uploads — until `record stop FILE`.",
+        (), example="bsk record start",
+    ),
+    ToolSpec(
+        "record_stop", ("record", "stop"), _S,
+        "Stop recording and write the script: one bsk command per line, each target a "
+        "locator (role and name where unique, else css= or text=), passwords as "
+        "${BSK_SECRET_N}. Run it with `bsk replay FILE`.",
+        (Param("path", "string", "file to write the script to", required=True,
+               positional=True, path=True),),
+        example="bsk record stop login.bsk",
+    ),
+    ToolSpec(
         "html", ("html",), _R, "The HTML of the page, or of one element (outerHTML).",
         (Param("ref", "string", "element ref or locator (default: the whole document)",
                positional=True, max_length=TARGET_MAX),
