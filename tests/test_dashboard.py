@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import Bsk, wait_until
+from conftest import Bsk, ExtensionBrowser, agent_session, wait_until
 from support.dashboard import Viewer, dashboard_viewer, seconds_since
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
@@ -226,3 +226,19 @@ def test_a_persons_input_in_take_over_is_recorded(bsk: Bsk, site: str, viewer: V
     bsk.ok("record", "stop", str(script))
     commands = [x for x in script.read_text().splitlines() if not x.startswith("#")]
     assert commands == ["click 'css=#clicks'", "fill 'role=textbox[name=\"Name\"]' hi"], commands
+
+
+def test_an_extension_session_is_listed_and_watched_live(ext_browser: ExtensionBrowser,
+                                                         site: str, tmp_path: Path) -> None:
+    s = agent_session(ext_browser)
+    s.ok("open", f"{site}/dash.html")
+    url = ext_browser.bsk.ok("show", "--url")["url"]
+    with dashboard_viewer(url, tmp_path / "viewer.log") as viewer:
+        viewer.choose("agent")
+        viewer.wait("document.querySelector('[data-session=\"agent\"]').innerText"
+                    ".includes('extension')", 10, "the extension placement")
+        seq = viewer.wait("+document.querySelector('#live').dataset.seq", 15,
+                          "a frame relayed by the extension")
+        s.ok("eval", "document.getElementById('pad').style.background = 'rgb(0, 0, 200)'")
+        viewer.wait(f"+document.querySelector('#live').dataset.seq > {seq}", 10, "a new frame")
+        wait_until(lambda: viewer.pixel(0.5, 0.6)[2] > 160, 10, "the live view to turn blue")

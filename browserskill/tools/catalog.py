@@ -448,7 +448,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "request_help", ("request-help",), _S,
         "Hand the session to a person (a login with two-factor, a captcha, a choice the "
-        "agent must not make): it shows on the dashboard (`bsk show`) with the reason, "
+        "agent must not make): it shows on the dashboard (bsk show) with the reason, "
         "the person acts in its live view, and agent calls meanwhile are session_busy. "
         "Ends completed when the person presses Done or the --until condition holds, "
         "saying what changed (URL, title, new tabs); user_interrupted if they press "
@@ -472,7 +472,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "record_stop", ("record", "stop"), _S,
         "Stop recording and write the script: one bsk command per line, each target a "
         "locator (role and name where unique, else css= or text=), passwords as "
-        "${BSK_SECRET_N}. Run it with `bsk replay FILE`.",
+        "${BSK_SECRET_N}. The CLI's replay command runs it.",
         (Param("path", "string", "file to write the script to", required=True,
                positional=True, path=True),),
         example="bsk record stop login.bsk",
