@@ -9,7 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Bsk, wait_until
+from conftest import (
+    Bsk,
+    ExtensionBrowser,
+    PageDevTools,
+    agent_session,
+    answer_prompt,
+    wait_until,
+)
 from support.dashboard import Viewer, dashboard_viewer
 
 
@@ -103,3 +110,20 @@ def test_it_is_cancellable_and_checks_its_condition(bsk: Bsk, site: str) -> None
     assert code == 7 and answer["status"] == "cancelled" and answer["dispatched"] == "no"
     bad = bsk("request-help", "x", "--until", "title=Home")
     assert bad.code == 2 and bad.json["error"]["details"]["field"] == "until"
+
+
+def test_an_extension_session_asks_in_its_agent_tabs_overlay(
+        ext_browser: ExtensionBrowser, site: str) -> None:
+    s = agent_session(ext_browser)
+    s.ok("open", f"{site}/dash.html")
+    (tab,) = s.ok("tab", "list")["result"]["tabs"]
+    hand = PageDevTools(ext_browser.chromium, tab["target_id"])
+    for button, code in (("done", 0), ("decline", 6)):
+        proc = s.popen("request-help", "Please solve the captcha")
+        answer_prompt(hand, button)  # the user's trusted click in the overlay
+        got, answer = _answer(proc)
+        assert got == code, answer
+        assert (answer["result"]["ended_by"] == "done" if code == 0
+                else answer["error"]["details"]["reason"] == "declined")
+        wait_until(lambda: hand.find("data-bsk", "stop"), what="the Stop bar back")
+    hand.close()

@@ -107,11 +107,11 @@ def input_commands(event: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     `event`: {"kind": "click"|"wheel"|"key"|"text", ...} with x, y in CSS pixels of the
     page's viewport (the viewer maps its image back with the frame's metadata).
     ValueError names what is wrong with an event."""
-    kind = event.get("kind")
+    what = event.get("kind")
     mods = _modifiers(event)
-    if kind in ("click", "wheel"):
+    if what in ("click", "wheel"):
         x, y = _number(event, "x", 0, 100_000), _number(event, "y", 0, 100_000)
-        if kind == "wheel":
+        if what == "wheel":
             dx = _number(event, "dx", -100_000, 100_000)
             dy = _number(event, "dy", -100_000, 100_000)
             return [("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": x, "y": y,
@@ -125,12 +125,12 @@ def input_commands(event: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
                                               "modifiers": mods}),
                 ("Input.dispatchMouseEvent", {**base, "type": "mousePressed"}),
                 ("Input.dispatchMouseEvent", {**base, "type": "mouseReleased"})]
-    if kind == "text":
+    if what == "text":
         text = event.get("text")
         if not isinstance(text, str) or not 0 < len(text) <= 1000:
             raise ValueError("text must be 1-1000 characters")
         return [("Input.insertText", {"text": text})]
-    if kind == "key":
+    if what == "key":
         name = event.get("key")
         if not isinstance(name, str):
             raise ValueError("key must be a key name")

@@ -57,6 +57,7 @@ async def request_help(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
     answer: asyncio.Future[str] = loop.create_future()
     ctx.session.help_answer = answer
     condition: asyncio.Task[bool] | None = None
+    await ctx.backend.ask_for_help(tab, params["reason"])
     try:
         watched: set[asyncio.Future[Any]] = {answer}
         if until is not None:
@@ -76,6 +77,8 @@ async def request_help(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
             condition.cancel()
             with contextlib.suppress(BaseException):
                 await condition
+        with contextlib.suppress(Exception):  # the tab may be gone: nothing to take back
+            await ctx.backend.ask_for_help(tab, None)
     waited_ms = round((loop.time() - started) * 1000)
     if answer.done() and answer.result() == "decline":
         raise BskError("user_interrupted", f"the person declined to help: {params['reason']}",
