@@ -155,8 +155,8 @@ def test_take_over_holds_the_session_and_the_persons_input_reaches_the_page(
     field = _live_point(viewer, bsk, "document.getElementById('name')")
     running = bsk.popen("eval", "await new Promise(r => setTimeout(r, 20000))")
     wait_until(lambda: viewer.eval("[...document.querySelectorAll('#ops tr')].some(r => "
-                                   "r.children[1].textContent === 'eval' && "
-                                   "r.dataset.state === 'dispatched')"), 10, "the eval")
+                                   "r.children[2].textContent.includes('20000') && "
+                                   "r.dataset.state === 'dispatched')"), 10, "the long eval")
     viewer.press("#take")
     out, _ = running.communicate(timeout=30)
     interrupted = json.loads(out)  # ended as the extension's Stop ends it
