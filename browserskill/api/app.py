@@ -291,6 +291,11 @@ def build_app(daemon: Daemon) -> Any:
         return respond({"stopping": True, "pid": daemon.pid})
 
     @guarded
+    async def dashboard(request: Request) -> Response:
+        url = await daemon.dashboard.start()
+        return respond({"url": url, "port": daemon.dashboard.port})
+
+    @guarded
     async def tools(request: Request) -> Response:
         return respond({"tools": [
             {"name": t.name, "effect": t.effect.value, "summary": t.summary,
@@ -332,6 +337,7 @@ def build_app(daemon: Daemon) -> Any:
         Route("/v1/extension/pair", extension_pair, methods=["POST"]),
         Route("/v1/extension/pairings/{browser_id}", extension_unpair, methods=["DELETE"]),
         Route("/v1/tools", tools, methods=["GET"]),
+        Route("/v1/dashboard", dashboard, methods=["POST"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
         Route("/v1/sessions", create_session, methods=["POST"]),
         Route("/v1/sessions", list_sessions, methods=["GET"]),

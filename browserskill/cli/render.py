@@ -68,7 +68,8 @@ def error_text(answer: dict[str, Any]) -> str:
     details = error.get("details") or {}
     holder = details.get("holder")
     if holder:
-        lines.append(f"  held by: {holder['tool']} {holder['op_id']} ({holder['state']}, "
+        who = "a person, " if holder.get("holder") == "person" else ""
+        lines.append(f"  held by: {who}{holder['tool']} {holder['op_id']} ({holder['state']}, "
                      f"{holder['age_s']}s)")
     if details.get("steps_sent"):
         lines.append(f"  input steps sent: {', '.join(details['steps_sent'])}")
@@ -398,6 +399,8 @@ RENDERERS: dict[Words, Callable[[dict[str, Any]], str]] = {
     ("daemon", "stop"): _daemon, ("daemon", "status"): _daemon, ("doctor",): _doctor,
     ("op", "show"): _op, ("op", "wait"): _op, ("op", "cancel"): _op, ("op", "list"): _ops,
     ("version",): lambda r: f"bsk {r['version']}",
+    ("show",): lambda r: r["url"] + ("" if r.get("opened") else
+                                     "\n  (open it in a browser on this machine)"),
     ("install-skill",): _install_skill,
 }
 

@@ -54,6 +54,9 @@ class Daemon:
             self.extensions = ExtensionHub(extension_port, Pairings(home),
                                            grace_s=extension_grace_s)
             wire(self.extensions, self.sessions, self.dispatcher)
+        from browserskill.api.dashboard import Dashboard
+
+        self.dashboard = Dashboard(self)  # listens from the first `bsk show`
         self.requests_in_flight = 0
         self.tcp_port: int | None = None  # the optional loopback TCP listener
         self._last_activity = time.monotonic()

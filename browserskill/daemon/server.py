@@ -113,6 +113,8 @@ async def serve(
         if not prune_task.cancelled() and prune_task.exception() is not None:
             log.warning("pruning the journal failed: %s", prune_task.exception())
         await daemon.dispatcher.shutdown()
+        with contextlib.suppress(Exception):
+            await daemon.dashboard.stop()
         for session in list(daemon.sessions.sessions.values()):
             with contextlib.suppress(Exception):
                 await daemon.sessions.close(session, "the daemon was stopped")

@@ -74,6 +74,9 @@ class Session:
     origins: set[str] = field(default_factory=set)
     user_interrupted: bool = False  # the user pressed Stop: the next change is refused once
     routes: RouteTable = field(default_factory=RouteTable)  # `route add`: mocks, blocks
+    # The person's answer to the running `request_help` (done | decline), while it runs.
+    help_answer: asyncio.Future[str] | None = None
+    recording: Any = None  # tools/recording.py's Recording, between record start and stop
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)

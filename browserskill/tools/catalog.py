@@ -448,6 +448,38 @@ TOOLS: tuple[ToolSpec, ...] = (
         exactly_one=("text", "selector", "navigation", "network_idle", "ms"),
     ),
     ToolSpec(
+        "request_help", ("request-help",), _S,
+        "Hand the session to a person (a login with two-factor, a captcha, a choice the "
+        "agent must not make): it shows on the dashboard (bsk show) with the reason, "
+        "the person acts in its live view, and agent calls meanwhile are session_busy. "
+        "Ends completed when the person presses Done or the --until condition holds, "
+        "saying what changed (URL, title, new tabs); user_interrupted if they press "
+        "Decline; failed (reason timeout) at the call's deadline (--timeout, default 300 s).",
+        (Param("reason", "string", "what the person should do, shown to them",
+               required=True, positional=True, max_length=2000),
+         Param("until", "string", "also done when this holds in the current tab: text=TEXT "
+               "(visible text), url=TEXT (the URL contains it) or selector=CSS",
+               max_length=10_000)),
+        example='bsk request-help "Log in with your 2FA code" --until url=/inbox',
+        default_timeout_s=300.0,
+    ),
+    ToolSpec(
+        "record_start", ("record", "start"), _S,
+        "Record what happens in this session's tabs — a person's clicks and typing in the "
+        "dashboard's live view, and the agent's own calls: clicks, fills, selects, checks, "
+        "key presses, navigations, uploads — until `record stop FILE`.",
+        (), example="bsk record start",
+    ),
+    ToolSpec(
+        "record_stop", ("record", "stop"), _S,
+        "Stop recording and write the script: one bsk command per line, each target a "
+        "locator (role and name where unique, else css= or text=), passwords as "
+        "${BSK_SECRET_N}. The CLI's replay command runs it.",
+        (Param("path", "string", "file to write the script to", required=True,
+               positional=True, path=True),),
+        example="bsk record stop login.bsk",
+    ),
+    ToolSpec(
         "html", ("html",), _R, "The HTML of the page, or of one element (outerHTML).",
         (Param("ref", "string", "element ref or locator (default: the whole document)",
                positional=True, max_length=TARGET_MAX),

@@ -15,7 +15,8 @@ HANDLERS: dict[str, Handler] = {}
 
 _MODULES = ("navigation", "evaluate", "snapshot", "screenshot", "input", "tabs", "session",
             "dialogs", "forms", "keyboard", "observe", "emulation", "webmcp", "borrow",
-            "state", "downloads", "mouse", "network", "routes")
+            "state", "downloads", "mouse", "network", "routes", "help",
+            "recording")
 
 
 def implements(name: str) -> Callable[[Handler], Handler]:
