@@ -15,7 +15,7 @@ HANDLERS: dict[str, Handler] = {}
 
 _MODULES = ("navigation", "evaluate", "snapshot", "screenshot", "input", "tabs", "session",
             "dialogs", "forms", "keyboard", "observe", "emulation", "webmcp", "borrow",
-            "state", "downloads", "mouse")
+            "state", "downloads", "mouse", "evidence")
 
 
 def implements(name: str) -> Callable[[Handler], Handler]:
