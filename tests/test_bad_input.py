@@ -322,7 +322,9 @@ def valid_body(spec: ToolSpec) -> dict[str, Any]:
     convert: dict[str, Callable[[str], Any]] = {
         "integer": int, "number": float, "array": lambda v: [v], "boolean": lambda v: True,
         "object": json.loads}
-    return {p.name: convert.get(p.type, str)(sample(p)) for p in spec.params if p.required}
+    # over HTTP a path is absolute (the CLI makes it so)
+    return {p.name: convert.get(p.type, str)("/" + sample(p) if p.path else sample(p))
+            for p in spec.params if p.required}
 
 
 WRONG_TYPE: dict[str, list[Any]] = {

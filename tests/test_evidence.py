@@ -4,14 +4,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from conftest import Bsk, in_ci, wait_until
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from browserskill.client import AsyncClient
 
 
 def need(tool: str) -> None:
@@ -151,3 +157,45 @@ def test_trace_holds_the_navigation(bsk: Bsk, page: str, site: str, tmp_path: Pa
     assert "trace" not in recordings(bsk)
     bad = bsk("trace", "start", "--categories", " , ")
     assert bad.code == 2 and bad.json["error"]["details"]["field"] == "categories"
+
+
+def test_http_surface(bsk: Bsk, page: str, tmp_path: Path, api: httpx.Client) -> None:
+    need("pdftotext")
+    via_http = tmp_path / "http.pdf"
+    r = api.post(f"/v1/sessions/{bsk.session}/tools/pdf", json={"path": str(via_http)})
+    assert r.status_code == 200 and r.json()["result"]["path"] == str(via_http)
+    assert "Evidence page 4711" in subprocess.run(
+        ["pdftotext", str(via_http), "-"], capture_output=True, text=True, check=True).stdout
+    bad = api.post(f"/v1/sessions/{bsk.session}/tools/emulate", json={"cpu": 0})
+    assert bad.status_code == 400 and bad.json()["error"]["details"]["field"] == "cpu"
+
+
+async def test_client_and_mcp_surfaces(bsk: Bsk, page: str, tmp_path: Path) -> None:
+    """The same tools through the Python client and MCP (all from the one catalog)."""
+    need("pdftotext")
+    async with AsyncClient(home=bsk.home, session=bsk.session, retries=0) as c:
+        tz = await c.emulate(timezone="Pacific/Auckland")
+        assert tz.result["page"]["timezone"] == "Pacific/Auckland"
+        await c.trace_start()
+        mine = [s for s in await c.session_list() if s.session_id == bsk.session]
+        assert mine[0].recordings and mine[0].recordings["trace"]["state"] == "recording"
+        traced = await c.trace_stop(str(tmp_path / "client.json"))
+        assert traced.ok and json.loads(Path(traced.result["path"]).read_text())
+
+    env = {k: v for k, v in bsk.env.items() if k.startswith("BSK_")}
+    params = StdioServerParameters(command=sys.executable, env=env,
+                                   args=["-m", "browserskill", "mcp", "--session", bsk.session])
+    via_mcp = tmp_path / "mcp.pdf"
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        printed = await session.call_tool("pdf", {"path": str(via_mcp)})
+        assert not printed.is_error
+        granted = await session.call_tool("permissions_grant", {"names": ["notifications"]})
+        assert not granted.is_error
+        seen = await session.call_tool("eval", {"expression": "Notification.permission"})
+        assert seen.structured_content["result"]["value"] == "granted"
+        await session.call_tool("permissions_clear", {"names": ["notifications"]})
+    proc = await asyncio.create_subprocess_exec("pdftotext", str(via_mcp), "-",
+                                                stdout=asyncio.subprocess.PIPE)
+    text, _ = await proc.communicate()
+    assert b"Evidence page 4711" in text
