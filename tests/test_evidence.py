@@ -142,6 +142,16 @@ def test_trace_holds_the_navigation(bsk: Bsk, page: str, site: str, tmp_path: Pa
     started = bsk.ok("trace", "start", "--screenshots")["result"]
     assert "disabled-by-default-devtools.screenshot" in started["categories"]
     assert recordings(bsk)["trace"]["state"] == "recording"
+    # Chromium runs one trace per browser: another session is told who holds it.
+    other = bsk.with_session(bsk.session + "-2")
+    other.ok("session", "start", other.session or "")
+    try:
+        busy = other("trace", "start")
+        assert busy.json["error"]["details"] == {"reason": "trace_busy",
+                                                 "session": bsk.session}
+        assert busy.json["dispatched"] == "no"
+    finally:
+        other("session", "stop", "--wait")
     target = f"{site}/counter.html?traced"
     bsk.ok("open", target)
     out = tmp_path / "trace.json"

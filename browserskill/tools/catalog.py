@@ -712,8 +712,10 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "trace_start", ("trace", "start"), _S,
-        "Start a performance trace of the current tab (Chrome's Tracing). It runs until "
-        "`trace stop FILE` or the session ends, and shows in `session list`.",
+        "Start a performance trace (Chrome's Tracing) from the current tab. It runs until "
+        "`trace stop FILE` or the session ends, and shows in `session list`. Chromium "
+        "traces the whole browser, one trace at a time: other sessions' pages show up "
+        "too, and another session's `trace start` is refused until this one stops.",
         (Param("categories", "string", "trace categories, comma-separated (default: "
                "DevTools' performance panel's)", max_length=4000),
          Param("screenshots", "boolean", "include screenshots (filmstrip)", default=False)),

@@ -7,8 +7,10 @@ and stopped with the session (what it had is saved under $BSK_HOME/recordings/).
 - Video: the tab's screencast frames (`Page.startScreencast`, JPEG), each acknowledged
   once written, paced to 25 fps (tools/pacing.py) and piped into ffmpeg, which encodes
   VP8/WebM as they come; `video stop FILE.mp4` re-encodes to H.264.
-- Trace: `Tracing.start` in the tab's own CDP session (Chromium traces the page's
-  processes), returned as a stream of Chrome trace JSON at `Tracing.end`.
+- Trace: `Tracing.start` in the tab's own CDP session, returned as a stream of Chrome
+  trace JSON at `Tracing.end`. Chromium traces the whole browser from there (other
+  sessions' pages show up too) and runs one trace at a time: a second session's
+  `trace start` is refused, naming the session that traces.
 - PDF: `Page.printToPDF`, streamed.
 """
 
@@ -143,7 +145,8 @@ class VideoRecording:
         self.writer: asyncio.Task[None] | None = None
 
     def summary(self) -> dict[str, Any]:
-        return {"state": "failed" if self.failed else "recording", "tab_id": self.tab.tab_id,
+        state = "failed" if self.failed else "tab_closed" if self.tab.gone else "recording"
+        return {"state": state, "tab_id": self.tab.tab_id,
                 "started_at": self.started_at, "size": _wxh(self.size),
                 "frames_received": self.frames_in, "frames_written": self.pacer.written}
 
@@ -405,6 +408,13 @@ async def trace_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
     if params["screenshots"] and SCREENSHOT_CATEGORY not in categories:
         categories.append(SCREENSHOT_CATEGORY)
     _already(ctx, "trace", "trace stop")
+    for other in ctx.sessions.sessions.values():
+        if "trace" in other.recordings and other.backend.owner is ctx.backend.owner:
+            raise BskError("action_failed", f"session {other.id} is tracing this browser; "
+                           "Chromium runs one trace at a time",
+                           hint=f"wait for it, or: bsk -s {other.id} trace stop FILE",
+                           details={"reason": "trace_busy", "session": other.id},
+                           dispatched="no")
     tab = ctx.tab
     recording = TraceRecording(tab, categories, _recordings_dir(ctx),
                                f"{ctx.session.id}-{ctx.op.op_id}")
