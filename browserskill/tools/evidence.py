@@ -38,6 +38,7 @@ from browserskill.tools.screenshot import _check_writable
 log = logging.getLogger(__name__)
 
 FPS = 25
+ACK_AHEAD = 3  # frames acknowledged before the encoder has them (see VideoRecording._write)
 _PAPER_INCHES = {"A4": (8.27, 11.69), "Letter": (8.5, 11.0)}
 # DevTools' Performance panel's categories (as Puppeteer's page.tracing uses them).
 DEFAULT_CATEGORIES = (
@@ -139,8 +140,10 @@ class VideoRecording:
         self.started_at = time.time()
         self.frames_in = 0
         self.pacer = FramePacer(FPS)
-        self.queue: asyncio.Queue[tuple[bytes, float, int] | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[tuple[bytes, float, int | None] | None] = asyncio.Queue()
+        self._acks: set[asyncio.Task[None]] = set()
         self.failed: str | None = None
+        self.stopped_at: float | None = None  # when stop was asked: the film ends there
         self.proc: asyncio.subprocess.Process | None = None
         self.writer: asyncio.Task[None] | None = None
 
@@ -178,11 +181,26 @@ class VideoRecording:
             return
         self.frames_in += 1
         stamp = params.get("metadata", {}).get("timestamp") or time.time()
-        self.queue.put_nowait((base64.b64decode(params["data"]), stamp, params["sessionId"]))
+        ack: int | None = params["sessionId"]
+        if self.queue.qsize() < ACK_AHEAD:
+            self._ack(params["sessionId"])
+            ack = None
+        self.queue.put_nowait((base64.b64decode(params["data"]), stamp, ack))
+
+    def _ack(self, frame: int) -> None:
+        """Acknowledge a frame: Chromium sends the next one only then."""
+        async def send() -> None:
+            with contextlib.suppress(LinkError, TabGone):
+                reply = await self.tab.request("Page.screencastFrameAck", {"sessionId": frame})
+                reply.add_done_callback(lambda f: f.cancelled() or f.exception())
+        task = asyncio.get_running_loop().create_task(send())
+        self._acks.add(task)
+        task.add_done_callback(self._acks.discard)
 
     async def _write(self) -> None:
-        """Write frames as the pacer says, then acknowledge each (Chromium sends the next
-        one only then: a slow encoder slows the screencast, not the daemon's memory)."""
+        """Write frames as the pacer says. A frame is acknowledged as it arrives while
+        fewer than ACK_AHEAD wait for the encoder, else once written: a slow encoder slows
+        the screencast, and the daemon holds a few frames at most."""
         assert self.proc is not None and self.proc.stdin is not None
         stdin = self.proc.stdin
         last: bytes | None = None
@@ -194,11 +212,10 @@ class VideoRecording:
                     stdin.write(last * repeat)
                     await stdin.drain()
                 last = frame
-                with contextlib.suppress(LinkError, TabGone):
-                    reply = await self.tab.request("Page.screencastFrameAck", {"sessionId": ack})
-                    reply.add_done_callback(lambda f: f.cancelled() or f.exception())
-            if last is not None:
-                stdin.write(last * self.pacer.finish(time.time()))
+                if ack is not None:
+                    self._ack(ack)
+            if last is not None:  # the encoder may lag: the film ends when stop was asked
+                stdin.write(last * self.pacer.finish(self.stopped_at or time.time()))
                 await stdin.drain()
         except (BrokenPipeError, ConnectionResetError) as e:
             self.failed = f"the encoder stopped: {e}"
@@ -207,6 +224,7 @@ class VideoRecording:
 
     async def finish(self, timeout: float) -> None:
         """Stop the screencast and the encoder; the WebM is complete when this returns."""
+        self.stopped_at = time.time()
         with contextlib.suppress(ValueError):
             self.tab.listeners.remove(self._on_event)
         with contextlib.suppress(LinkError, TabGone):
