@@ -135,7 +135,7 @@ async def set_permissions(ctx: ToolContext, names: list[str], origin: str | None
         try:
             await link.send("Browser.setPermission", params, timeout=ctx.remaining())
         except CdpError as e:
-            if "PermissionDescriptor" in e.message or "permission" in e.message.lower():
+            if e.code == -32602:  # Chromium's "Invalid PermissionDescriptor name: …"
                 raise invalid("names", f"{name}: {e.message}",
                               hint="a permission name as in navigator.permissions.query, "
                                    "e.g. geolocation, notifications, clipboard-read") from None

@@ -246,6 +246,7 @@ class VideoRecording:
                            details={"reason": "encoder_failed"}, dispatched="yes")
 
     async def _abandon(self) -> None:
+        """Stop everything at once, keeping no file (a failed start, a cancelled stop)."""
         with contextlib.suppress(ValueError):
             self.tab.listeners.remove(self._on_event)
         if self.writer is not None:
@@ -253,6 +254,7 @@ class VideoRecording:
         if self.proc is not None and self.proc.returncode is None:
             self.proc.kill()
             await self.proc.wait()
+        self.file.unlink(missing_ok=True)
 
     async def stop_with_session(self) -> dict[str, Any]:
         try:
@@ -314,14 +316,14 @@ async def video_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
     del ctx.session.recordings["video"]
     try:
         await recording.finish(ctx.remaining())
-        if path.suffix.lower() == ".mp4":
-            await _to_mp4(recording.file, path, ctx.remaining())
-            recording.file.unlink()
-        else:
-            shutil.move(recording.file, path)
-    finally:
-        if recording.file.exists() and recording.failed:
-            recording.file.unlink()
+    except BaseException:  # failed, timed out or cancelled: nothing half-written stays
+        await asyncio.shield(recording._abandon())
+        raise
+    if path.suffix.lower() == ".mp4":
+        await _to_mp4(recording.file, path, ctx.remaining())
+        recording.file.unlink()
+    else:
+        shutil.move(recording.file, path)
     frames = recording.pacer.written
     return {"path": str(path), "bytes": path.stat().st_size, "tab_id": recording.tab.tab_id,
             "size": _wxh(recording.size), "fps": FPS, "frames": frames,
@@ -441,7 +443,8 @@ async def trace_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
         await recording.start(ctx.remaining())
     except CdpError as e:
         raise BskError("action_failed", f"the browser did not start tracing: {e}",
-                       hint="another trace of this browser may be running",
+                       hint="a trace started by another DevTools client may be running; "
+                            "through the extension, tracing is not available",
                        details={"reason": "browser_error"}, dispatched="yes") from None
     ctx.session.recordings["trace"] = recording
     return {"recording": "trace", "tab_id": tab.tab_id, "categories": categories}
