@@ -160,3 +160,17 @@ def test_bad_input_sends_nothing(bsk: Bsk, page: str) -> None:
         r = bsk("emulate", *args)
         assert r.code == 2, (args, r.stdout)
         assert r.json["error"]["code"] == "invalid_params" and r.json["dispatched"] == "no"
+
+
+def test_permissions_stay_in_an_isolated_sessions_context(bsk: Bsk, page: str) -> None:
+    isolated = bsk.with_session((bsk.session or "") + "-iso")
+    isolated.ok("session", "start", isolated.session or "", "--isolated")
+    try:
+        isolated.ok("open", f"{page}/evidence.html")
+        r = isolated.ok("permissions", "grant", "notifications")["result"]
+        assert r["context"] == "isolated"
+        assert isolated("eval", "Notification.permission").value == "granted"
+        # the same origin in the shared profile is untouched
+        assert bsk("eval", "Notification.permission").value == "default"
+    finally:
+        isolated("session", "stop", "--wait")
