@@ -140,6 +140,8 @@ async def set_permissions(ctx: ToolContext, names: list[str], origin: str | None
                               hint="a permission name as in navigator.permissions.query, "
                                    "e.g. geolocation, notifications, clipboard-read") from None
             raise BskError("action_failed", f"the browser refused the permission: {e}",
+                           hint="permissions need the daemon's own browser: the extension "
+                                "reaches tabs only" if e.code == -32601 else "",
                            details={"reason": "browser_error"}, dispatched="yes") from None
         except LinkError as e:  # the extension's relay has no browser-level target
             raise BskError("action_failed", f"can't set permissions here: {e}",
