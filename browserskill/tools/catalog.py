@@ -696,7 +696,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "video_start", ("video", "start"), _S,
         "Start recording the current tab as video (its screencast frames, 25 fps). The "
-        "recording runs until `video stop FILE` or the session ends, and shows in "
+        "recording runs until `video stop PATH` or the session ends, and shows in "
         "`session list`.",
         (Param("size", "string", "frame size WxH, e.g. 800x600 (default: the viewport's; "
                "the page is scaled to fit)", max_length=20),),
@@ -704,7 +704,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "video_stop", ("video", "stop"), _S,
-        "Stop the session's video recording and write it to FILE: .webm (VP8) or .mp4 "
+        "Stop the session's video recording and write it to PATH: .webm (VP8) or .mp4 "
         "(H.264).",
         (Param("path", "string", "video file to write (.webm or .mp4)", required=True,
                positional=True, path=True),),
@@ -713,7 +713,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "trace_start", ("trace", "start"), _S,
         "Start a performance trace (Chrome's Tracing) from the current tab. It runs until "
-        "`trace stop FILE` or the session ends, and shows in `session list`. Chromium "
+        "`trace stop PATH` or the session ends, and shows in `session list`. Chromium "
         "traces the whole browser, one trace at a time: other sessions' pages show up "
         "too, and another session's `trace start` is refused until this one stops.",
         (Param("categories", "string", "trace categories, comma-separated (default: "
@@ -723,7 +723,7 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "trace_stop", ("trace", "stop"), _S,
-        "Stop the trace and write it to FILE as Chrome trace JSON (open it in Perfetto "
+        "Stop the trace and write it to PATH as Chrome trace JSON (open it in Perfetto "
         "or DevTools' Performance panel).",
         (Param("path", "string", "trace file to write (.json)", required=True,
                positional=True, path=True),),
