@@ -282,8 +282,10 @@ def _sessions(r: dict[str, Any]) -> str:
         busy = f"  busy: {s['busy']['tool']} {s['busy']['op_id']}" if s.get("busy") else ""
         label = f"  ({s['label']})" if s.get("label") else ""
         routes = f"  routes: {len(s['routes'])}" if s.get("routes") else ""
+        recording = "".join(f"  recording {kind} (tab {r.get('tab_id')})"
+                            for kind, r in (s.get("recordings") or {}).items())
         rows.append(f"{s['session_id']}{label}  tabs: {s['tabs']}  "
-                    f"{_placement(s.get('placement') or {})}{routes}{busy}")
+                    f"{_placement(s.get('placement') or {})}{routes}{busy}{recording}")
     return "\n".join(rows) or "(no sessions)"
 
 
@@ -300,10 +302,29 @@ def _placement(p: dict[str, Any]) -> str:
 _SCOPE = {"isolated": "its own browser context", "shared": "the shared profile"}
 
 
+def _evidence_written(r: dict[str, Any]) -> str:
+    extra = (f"  {r['size']}, {r['frames']} frames, {r['duration_s']} s" if "frames" in r
+             else "")
+    return f"wrote {r['path']} ({r['bytes']} bytes){extra}"
+
+
+def _recording_started(r: dict[str, Any]) -> str:
+    what = f"{r['size']} at {r['fps']} fps" if r["recording"] == "video" else \
+        f"{len(r['categories'])} categories"
+    return (f"recording {r['recording']} of tab {r['tab_id']} ({what}); stop with "
+            f"`bsk {r['recording']} stop FILE`")
+
+
+def _permissions(r: dict[str, Any]) -> str:
+    return f"{', '.join(r['permissions'])}: {r['setting']} for {r['origin']}"
+
+
 def _session_stop(r: dict[str, Any]) -> str:
     if "stopped" in r and isinstance(r["stopped"], list):
         return "\n".join(_session_stop(x.get("result") or x) for x in r["stopped"]) or "(none)"
-    return f"session {r.get('session_id')} stopped"
+    saved = "".join(f"\n{x['kind']} saved: {x.get('path') or x.get('error')}"
+                    for x in r.get("recordings_saved") or ())
+    return f"session {r.get('session_id')} stopped{saved}"
 
 
 def _daemon(r: dict[str, Any]) -> str:
@@ -402,6 +423,10 @@ RENDERERS: dict[Words, Callable[[dict[str, Any]], str]] = {
     ("show",): lambda r: r["url"] + ("" if r.get("opened") else
                                      "\n  (open it in a browser on this machine)"),
     ("install-skill",): _install_skill,
+    ("pdf",): _evidence_written, ("video", "stop"): _evidence_written,
+    ("trace", "stop"): _evidence_written, ("video", "start"): _recording_started,
+    ("trace", "start"): _recording_started, ("permissions", "grant"): _permissions,
+    ("permissions", "clear"): _permissions,
 }
 
 
@@ -586,7 +611,10 @@ def _emulate(r: dict[str, Any]) -> str:
         parts.append("mobile" if e["mobile"] else "desktop")
     if "user_agent" in e:
         parts.append(f"user agent {_short(e['user_agent'], 60)}")
-    return f"emulating {' '.join(parts)}; {_view(r.get('page', {}))}"
+    shown = {"width", "height", "scale", "mobile", "user_agent"}
+    parts += [f"{k.replace('_', '-')}={v}" for k, v in e.items() if k not in shown]
+    note = f"\nnote: {r['note']}" if r.get("note") else ""
+    return f"emulating {' '.join(parts)}; {_view(r.get('page', {}))}{note}"
 
 
 def _window(r: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from browserskill.browser.backend import Backend
@@ -53,6 +53,16 @@ class HoverState:
     navigations: int  # the tab's document count then: a new document drops the hover
 
 
+class Recording(Protocol):
+    """Something a tool started that runs until stopped: a video, a trace."""
+
+    def summary(self) -> dict[str, Any]: ...
+
+    async def stop_with_session(self) -> dict[str, Any]:
+        """The session ends: stop, save what there is, say where (never raises)."""
+        ...
+
+
 @dataclass
 class Session:
     id: str
@@ -77,6 +87,10 @@ class Session:
     # The person's answer to the running `request_help` (done | decline), while it runs.
     help_answer: asyncio.Future[str] | None = None
     recording: Any = None  # tools/recording.py's Recording, between record start and stop
+    # Long-running recordings (video, trace) by kind: shown in `session list`, stopped
+    # with the session (what they had is saved; `saved_recordings` says where).
+    recordings: dict[str, Recording] = field(default_factory=dict)
+    saved_recordings: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
@@ -132,6 +146,7 @@ class Session:
             "queued": len(self.queue.queued),
             "placement": self.backend.describe(),
             "routes": self.routes.describe(),
+            "recordings": {kind: r.summary() for kind, r in self.recordings.items()},
         }
 
 
@@ -325,6 +340,9 @@ class SessionManager:
         return session
 
     async def close(self, session: Session, reason: str = "stopped") -> list[str]:
+        for recording in list(session.recordings.values()):
+            session.saved_recordings.append(await recording.stop_with_session())
+        session.recordings.clear()
         closed = []
         for tab in list(session.tabs.values()):
             await session.backend.close_tab(tab)

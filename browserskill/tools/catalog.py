@@ -503,9 +503,15 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "emulate", ("emulate",), _M,
-        "Emulate a device in the current tab. Viewport size, device scale, mobile, user "
-        "agent; settings add up across calls until --off.",
-        (Param("width", "integer", "viewport width in CSS pixels", minimum=1,
+        "Emulate a device and its surroundings in the current tab: viewport, scale, mobile, "
+        "user agent, or a named --device; color scheme, reduced motion, print media; "
+        "offline or a slow network; a slower CPU; geolocation (its permission granted); "
+        "timezone and locale. Settings add up across calls until --reset; the result reads "
+        "back what the page now sees.",
+        (Param("device", "string", "a device from Playwright's device list, e.g. "
+               "\"iPhone 13\" or \"Pixel 7\" (viewport, scale, mobile, touch, user agent; "
+               "other flags given with it win)", max_length=200),
+         Param("width", "integer", "viewport width in CSS pixels", minimum=1,
                maximum=10_000),
          Param("height", "integer", "viewport height in CSS pixels", minimum=1,
                maximum=10_000),
@@ -513,8 +519,25 @@ TOOLS: tuple[ToolSpec, ...] = (
                maximum=10),
          Param("mobile", "boolean", "mobile viewport and touch events (--no-mobile: off)"),
          Param("user_agent", "string", "user agent string", max_length=2000),
-         Param("off", "boolean", "clear all emulation", default=False)),
-        example="bsk emulate --width 390 --height 844 --scale 3 --mobile",
+         Param("color_scheme", "string", "prefers-color-scheme",
+               choices=("light", "dark", "no-preference")),
+         Param("reduced_motion", "boolean", "prefers-reduced-motion: reduce "
+               "(--no-reduced-motion: no-preference)"),
+         Param("media", "string", "CSS media type", choices=("screen", "print")),
+         Param("offline", "boolean", "no network at all; navigator.onLine is false "
+               "(--no-offline: back online)"),
+         Param("network", "string", "network throttling, DevTools' presets",
+               choices=("slow-3g", "fast-3g", "off")),
+         Param("cpu", "number", "CPU slowdown factor (1: none, 4: four times slower)",
+               minimum=1, maximum=100),
+         Param("geolocation", "string", "LAT,LON[,ACCURACY_M]; also grants the geolocation "
+               "permission to the page's origin", max_length=100),
+         Param("timezone", "string", "IANA timezone, e.g. Europe/Berlin", max_length=100),
+         Param("locale", "string", "locale for Intl and navigator.language(s), e.g. de-DE",
+               max_length=100),
+         Param("reset", "boolean", "clear all emulation in this tab", default=False),
+         Param("off", "boolean", "the same as --reset", default=False)),
+        example="bsk emulate --device \"iPhone 13\" --color-scheme dark --timezone Asia/Tokyo",
     ),
     ToolSpec(
         "window_resize", ("window", "resize"), _M,
@@ -683,7 +706,79 @@ STATE_TOOLS: tuple[ToolSpec, ...] = (
         example="bsk state load login.json",
     ),
 )
-TOOLS = TOOLS + STATE_TOOLS
+
+_PERMISSION_NAMES = Param(
+    "names", "array", "permission names as the web knows them: geolocation, "
+    "notifications, camera, microphone, clipboard-read, clipboard-write, midi, …",
+    required=True, positional=True, nargs="+")
+_PERMISSION_ORIGIN = Param("origin", "string", "the origin they are for (default: the "
+                           "current tab's)", max_length=8192)
+_PERMISSION_NOTE = ("Permissions belong to the session's browser context: its own with "
+                    "--isolated, else the shared profile's.")
+
+# Evidence of what happened in a tab (PDF, video, trace) and the browser's permissions.
+EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "pdf", ("pdf",), _R,
+        "Print the current tab to a PDF file (print media, backgrounds included).",
+        (Param("path", "string", "PDF file to write", required=True, positional=True,
+               path=True),
+         Param("landscape", "boolean", "landscape orientation", default=False),
+         Param("format", "string", "paper size", default="A4", choices=("A4", "Letter"))),
+        example="bsk pdf page.pdf --format Letter",
+    ),
+    ToolSpec(
+        "video_start", ("video", "start"), _S,
+        "Start recording the current tab as video (its screencast frames, 25 fps). The "
+        "recording runs until `video stop PATH` or the session ends, and shows in "
+        "`session list`.",
+        (Param("size", "string", "frame size WxH, e.g. 800x600 (default: the viewport's; "
+               "the page is scaled to fit)", max_length=20),),
+        example="bsk video start --size 800x600",
+    ),
+    ToolSpec(
+        "video_stop", ("video", "stop"), _S,
+        "Stop the session's video recording and write it to PATH: .webm (VP8) or .mp4 "
+        "(H.264).",
+        (Param("path", "string", "video file to write (.webm or .mp4)", required=True,
+               positional=True, path=True),),
+        example="bsk video stop run.webm", default_timeout_s=120.0,
+    ),
+    ToolSpec(
+        "trace_start", ("trace", "start"), _S,
+        "Start a performance trace (Chrome's Tracing) from the current tab. It runs until "
+        "`trace stop PATH` or the session ends, and shows in `session list`. Chromium "
+        "traces the whole browser, one trace at a time: other sessions' pages show up "
+        "too, and another session's `trace start` is refused until this one stops.",
+        (Param("categories", "string", "trace categories, comma-separated (default: "
+               "DevTools' performance panel's)", max_length=4000),
+         Param("screenshots", "boolean", "include screenshots (filmstrip)", default=False)),
+        example="bsk trace start --screenshots",
+    ),
+    ToolSpec(
+        "trace_stop", ("trace", "stop"), _S,
+        "Stop the trace and write it to PATH as Chrome trace JSON (open it in Perfetto "
+        "or DevTools' Performance panel).",
+        (Param("path", "string", "trace file to write (.json)", required=True,
+               positional=True, path=True),),
+        example="bsk trace stop trace.json", default_timeout_s=120.0,
+    ),
+    ToolSpec(
+        "permissions_grant", ("permissions", "grant"), _M,
+        "Grant browser permissions to an origin (default: the current tab's). "
+        + _PERMISSION_NOTE,
+        (_PERMISSION_NAMES, _PERMISSION_ORIGIN),
+        example="bsk permissions grant geolocation notifications",
+    ),
+    ToolSpec(
+        "permissions_clear", ("permissions", "clear"), _M,
+        "Set permissions back to ask (the default) for an origin (default: the current "
+        "tab's). " + _PERMISSION_NOTE,
+        (_PERMISSION_NAMES, _PERMISSION_ORIGIN),
+        example="bsk permissions clear geolocation",
+    ),
+)
+TOOLS = TOOLS + STATE_TOOLS + EVIDENCE_TOOLS
 
 _ROUTE_PATTERN = Param("pattern", "string", "URL glob, Playwright's: * any characters "
                        "but /, ** any characters, {a,b} either; matched against the whole "

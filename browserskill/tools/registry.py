@@ -16,7 +16,7 @@ HANDLERS: dict[str, Handler] = {}
 _MODULES = ("navigation", "evaluate", "snapshot", "screenshot", "input", "tabs", "session",
             "dialogs", "forms", "keyboard", "observe", "emulation", "webmcp", "borrow",
             "state", "downloads", "mouse", "network", "routes", "help",
-            "recording")
+            "recording", "evidence")
 
 
 def implements(name: str) -> Callable[[Handler], Handler]:
