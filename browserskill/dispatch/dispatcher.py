@@ -194,7 +194,7 @@ class Dispatcher:
                                     "ahead", details={"session_id": session.id})
             session.backend.before_dispatch(op.tool)
             await self._dispatch(op, session)
-            if session.recording is not None and op.status == "completed":
+            if session.script_recording is not None and op.status == "completed":
                 await self._record(session, op)
         except BskError as e:
             op.fail(e)
@@ -248,8 +248,8 @@ class Dispatcher:
         """A recording session notes what the page alone can't tell (tools/recording.py)
         and listens in the tabs the call opened."""
         try:
-            session.recording.agent_did(op.tool, op.params, op.result or {})
-            await session.recording.follow(list(session.tabs.values()))
+            session.script_recording.agent_did(op.tool, op.params, op.result or {})
+            await session.script_recording.follow(list(session.tabs.values()))
         except Exception:  # the call itself is done: a recorder's trouble is only logged
             log.exception("recording after %s", op.op_id)
 

@@ -86,7 +86,8 @@ class Session:
     routes: RouteTable = field(default_factory=RouteTable)  # `route add`: mocks, blocks
     # The person's answer to the running `request_help` (done | decline), while it runs.
     help_answer: asyncio.Future[str] | None = None
-    recording: Any = None  # tools/recording.py's Recording, between record start and stop
+    # `record start` .. `record stop`: the replayable script being written (tools/recording.py)
+    script_recording: Any = None
     # Long-running recordings (video, trace) by kind: shown in `session list`, stopped
     # with the session (what they had is saved; `saved_recordings` says where).
     recordings: dict[str, Recording] = field(default_factory=dict)

@@ -200,12 +200,12 @@ async def _install(tab: Tab) -> str:
 @implements("record_start")
 async def record_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     session = ctx.session
-    if session.recording is not None:
+    if session.script_recording is not None:
         raise BskError("invalid_params", "session: this session is already recording",
                        hint="`bsk record stop FILE` writes what it has so far",
                        details={"field": "session"})
     recording = Recording()
-    session.recording = recording
+    session.script_recording = recording
     await recording.follow(list(session.tabs.values()))
     return {"recording": True, "tabs": sorted(recording.tabs)}
 
@@ -213,18 +213,18 @@ async def record_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
 @implements("record_stop")
 async def record_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     session = ctx.session
-    recording = session.recording
+    recording = session.script_recording
     if recording is None:
         raise BskError("invalid_params", "session: this session is not recording",
                        hint="start with `bsk record start`", details={"field": "session"})
     await recording.finish(list(session.tabs.values()))
-    session.recording = None
+    session.script_recording = None
     path = Path(params["path"])
     text = recording.script()
     try:
         path.write_text(text)
     except OSError as e:
-        session.recording = recording  # nothing lost: stop again with another path
+        session.script_recording = recording  # nothing lost: stop again with another path
         raise BskError("invalid_params", f"path: can't write {path}: {e.strerror}",
                        details={"field": "path"}) from None
     commands = [line for line in recording.lines if not line.startswith("#")]
