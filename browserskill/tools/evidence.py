@@ -31,9 +31,9 @@ from browserskill.browser.tab import Tab, TabGone
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.emulation import page_view
+from browserskill.tools.output_files import check_writable
 from browserskill.tools.pacing import FramePacer
 from browserskill.tools.registry import implements
-from browserskill.tools.screenshot import _check_writable
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def _target(params: dict[str, Any], suffixes: tuple[str, ...] = ()) -> Path:
     if suffixes and path.suffix.lower() not in suffixes:
         raise invalid("path", f"{path.name}: the file name must end in "
                       f"{' or '.join(suffixes)} (that picks the format)")
-    _check_writable(path)
+    check_writable(path)
     return path
 
 

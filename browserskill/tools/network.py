@@ -26,8 +26,8 @@ from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
 from browserskill.errors import invalid
 from browserskill.tools.context import ToolContext
+from browserskill.tools.output_files import check_writable
 from browserskill.tools.registry import implements
-from browserskill.tools.screenshot import _check_writable
 
 HAR_READS_AT_ONCE = 16  # bodies asked of Chromium at once while writing a HAR
 _TEXT_TYPES = ("json", "xml", "javascript", "ecmascript", "svg", "x-www-form-urlencoded",
@@ -251,7 +251,7 @@ def har_entry(entry: dict[str, Any], content: dict[str, Any] | None = None,
 @implements("network_har")
 async def network_har(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     path = Path(params["path"])
-    _check_writable(path)
+    check_writable(path)
     gate = asyncio.Semaphore(HAR_READS_AT_ONCE)
 
     async def one(tab: Tab, entry: dict[str, Any]) -> tuple[dict[str, Any], bool]:

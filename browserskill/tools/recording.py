@@ -23,6 +23,7 @@ from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab, TabGone
 from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
+from browserskill.tools.output_files import check_writable
 from browserskill.tools.registry import implements
 from browserskill.tools.snapshot import _SCRIPT, ACTIONABLE, REF_ROLES
 
@@ -213,13 +214,14 @@ async def record_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
 @implements("record_stop")
 async def record_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     session = ctx.session
+    path = Path(params["path"])
+    check_writable(path)
     recording = session.script_recording
     if recording is None:
         raise BskError("invalid_params", "session: this session is not recording",
                        hint="start with `bsk record start`", details={"field": "session"})
     await recording.finish(list(session.tabs.values()))
     session.script_recording = None
-    path = Path(params["path"])
     text = recording.script()
     try:
         path.write_text(text)

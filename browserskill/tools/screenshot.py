@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import restore_hover
+from browserskill.tools.output_files import check_writable
 from browserskill.tools.pointer import frame_origin
 from browserskill.tools.refs import call_on, resolve
 from browserskill.tools.registry import implements
@@ -49,20 +49,6 @@ async def _clip(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _check_writable(path: Path) -> None:
-    """Refuse, before capturing, a path the daemon could not write (nothing sent yet)."""
-    try:
-        if path.is_dir():
-            raise invalid("path", f"{path} is a directory; give a file name")
-        if not path.parent.is_dir():
-            raise invalid("path", f"directory {path.parent} does not exist")
-        if not os.access(path.parent, os.W_OK | os.X_OK) or (
-                path.exists() and not os.access(path, os.W_OK)):
-            raise invalid("path", f"the daemon can't write {path} (permission denied)")
-    except OSError as e:  # a name too long, a parent that can't be searched, …
-        raise invalid("path", f"can't write {path}: {e.strerror or e}") from None
-
-
 @implements("screenshot")
 async def screenshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     if params["ref"] and params["full_page"]:
@@ -71,7 +57,7 @@ async def screenshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
         path = Path(params["path"])
         if not path.is_absolute():
             raise invalid("path", "must be an absolute path (the CLI makes it so)")
-        _check_writable(path)
+        check_writable(path)
     else:
         folder = Path(ctx.state_dir) / "screenshots"
         folder.mkdir(mode=0o700, exist_ok=True)

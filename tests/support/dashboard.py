@@ -61,8 +61,15 @@ class Viewer:
         self.click_at(*self.centre(selector))
 
     def choose(self, session: str) -> None:
-        self.press(f'[data-session="{session}"]')
-        self.wait(f"document.querySelector('#title').textContent.startsWith({json.dumps(session)})")
+        chosen = f"document.querySelector('#title').textContent.startsWith({json.dumps(session)})"
+
+        def press_until_chosen() -> bool:
+            # The list re-renders as sessions and ops change: a press can land between a
+            # card's old and new place, so press again until the choice shows.
+            if not self.eval(chosen):
+                self.press(f'[data-session="{session}"]')
+            return bool(self.eval(chosen))
+        wait_until(press_until_chosen, 20, f"session {session} chosen on the dashboard")
 
     def row(self, op_id: str) -> dict[str, str] | None:
         return self.eval(f"(() => {{ const r = document.querySelector('[data-op=\"{op_id}\"]');"
