@@ -278,8 +278,6 @@ CONTROL: tuple[Control, ...] = (
     Control(("version",), cmd_version, "version", "Print the version."),
 )
 CONTROL_BY_WORDS = {c.words: c for c in CONTROL}
-# A catalog tool, but the CLI form takes ID|--all.
-HIDDEN_TOOLS: set[tuple[str, ...]] = {("session", "stop")}
 # Control commands that describe an operation rather than end as one (`op wait` does end
 # with the operation's outcome, so its exit code is the operation's).
 REPORTS_AN_OP = {("op", "show"), ("op", "cancel")}

@@ -9,26 +9,24 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from browserskill import contract
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, Operation
 from browserskill.dispatch.queue import CANCELLED, TIMED_OUT
-from browserskill.dispatch.sessions import DEFAULT_SESSION, Session, SessionManager
+from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog, downloads, registry
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
 
-MAX_TIMEOUT_MS = 600_000
-_OP_ID = re.compile(r"^op_[A-Za-z0-9_-]{6,64}$")  # callers may name their operation
 RECENT_OPS = 1000  # ended operations kept in memory (the journal keeps the rest)
 
 
@@ -68,27 +66,16 @@ class Dispatcher:
     ) -> Operation:
         spec = catalog.get(tool)
         params = spec.validate(raw_params)
-        if isinstance(timeout_ms, float) and timeout_ms.is_integer():
-            timeout_ms = int(timeout_ms)  # JSON has one number type: 2.0 is the integer 2
-        if timeout_ms is not None and (
-            isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
-            or not 1 <= timeout_ms <= MAX_TIMEOUT_MS
-        ):
-            raise invalid("timeout_ms", f"must be an integer from 1 to {MAX_TIMEOUT_MS}")
-        if timeout_ms is not None and spec.timeout_range_s:  # e.g. webmcp_invoke: 1-120 s
-            lo, hi = (int(x * 1000) for x in spec.timeout_range_s)
-            if not lo <= timeout_ms <= hi:
-                raise invalid("timeout_ms", f"must be from {lo} to {hi} for {tool}")
+        timeout_ms = contract.check_timeout_ms(timeout_ms, tool, spec.timeout_range_s)
         claim: asyncio.Future[None] | None = None
         if idempotency_key is not None:
             earlier, claim = await self._claim_key(session_id, idempotency_key, tool, params)
             if earlier is not None:
                 return earlier
         try:
-            if op_id is not None and (not _OP_ID.match(op_id) or op_id in self.ops
+            if op_id is not None and (not contract.valid_op_id(op_id) or op_id in self.ops
                                       or self.journal.get(op_id)):
-                raise invalid("op_id",
-                              "must look like op_<6-64 letters, digits, _ or -> and be new")
+                raise invalid("op_id", f"must be {contract.OP_ID_RULE}, and new")
             session = await self._session_for_call(session_id)
             op = Operation(session_id, tool, params, idempotency_key=idempotency_key)
             if op_id:
@@ -112,7 +99,7 @@ class Dispatcher:
         instead of finding a session without a tab."""
         starting = self._starting.get(session_id)
         if starting is None:
-            if session_id != DEFAULT_SESSION or session_id in self.sessions.sessions:
+            if session_id != contract.DEFAULT_SESSION or session_id in self.sessions.sessions:
                 return await self.sessions.get_for_call(session_id)
             starting = asyncio.ensure_future(self.sessions.get_for_call(session_id))
             self._starting[session_id] = starting
@@ -189,7 +176,8 @@ class Dispatcher:
                                "took over this session's tabs",
                                hint="ask the user before acting again; the next call goes "
                                     "ahead", details={"session_id": session.id})
-            session.backend.before_dispatch(op.tool)
+            if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
+                session.backend.before_dispatch()
             await self._dispatch(op, session)
         except BskError as e:
             op.fail(e)
@@ -217,13 +205,14 @@ class Dispatcher:
         op.note(DISPATCHED)
         self.journal.record(op)
         recovered = None
-        if op.tool != "session_stop":  # tabs lost with their browser come back first
+        on_pages = catalog.BY_NAME[op.tool].on_pages
+        if on_pages:  # tabs lost with their browser come back first
             recovered = await self.sessions.recover(session, max(
                 0.001, op.deadline - asyncio.get_running_loop().time()))
             if recovered:
                 op.note("tabs_recovered", recovered)
         current = session.tabs.get(session.current_tab_id or "")
-        if current is not None and not current.gone and op.tool != "session_stop":
+        if current is not None and not current.gone and on_pages:
             await session.backend.ensure_shown(current, timeout=min(
                 2.0, max(0.001, op.deadline - asyncio.get_running_loop().time())))
         ctx = self.context_class(op, session, self.sessions, session.backend, self.state_dir)

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from browserskill import contract
+from browserskill.contract import new_op_id
 from browserskill.errors import CODES, STATUS_FOR_CODE, BskError, retry_safe_for
 
-QUEUED, DISPATCHED, CLEANING_UP, ENDED = "queued", "dispatched", "cleaning_up", "ended"
-
-
-def new_op_id() -> str:
-    return "op_" + secrets.token_hex(6)
+QUEUED, DISPATCHED, CLEANING_UP, ENDED = contract.STATES
 
 
 def iso(ts: float | None) -> str | None:
@@ -119,19 +116,11 @@ class Operation:
         self.note("ended", status)
 
     def to_result(self, *, with_timeline: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "op_id": self.op_id,
-            "session_id": self.session_id,
-            "tool": self.tool,
-            "state": self.state,
-            "status": self.status,
-            "dispatched": self.dispatched,
-            "retry_safe": self.retry_safe,
-            "result": self.result,
-            "error": self.error,
-            "started_at": iso(self.created_at),
-            "ended_at": iso(self.ended_at),
-        }
+        out = contract.result(
+            op_id=self.op_id, session_id=self.session_id, tool=self.tool, state=self.state,
+            status=self.status, dispatched=self.dispatched, retry_safe=self.retry_safe,
+            result=self.result, error=self.error, started_at=iso(self.created_at),
+            ended_at=iso(self.ended_at))
         if with_timeline:
             out["timeline"] = self.timeline
             out["params"] = self.params

@@ -15,13 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from browserskill.browser.link import CdpError, Command, await_reply
 from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
-
-# Tools that still work while a JavaScript dialog blocks the page.
-DIALOG_SAFE_TOOLS = frozenset({"dialog_accept", "dialog_dismiss", "tab_list", "tab_select",
-                               "tab_new", "tab_close", "session_stop"})
-# Tools that work on a tab whose renderer crashed (they bring it back or leave it).
-CRASH_SAFE_TOOLS = frozenset({"reload", "open", "back", "forward", "tab_list", "tab_select",
-                              "tab_new", "tab_close", "session_stop"})
+from browserskill.tools import catalog
 
 if TYPE_CHECKING:
     from browserskill.browser.backend import Backend
@@ -94,9 +88,10 @@ class ToolContext:
         tab = self.session.tab()
         if tab.gone:
             raise TabGone(tab.gone)  # before anything is sent: nothing reached a page
-        if tab.dialog is not None and self.op.tool not in DIALOG_SAFE_TOOLS:
+        spec = catalog.BY_NAME[self.op.tool]
+        if tab.dialog is not None and not spec.during_dialog:
             raise DialogOpened(tab.dialog)  # the page is blocked until it is answered
-        if tab.crashed and self.op.tool not in CRASH_SAFE_TOOLS:
+        if tab.crashed and not spec.after_crash:
             raise TabCrashed(tab.crashed)  # nothing would answer; a reload recovers
         return tab
 
