@@ -17,11 +17,12 @@ from browserskill import contract
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
+from browserskill.dispatch import outcome
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, Operation
-from browserskill.dispatch.queue import CANCELLED, TIMED_OUT
+from browserskill.dispatch.queue import ACQUIRED, TIMED_OUT
 from browserskill.dispatch.sessions import Session, SessionManager
-from browserskill.errors import SHOULD_RETRY, BskError, invalid
+from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog, downloads, registry
 from browserskill.tools.context import ToolContext
 
@@ -80,9 +81,8 @@ class Dispatcher:
             op = Operation(session_id, tool, params, idempotency_key=idempotency_key)
             if op_id:
                 op.op_id = op_id
-            timeout_s = (timeout_ms / 1000 if timeout_ms
+            op.scope.arm(timeout_ms / 1000 if timeout_ms
                          else catalog.default_timeout_s(spec, params))
-            op.deadline = asyncio.get_running_loop().time() + timeout_s
             self._remember(op)
         finally:
             if claim is not None:  # the key now names `op`, or is free again
@@ -162,13 +162,15 @@ class Dispatcher:
 
     async def _run(self, op: Operation, session: Session, wait: bool) -> None:
         try:
-            got = await session.queue.acquire(op, wait=wait, deadline=op.deadline,
+            got = await session.queue.acquire(op, wait=wait,
                                               on_queued=lambda: self.journal.record(op))
-            if got == TIMED_OUT:
-                raise session.queue.busy_error(
-                    f"session {session.id} was still busy when this call's deadline passed")
-            if got == CANCELLED:
-                raise self._cancelled_before_dispatch(op)
+            if got != ACQUIRED:
+                reason = "deadline" if got == TIMED_OUT else op.scope.reason or "cancel"
+                verdict = outcome.decide(outcome.Facts(reason=reason, queued=True))
+                if verdict.code == "session_busy":
+                    raise session.queue.busy_error(f"session {session.id} was still busy "
+                                                   "when this call's deadline passed")
+                raise _word(verdict, op, {"reason": reason})
             if session.user_interrupted and catalog.BY_NAME[op.tool].effect in (
                     catalog.Effect.MUTATION, catalog.Effect.TRANSIENT_INPUT):
                 session.user_interrupted = False  # refused once; the next call goes ahead
@@ -207,22 +209,20 @@ class Dispatcher:
         recovered = None
         on_pages = catalog.BY_NAME[op.tool].on_pages
         if on_pages:  # tabs lost with their browser come back first
-            recovered = await self.sessions.recover(session, max(
-                0.001, op.deadline - asyncio.get_running_loop().time()))
+            recovered = await self.sessions.recover(session, op.scope.remaining())
             if recovered:
                 op.note("tabs_recovered", recovered)
         current = session.tabs.get(session.current_tab_id or "")
         if current is not None and not current.gone and on_pages:
-            await session.backend.ensure_shown(current, timeout=min(
-                2.0, max(0.001, op.deadline - asyncio.get_running_loop().time())))
+            await session.backend.ensure_shown(current,
+                                               timeout=min(2.0, op.scope.remaining()))
         ctx = self.context_class(op, session, self.sessions, session.backend, self.state_dir)
         work = asyncio.create_task(self._handle(ctx, op))
-        timeout = max(0.0, op.deadline - asyncio.get_running_loop().time())
-        watched: set[asyncio.Future[Any]] = {work, op.tripped.future}
-        await asyncio.wait(watched, timeout=timeout,
-                           return_when=asyncio.FIRST_COMPLETED)
-        if not work.done() or _ran_out_of_time(op, work) or _lost_to_the_interrupt(op, work):
-            await self._interrupt(op, ctx, work, op.cancel_reason or "deadline")
+        # The scope trips at its deadline: no timer of our own (docs/design.md §4).
+        watched: set[asyncio.Future[Any]] = {work, op.scope.tripped.future}
+        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        if not work.done() or _lost_to_the_trip(op, work):
+            await self._interrupt(op, work)
             return
         self._settle(op, work)
         if recovered and op.result is not None:
@@ -276,87 +276,52 @@ class Dispatcher:
                         hint="`bsk tab list`, then `bsk tab select ID` or `bsk tab new URL`",
                         details={"reason": "tab_gone"}, dispatched="no")
 
-    async def _interrupt(self, op: Operation, ctx: ToolContext,
-                         work: asyncio.Task[dict[str, Any]], reason: str) -> None:
-        """Trip the handler's scope, run its compensation (bounded), say what happened."""
+    async def _interrupt(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:
+        """The scope tripped: stop the handler, run its compensations (bounded, shielded),
+        record what happened, and end as `outcome.decide` says."""
         loop = asyncio.get_running_loop()
+        scope = op.scope
+        reason = scope.reason or "deadline"
         op.state = CLEANING_UP
         op.note(CLEANING_UP, reason)
         self.journal.record(op)
         cleanup_deadline = loop.time() + self.cleanup_timeout_s
         work.cancel()
         await asyncio.wait({work}, timeout=max(0.0, cleanup_deadline - loop.time()))
-        if work.done() and not work.cancelled() and work.exception() is None:
-            op.note("completed_despite_cancel")
-            self._settle(op, work)  # it happened: never report a done action as cancelled
-            return
+        finished = work.done() and not work.cancelled() and work.exception() is None
+        stopped = work.done()
         details: dict[str, Any] = {"reason": reason}
-        timed_out = not work.done()
-        if timed_out:
-            work.add_done_callback(_log_abandoned)
-        report, complete = await self._compensate(op, ctx, cleanup_deadline)
-        if report:
-            details["compensation"] = report
-        if timed_out or not complete:
-            details["cleanup"] = "timed_out"
-            raise _unknown("cleanup did not finish within its deadline", op, details)
-        verdict = next((c.verdict for c in ctx.compensations if c.verdict is not None), None)
-        if verdict is not None:  # the compensation learned how it really ended (WebMCP)
-            if isinstance(verdict, BskError):
-                verdict.details = {**details, **verdict.details}
-                raise verdict
+        report = None
+        if not finished:
+            if not stopped:
+                work.add_done_callback(_log_abandoned)
+            report = await scope.cleanup(cleanup_deadline, on_entry=lambda entry: op.note(
+                "compensation", {k: v for k, v in entry.items() if k != "undoes_effect"}))
+            if report.entries:
+                details["compensation"] = report.entries
+        learned: Any = scope.learned() if report is not None else None
+        verdict = outcome.decide(outcome.Facts(
+            reason=reason, effect_sent=op.effect_sent, steps_sent=bool(op.steps_sent),
+            read_only=catalog.BY_NAME[op.tool].effect.retry_safe,
+            handler_finished=finished, handler_stopped=stopped,
+            cleanup_complete=report is None or report.complete,
+            compensations=tuple((e["ok"], e["undoes_effect"])
+                                for e in (report.entries if report else [])),
+            learned=_learned(learned)))
+        if verdict.status == "completed":
             op.note("completed_despite_cancel")
-            op.complete(verdict, retry_safe=catalog.BY_NAME[op.tool].effect.retry_safe)
+            if finished:  # it happened: never report a done action as cancelled
+                self._settle(op, work)
+            else:  # the compensation learned it completed (WebMCP)
+                op.complete(learned, retry_safe=verdict.retry_safe)
             return
-        if not op.effect_sent and reason == "link_lost":  # not a cancel: as if it were queued
-            raise BskError("browser_unavailable", "the browser connection was lost before "
-                           "this call sent anything that could change the page",
-                           hint="call again: the daemon relaunches or reconnects the browser",
-                           details=details)
-        if not op.effect_sent:
-            raise BskError("cancelled", _CANCEL_TEXT.get(reason, "cancelled"),
-                           hint="nothing reached the page; call again if you still want it",
-                           details=details, dispatched="no")
-        if op.steps_sent or not report or not all(c["ok"] and c["undoes_effect"] for c in report):
-            raise _unknown(f"interrupted ({reason}) after the browser may have acted", op,
-                           details)
-        raise BskError("cancelled", f"{_CANCEL_TEXT.get(reason, 'cancelled')}; "
-                       "its effect was undone", hint="the page is as before; call again if "
-                       "you still want it", details=details, dispatched="yes")
-
-    async def _compensate(self, op: Operation, ctx: ToolContext,
-                          deadline: float) -> tuple[list[dict[str, Any]], bool]:
-        report: list[dict[str, Any]] = []
-        loop = asyncio.get_running_loop()
-        for comp in reversed([c for c in ctx.compensations if c.armed()]):
-            entry: dict[str, Any] = {"action": comp.action, "undoes_effect": comp.undoes_effect}
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await comp.undo()
-                entry["ok"] = True
-            except TimeoutError:
-                entry["ok"] = False
-                entry["error"] = "cleanup deadline passed"
-            except Exception as e:
-                entry["ok"] = False
-                entry["error"] = str(e)
-            if comp.action is not None:  # None: undo found nothing to do (no script running)
-                op.note("compensation", {k: v for k, v in entry.items()
-                                         if k != "undoes_effect"})
-                report.append(entry)
-            if loop.time() >= deadline:
-                return report, False
-        return report, True
-
-    def _cancelled_before_dispatch(self, op: Operation) -> BskError:
-        reason = op.cancel_reason or "cancel"
-        if reason == "link_lost":
-            return BskError("browser_unavailable",
-                            "the browser connection was lost while this call was queued",
-                            hint="call again: the daemon relaunches or reconnects the browser")
-        return BskError("cancelled", f"{_CANCEL_TEXT.get(reason, 'cancelled')} while queued",
-                        hint="nothing reached the page; call again if you still want it",
-                        details={"reason": reason}, dispatched="no")
+        if verdict.why == "learned":
+            assert isinstance(learned, BskError)
+            learned.details = {**details, **learned.details}
+            raise learned
+        if verdict.why == "cleanup_timed_out":
+            details["cleanup"] = "timed_out"
+        raise _word(verdict, op, details)
 
     def _link_lost(self, reason: str, session_ids: set[str] | None = None) -> None:
         """A dead link ends everything on it at once: dispatched ops unknown, queued unavailable.
@@ -418,22 +383,61 @@ _CANCEL_TEXT = {
 }
 
 
-def _ran_out_of_time(op: Operation, work: asyncio.Task[Any]) -> bool:
-    """The handler's command timed out because the call's own deadline passed: its reply
-    deadline is the call's (`ctx.remaining()`), so the two timers fire together and either
-    may go first. That is the deadline, a cancel with compensation, not a silent browser.
-    The same holds for a wait on the tab's events bounded by it (`Tab.until`)."""
-    return (not work.cancelled()
-            and isinstance(work.exception(), CommandTimeout | TimeoutError)
-            and asyncio.get_running_loop().time() >= op.deadline - 0.002)
+def _learned(verdict: Any) -> tuple[str, str] | None:
+    """A compensation's verdict (a result, or a BskError) as a fact for `outcome`."""
+    if verdict is None:
+        return None
+    if not isinstance(verdict, BskError):
+        return ("completed", "yes")
+    return (verdict.code, verdict.dispatched or CODES[verdict.code].dispatched)
 
 
-def _lost_to_the_interrupt(op: Operation, work: asyncio.Task[Any]) -> bool:
-    """The handler lost its page or link by the very event that tripped its scope (the
-    user cancelled debugging: the tab detaches as the cancel arrives): report the
-    interruption and its reason, not just the loss."""
-    return (op.tripped.future.done() and not work.cancelled()
-            and isinstance(work.exception(), (LinkClosed, TabGone)))
+def _word(verdict: outcome.Verdict, op: Operation, details: dict[str, Any]) -> BskError:
+    """The error a verdict of `outcome.decide` ends the operation with: its wording."""
+    reason = details.get("reason", "cancel")
+    said = _CANCEL_TEXT.get(reason, "cancelled")
+    code, why = verdict.code or "internal", verdict.why
+    if why == "lost_while_queued":
+        return BskError(code, "the browser connection was lost while this call was queued",
+                        hint="call again: the daemon relaunches or reconnects the browser")
+    if why == "cancelled_while_queued":
+        return BskError(code, f"{said} while queued",
+                        hint="nothing reached the page; call again if you still want it",
+                        details=details, dispatched=verdict.dispatched)
+    if why == "cleanup_timed_out":
+        return _unknown("cleanup did not finish within its deadline", op, details)
+    if why == "lost_before_effect":
+        return BskError(code, "the browser connection was lost before this call sent "
+                        "anything that could change the page",
+                        hint="call again: the daemon relaunches or reconnects the browser",
+                        details=details)
+    if why == "nothing_sent":
+        return BskError(code, said,
+                        hint="nothing reached the page; call again if you still want it",
+                        details=details, dispatched=verdict.dispatched)
+    if why == "may_have_acted":
+        return _unknown(f"interrupted ({reason}) after the browser may have acted", op,
+                        details)
+    if why == "undone":
+        return BskError(code, f"{said}; its effect was undone",
+                        hint="the page is as before; call again if you still want it",
+                        details=details, dispatched=verdict.dispatched)
+    raise AssertionError(f"no wording for {verdict}")
+
+
+def _lost_to_the_trip(op: Operation, work: asyncio.Task[Any]) -> bool:
+    """The handler's own ending is the trip's doing, so the trip is what to report:
+
+    - a command or wait bounded by the scope (`ctx.remaining()`) timed out: the scope's
+      deadline passed, and the scope tripped at it (one deadline: no allowance);
+    - it lost its page or link by the very event that tripped the scope (the user
+      cancelled debugging: the tab detaches as the cancel arrives)."""
+    if work.cancelled() or not op.scope.is_tripped:
+        return False
+    error = work.exception()
+    if isinstance(error, CommandTimeout | TimeoutError):
+        return op.scope.timed_out
+    return isinstance(error, LinkClosed | TabGone) and not op.scope.timed_out
 
 
 def _log_abandoned(task: asyncio.Task[Any]) -> None:
