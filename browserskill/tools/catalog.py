@@ -12,6 +12,7 @@ import json
 import math
 from collections import namedtuple
 
+from browserskill.contract import MAX_TIMEOUT_MS
 from browserskill.errors import BskError, invalid
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
@@ -466,7 +467,7 @@ TOOLS: tuple[ToolSpec, ...] = (
          Param("network_idle", "boolean", "no network requests for 500 ms after the page "
                "loaded", default=False),
          Param("ms", "integer", "milliseconds to wait (the call's deadline stretches to "
-               "fit unless --timeout is given)", minimum=0, maximum=600_000),
+               "fit unless --timeout is given)", minimum=0, maximum=MAX_TIMEOUT_MS),
          Param("gone", "string", "ref of an element that goes away (removed, hidden, or "
                "its page replaced)", max_length=64),
          Param("text_gone", "string", "text that is no longer in the visible text of the "
