@@ -1,7 +1,14 @@
 """Running operations: validate, journal, queue, dispatch, end with an honest outcome.
 
-Each operation runs in its own task (so a caller can detach, and a cancel trips exactly
-its scope). The outcome of every ending path is decided here, in one place.
+Invariants:
+- Each operation runs in its own task (so a caller can detach), under its own
+  `OperationScope`: a cancel, a lost link or its deadline trips exactly that scope, and
+  the scope's one deadline bounds the queue wait, the dispatch and every command.
+- Every ending path ends here, once: the handler's own ending (`_settle`), or, when the
+  scope tripped, the verdict of `outcome.decide` on the facts recorded meanwhile
+  (`_interrupt`), worded by `_word`.
+- Nothing is reported `dispatched: "no"` once a command that may change the page went
+  out (`Operation.effect_sent`).
 """
 
 from __future__ import annotations
