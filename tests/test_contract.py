@@ -74,10 +74,16 @@ def test_surfaces_publish_the_one_schema() -> None:
     ("op_abcdé1", False), ("xx_abcdef", False), ("", False),
 ])
 def test_one_op_id_rule(text: str, ok: bool) -> None:
-    from browserskill.cli import args
+    """The daemon's rule, and the CLI's: `bsk op show ID` refuses what the daemon would."""
+    from browserskill.cli.commands import _op_id
 
     assert contract.valid_op_id(text) is ok
-    assert args.valid_op_id(text) is ok  # the CLI refuses what the daemon refuses
+    if ok:
+        assert _op_id([text], "op show OP_ID") == text
+    elif text and not text.startswith("-"):
+        with pytest.raises(BskError) as e:
+            _op_id([text], "op show OP_ID")
+        assert e.value.code == "op_not_found"
 
 
 def test_minted_op_ids_follow_the_rule_and_differ() -> None:

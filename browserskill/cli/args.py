@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from browserskill import contract
-from browserskill.contract import DEFAULT_SESSION, valid_op_id, valid_session_id
+from browserskill.contract import DEFAULT_SESSION, valid_session_id
 from browserskill.errors import invalid
 from browserskill.tools.catalog import Param, ToolSpec
 
@@ -14,10 +14,6 @@ TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
-
-__all__ = ["DEFAULT_SESSION", "Globals", "parse_tool_args", "split_globals", "valid_op_id",
-           "valid_session_id"]
-
 
 class Globals:
     """The options every command takes (a plain class: dataclasses cost start-up time)."""

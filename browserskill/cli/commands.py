@@ -11,10 +11,9 @@ from browserskill import __version__, paths
 from browserskill.cli.args import (
     looks_like_option,
     parse_tool_args,
-    valid_op_id,
-    valid_session_id,
 )
 from browserskill.cli.transport import DaemonUnreachable
+from browserskill.contract import valid_op_id, valid_session_id
 from browserskill.errors import BskError, invalid
 from browserskill.tools.catalog import SESSION_START as _SESSION_START
 

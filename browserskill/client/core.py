@@ -23,8 +23,6 @@ from browserskill.client.results import (
 from browserskill.contract import DEFAULT_SESSION, new_op_id
 from browserskill.tools import catalog
 
-__all__ = ["new_op_id"]  # re-exported by browserskill.client
-
 
 @dataclass
 class _Request:
