@@ -64,7 +64,7 @@ def _param_rows(spec: Any) -> list[str]:
 
 def cli_markdown() -> str:
     from browserskill.cli import render
-    from browserskill.cli.commands import CONTROL, HIDDEN_TOOLS
+    from browserskill.cli.commands import CONTROL
     from browserskill.tools.catalog import TOOLS
 
     out = [GENERATED, "", "# `bsk` command reference", "",
@@ -78,7 +78,7 @@ def cli_markdown() -> str:
             "Each tool is one operation in the session's queue. *Effect* says whether a "
             "completed call is safe to repeat (`read`) or may act again.", ""]
     for spec in TOOLS:
-        if spec.words in HIDDEN_TOOLS:
+        if spec.hidden:
             continue
         out += [f"### `bsk {spec.usage()}`", "", _cell(spec.summary), "",
                 f"Effect: `{spec.effect.value}`"
@@ -210,10 +210,10 @@ COMMANDS_END = "<!-- end of the command list -->"
 
 def skill_commands(width: int = 88) -> list[str]:
     """Every `bsk` command with its arguments, packed into short lines."""
-    from browserskill.cli.commands import CONTROL, HIDDEN_TOOLS
+    from browserskill.cli.commands import CONTROL
     from browserskill.tools.catalog import TOOLS
 
-    usages = [t.usage() for t in TOOLS if t.words not in HIDDEN_TOOLS]
+    usages = [t.usage() for t in TOOLS if not t.hidden]
     usages += [c.usage.split(" [--", 1)[0] if c.words == ("daemon", "start") else c.usage
                for c in CONTROL]
     lines: list[str] = []

@@ -30,45 +30,24 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from browserskill import __version__
+from browserskill import __version__, contract
 from browserskill.cli import render
-from browserskill.client import AsyncClient, BrowserSkillError, Result, new_op_id
-from browserskill.errors import CODES
+from browserskill.client import AsyncClient, BrowserSkillError, Result
 from browserskill.tools import catalog
 
 log = logging.getLogger(__name__)
 
-SKIPPED = {"session_stop"}
 STOP_TIMEOUT_S = 10.0  # stopping the connection's session at the end
 
-CALL_OPTIONS: dict[str, Any] = {
-    "wait": {"type": "boolean", "default": False,
-             "description": "if another call holds the session, queue behind it instead of "
-                            "failing session_busy"},
-    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000,
-                   "description": "the call's deadline; passing it cancels the operation"},
-}
+# The per-call options an MCP tool takes besides its parameters (no detach: a call
+# answers when its operation ends).
+CALL_OPTIONS: dict[str, Any] = {k: contract.CALL_OPTIONS[k] for k in ("wait", "timeout_ms")}
+OUTPUT_SCHEMA = contract.RESULT_SCHEMA
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "The operation's result shape (docs/design.md §3).",
-    "required": ["status", "dispatched", "retry_safe"],
-    "properties": {
-        "op_id": {"type": ["string", "null"]},
-        "session_id": {"type": ["string", "null"]},
-        "tool": {"type": ["string", "null"]},
-        "state": {"type": ["string", "null"]},
-        "status": {"enum": ["completed", "failed", "cancelled", "outcome_unknown"]},
-        "dispatched": {"enum": ["no", "yes", "unknown"]},
-        "retry_safe": {"type": "boolean"},
-        "result": {"type": ["object", "null"]},
-        "error": {"type": ["object", "null"], "properties": {
-            "code": {"enum": sorted(CODES)}, "message": {"type": "string"},
-            "hint": {"type": "string"}, "details": {"type": "object"}}},
-        "started_at": {"type": ["string", "null"]},
-        "ended_at": {"type": ["string", "null"]},
-    },
-}
+
+def _exposed(spec: catalog.ToolSpec | None) -> bool:
+    return spec is not None and not spec.hidden  # session_stop: the connection's own end
+
 
 INSTRUCTIONS = """\
 A real browser. Loop: snapshot (refs like e12) → act on a ref → snapshot again after a
@@ -116,7 +95,7 @@ def mcp_text(text: str) -> str:
 def tool_definitions() -> list[types.Tool]:
     tools = []
     for spec in catalog.TOOLS:
-        if spec.name in SKIPPED:
+        if not _exposed(spec):
             continue
         schema = spec.input_schema()
         for prop in schema["properties"].values():
@@ -141,11 +120,9 @@ def answer_of(e: BrowserSkillError, session_id: str | None, tool: str) -> dict[s
     """The result shape of a failure, also for calls that never became an operation."""
     if e.result is not None:
         return e.result.raw
-    return {"op_id": e.op_id, "session_id": session_id, "tool": tool, "state": "ended",
-            "status": e.status, "dispatched": e.dispatched, "retry_safe": e.retry_safe,
-            "result": None, "error": {"code": e.code, "message": e.message, "hint": e.hint,
-                                      "details": e.details},
-            "started_at": None, "ended_at": None}
+    return contract.refused(contract.error_dict(e.code, e.message, e.hint, e.details),
+                            op_id=e.op_id, session_id=session_id, tool=tool,
+                            status=e.status, dispatched=e.dispatched, retry_safe=e.retry_safe)
 
 
 def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any]) -> types.CallToolResult:
@@ -194,8 +171,8 @@ class Bridge:
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         spec = catalog.BY_NAME.get(name)
-        if spec is None or name in SKIPPED:
-            known = ", ".join(t.name for t in catalog.TOOLS if t.name not in SKIPPED)
+        if spec is None or not _exposed(spec):
+            known = ", ".join(t.name for t in catalog.TOOLS if _exposed(t))
             e = BrowserSkillError(f"tool: unknown tool {name!r} (tools: {known})",
                                   code="invalid_params", hint="list the tools again")
             return to_mcp(None, answer_of(e, self.session_id, name))
@@ -214,7 +191,7 @@ class Bridge:
         try:
             sid = await self.session()
             result: Result = await self.client.call(name, params, session=sid,
-                                                    op_id=new_op_id(), **options)
+                                                    op_id=contract.new_op_id(), **options)
             answer = result.raw
         except BrowserSkillError as e:
             answer = answer_of(e, self.session_id, name)

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
 
+from browserskill import contract
 from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
 from browserskill.browser.storage_state import read_state_file
 from browserskill.dispatch.operations import Operation
@@ -23,10 +24,6 @@ if TYPE_CHECKING:
     from browserskill.daemon.core import Daemon
 
 log = logging.getLogger(__name__)
-
-# Per-call options that ride along with tool parameters in a request body.
-CALL_OPTIONS = ("wait", "timeout_ms", "detach")
-
 
 def _headers(code: str | None, body: dict[str, Any]) -> dict[str, str]:
     if code is None or CODES[code].http < 300:
@@ -160,7 +157,7 @@ def build_app(daemon: Daemon) -> Any:
     async def call_tool(request: Request) -> Response:
         sid = request.path_params["sid"]
         tool = request.path_params["tool"]
-        if tool == "session_stop":
+        if tool in catalog.BY_NAME and catalog.BY_NAME[tool].hidden:  # session_stop
             raise invalid("tool", "stop a session with DELETE /v1/sessions/{sid}")
         body = await json_body(request)
         wait, detach = _flag(body, "wait"), _flag(body, "detach")
@@ -233,7 +230,7 @@ def build_app(daemon: Daemon) -> Any:
     @guarded
     async def wait_op(request: Request) -> Response:
         op_id = request.path_params["op_id"]
-        timeout_ms = _int_query(request, "timeout_ms", 30_000, 0, 600_000)
+        timeout_ms = _int_query(request, "timeout_ms", 30_000, 0, contract.MAX_TIMEOUT_MS)
         op = dispatcher.live(op_id)
         if op is not None:
             try:

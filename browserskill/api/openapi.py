@@ -11,40 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from browserskill import __version__
+from browserskill import __version__, contract
 from browserskill.errors import CODES, SHOULD_RETRY
 from browserskill.tools import catalog
 
 CHECKED_IN = Path(__file__).with_name("openapi.json")
 
-RESULT: dict[str, Any] = {
-    "type": "object",
-    "description": "Every operation ends with this shape (docs/design.md §3).",
-    "required": ["op_id", "session_id", "tool", "state", "status", "dispatched", "retry_safe"],
-    "properties": {
-        "op_id": {"type": "string"},
-        "session_id": {"type": "string"},
-        "tool": {"type": "string"},
-        "state": {"enum": ["queued", "dispatched", "cleaning_up", "ended"]},
-        "status": {"enum": ["completed", "failed", "cancelled", "outcome_unknown", None]},
-        "dispatched": {"enum": ["no", "yes", "unknown"]},
-        "retry_safe": {"type": "boolean"},
-        "result": {"type": ["object", "null"]},
-        "error": {"oneOf": [{"$ref": "#/components/schemas/Error"}, {"type": "null"}]},
-        "started_at": {"type": "string"},
-        "ended_at": {"type": ["string", "null"]},
-    },
-}
-ERROR = {
-    "type": "object",
-    "required": ["code", "message"],
-    "properties": {
-        "code": {"enum": sorted(CODES)},
-        "message": {"type": "string"},
-        "hint": {"type": "string"},
-        "details": {"type": "object"},
-    },
-}
+ERROR = contract.ERROR_SCHEMA
+RESULT = contract.result_schema({"$ref": "#/components/schemas/Error"})
 # docs/http-api.md: every error body is {"error": …}, plus the operation's fields when the call
 # became an operation (refused before that, e.g. bad params: the error alone).
 ERROR_BODY = {
@@ -57,14 +31,7 @@ _RESULT_REF = {"$ref": "#/components/schemas/Result"}
 _ERROR_REF = {"$ref": "#/components/schemas/Error"}
 _ERROR_BODY_REF = {"$ref": "#/components/schemas/ErrorBody"}
 ALL_CODES = sorted(CODES)
-CALL_OPTIONS = {
-    "wait": {"type": "boolean", "default": False,
-             "description": "queue FIFO behind a running operation instead of session_busy"},
-    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000,
-                   "description": "the operation's deadline; passing it cancels the operation"},
-    "detach": {"type": "boolean", "default": False,
-               "description": "answer 202 at once; follow with GET /v1/ops/{op_id}/wait"},
-}
+CALL_OPTIONS = contract.CALL_OPTIONS
 
 
 def _errors(codes: list[str]) -> dict[str, Any]:
@@ -100,10 +67,6 @@ _WAIT_QUERY = {"name": "wait", "in": "query", "required": False,
                               "session_busy); `true` or `false`, anything else is a 400"}
 
 
-_TOOL_ERRORS = ["invalid_params", "session_not_found", "ref_not_found", "stale_ref",
-                "session_busy", "user_interrupted", "cancelled", "outcome_unknown",
-                "browser_unavailable", "action_failed", "internal"]
-_WEBMCP_ERRORS = [*_TOOL_ERRORS, "tool_not_found", "tool_page_unloaded"]
 WEBMCP_INVOKE = {
     "type": "object",
     "description": "Give exactly one of tool_ref and name.",
@@ -195,7 +158,7 @@ IDEMPOTENCY_KEY = {"name": "Idempotency-Key", "in": "header", "required": False,
 def document() -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for spec in catalog.TOOLS:
-        if spec.name == "session_stop":
+        if spec.hidden:  # session_stop: DELETE /v1/sessions/{sid} below
             continue
         schema = _tool_body(spec)
         paths[f"/v1/sessions/{{sid}}/tools/{spec.name}"] = {"post": {
@@ -208,9 +171,7 @@ def document() -> dict[str, Any]:
             ],
             "requestBody": {"required": bool(schema["required"] or spec.exactly_one),
                             "content": {"application/json": {"schema": schema}}},
-            "responses": {**_responses(
-                _WEBMCP_ERRORS if spec.name.startswith("webmcp_") else _TOOL_ERRORS),
-                          **_DETACHED},
+            "responses": {**_responses(list(spec.errors)), **_DETACHED},
         }}
     sid = [{"name": "sid", "in": "path", "required": True, "schema": {"type": "string"}}]
     op_id = [{"name": "op_id", "in": "path", "required": True, "schema": {"type": "string"}}]
@@ -238,8 +199,7 @@ def document() -> dict[str, Any]:
         },
         "/v1/sessions/{sid}": {"delete": {**_responses_op(
             "Stop a session: an ordinary queued operation.",
-            ["invalid_params", "session_not_found", "session_busy", "cancelled",
-             "outcome_unknown", "browser_unavailable", "action_failed", "internal"]),
+            list(catalog.BY_NAME["session_stop"].errors)),
             "parameters": [*sid, _WAIT_QUERY],
             "requestBody": {"required": False, "content": {"application/json": {"schema": {
                 "type": "object", "additionalProperties": False,
@@ -262,7 +222,8 @@ def document() -> dict[str, Any]:
             "parameters": [*sid, IDEMPOTENCY_KEY],
             "requestBody": {"required": True,
                             "content": {"application/json": {"schema": WEBMCP_INVOKE}}},
-            "responses": {**_responses(_WEBMCP_ERRORS), **_DETACHED},
+            "responses": {**_responses(list(catalog.BY_NAME["webmcp_invoke"].errors)),
+                          **_DETACHED},
         }},
         "/v1/ops": {"get": _simple("Recent operations, newest first.", ["invalid_params"],
                                    params=[
@@ -280,7 +241,7 @@ def document() -> dict[str, Any]:
                             "running after timeout_ms.", ALL_CODES),
             "parameters": [*op_id, {
                 "name": "timeout_ms", "in": "query", "required": False,
-                "schema": {"type": "integer", "minimum": 0, "maximum": 600000,
+                "schema": {"type": "integer", "minimum": 0, "maximum": contract.MAX_TIMEOUT_MS,
                            "default": 30000}}]}},
     })
     # Pairing the extension (docs/extension.md, "Pairing"): its own block, added to.

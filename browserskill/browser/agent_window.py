@@ -79,19 +79,19 @@ class AgentWindow:
                                 "call again; `bsk browsers` lists connected browsers")
         return link
 
-    def before_dispatch(self, tool: str) -> None:
-        """Checked when an operation gets the session, before anything is sent."""
-        if tool != "session_stop":
-            if self.revoked:
-                raise BskError("session_not_found",
-                               f"session {self.session.id!r} ended: {self.revoked}",
-                               hint="start a new session if the user agrees",
-                               details={"session_id": self.session.id})
-            self.require_link()
-            if self.waiting:
-                raise BskError("browser_unavailable", f"the extension in browser "
-                               f"{self.ext.describe()} is reconnecting this session's tabs",
-                               hint="call again in a moment")
+    def before_dispatch(self) -> None:
+        """Checked when an operation on the session's pages gets the session, before
+        anything is sent."""
+        if self.revoked:
+            raise BskError("session_not_found",
+                           f"session {self.session.id!r} ended: {self.revoked}",
+                           hint="start a new session if the user agrees",
+                           details={"session_id": self.session.id})
+        self.require_link()
+        if self.waiting:
+            raise BskError("browser_unavailable", f"the extension in browser "
+                           f"{self.ext.describe()} is reconnecting this session's tabs",
+                           hint="call again in a moment")
 
     def check_close(self, tab: Tab) -> None:
         if tab.tab_id in self.borrowed:

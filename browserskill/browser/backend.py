@@ -55,9 +55,9 @@ class Backend(Protocol):
         """What to do when `lost()`: said in browser_unavailable answers."""
         ...
 
-    def before_dispatch(self, tool: str) -> None:
-        """Checked when an operation of `tool` gets the session, before anything is sent;
-        raises the BskError that refuses it (nothing dispatched)."""
+    def before_dispatch(self) -> None:
+        """Checked when an operation on the session's pages gets the session, before
+        anything is sent; raises the BskError that refuses it (nothing dispatched)."""
         ...
 
     async def new_tab(self, tab_id: str, url: str = "about:blank") -> Tab: ...

@@ -66,7 +66,7 @@ class EmbeddedPlacement:
         return ("call again: the daemon relaunches or reconnects it and brings this "
                 "session's tabs back (reopened at their last URL if the pages died)")
 
-    def before_dispatch(self, tool: str) -> None:
+    def before_dispatch(self) -> None:
         return None  # the embedded browser is launched or reconnected on demand
 
     async def new_tab(self, tab_id: str, url: str = "about:blank") -> Tab:

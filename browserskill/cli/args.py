@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from browserskill import contract
+from browserskill.contract import DEFAULT_SESSION, valid_session_id
 from browserskill.errors import invalid
 from browserskill.tools.catalog import Param, ToolSpec
 
@@ -12,24 +14,6 @@ TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
-
-DEFAULT_SESSION = "default"
-
-
-def _id_like(text: str, extra: str, first_alnum: bool = True) -> bool:
-    # `re` would add to every call's start-up; these ids are simple.
-    if not 0 < len(text) <= 67 or (first_alnum and not text[0].isalnum()):
-        return False
-    return all((c.isascii() and c.isalnum()) or c in extra for c in text)
-
-
-def valid_session_id(text: str) -> bool:
-    return len(text) <= 64 and _id_like(text, "_.-")
-
-
-def valid_op_id(text: str) -> bool:
-    return text.startswith("op_") and _id_like(text, "_-")
-
 
 class Globals:
     """The options every command takes (a plain class: dataclasses cost start-up time)."""
@@ -84,20 +68,15 @@ def split_globals(argv: list[str], g: Globals,
             rest.append(arg)
         i += 1
     if isinstance(g.timeout, str):
-        try:
-            g.timeout = float(g.timeout)
-        except ValueError:
-            raise invalid("timeout", f"must be a number of seconds, got {g.timeout!r}") from None
-        if not 0 < g.timeout <= 600:
-            raise invalid("timeout", "must be more than 0 and at most 600 seconds")
-    if g.key is not None and not (1 <= len(g.key) <= 256 and g.key.isprintable()):
-        raise invalid("key", "must be 1-256 printable characters"
-                      + (f", got {len(g.key)}" if len(g.key) > 256 else
+        g.timeout = contract.check_timeout_s(g.timeout)
+    if g.key is not None and not (contract.valid_idempotency_key(g.key) and g.key.isprintable()):
+        raise invalid("key", f"must be 1-{contract.IDEMPOTENCY_KEY_MAX} printable characters"
+                      + (f", got {len(g.key)}" if len(g.key) > contract.IDEMPOTENCY_KEY_MAX else
                          ", got an empty key" if not g.key else ""),
                       hint="an idempotency key names one call: e.g. --key order-42")
     if not valid_session_id(g.session):
-        raise invalid("session", f"{g.session!r} is not a session id (1-64 letters, digits, "
-                      "'_', '.', '-')")
+        raise invalid("session",
+                      f"{g.session!r} is not a session id ({contract.SESSION_ID_RULE})")
     return rest
 
 

@@ -11,10 +11,9 @@ from browserskill import __version__, paths
 from browserskill.cli.args import (
     looks_like_option,
     parse_tool_args,
-    valid_op_id,
-    valid_session_id,
 )
 from browserskill.cli.transport import DaemonUnreachable
+from browserskill.contract import valid_op_id, valid_session_id
 from browserskill.errors import BskError, invalid
 from browserskill.tools.catalog import SESSION_START as _SESSION_START
 
@@ -309,8 +308,6 @@ CONTROL: tuple[Control, ...] = (
     Control(("version",), cmd_version, "version", "Print the version."),
 )
 CONTROL_BY_WORDS = {c.words: c for c in CONTROL}
-# A catalog tool, but the CLI form takes ID|--all.
-HIDDEN_TOOLS: set[tuple[str, ...]] = {("session", "stop")}
 # Control commands that describe an operation rather than end as one (`op wait` does end
 # with the operation's outcome, so its exit code is the operation's).
 REPORTS_AN_OP = {("op", "show"), ("op", "cancel")}

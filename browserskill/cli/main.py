@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import sys
 
+from browserskill import contract
 from browserskill.cli import render
 from browserskill.cli.args import Globals, parse_tool_args, split_globals
-from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS, HIDDEN_TOOLS, REPORTS_AN_OP
+from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS, REPORTS_AN_OP
 from browserskill.cli.daemon_client import Client
 from browserskill.cli.transport import DaemonLost, DaemonUnreachable, request
-from browserskill.errors import CODES, BskError, exit_code, invalid
-from browserskill.tools.catalog import BY_WORDS, TOOLS, ToolSpec, default_timeout_s
+from browserskill.errors import BskError, exit_code, invalid
+from browserskill.tools.catalog import BY_WORDS, HIDDEN_WORDS, TOOLS, ToolSpec, default_timeout_s
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -26,17 +27,14 @@ if TYPE_CHECKING:
 def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[str, Any]:
     g = client.g
     if g.timeout and spec.timeout_range_s:
-        lo, hi = spec.timeout_range_s
-        if not lo <= g.timeout <= hi:
-            raise invalid("timeout", f"must be {lo:g}-{hi:g} seconds for "
-                          f"`{' '.join(spec.words)}`, got {g.timeout:g}")
+        contract.check_timeout_s(str(g.timeout), " ".join(spec.words), spec.timeout_range_s)
     body = dict(params)
     if g.wait:
         body["wait"] = True
     if g.timeout:
         body["timeout_ms"] = int(g.timeout * 1000)
     # Naming the operation up front lets Ctrl-C cancel it and report how it ended.
-    op_id = "op_" + os.urandom(6).hex()
+    op_id = contract.new_op_id()
     headers = {"X-Op-Id": op_id}
     if g.key:
         headers["Idempotency-Key"] = g.key
@@ -46,13 +44,13 @@ def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[st
             headers=headers, timeout=g.timeout or default_timeout_s(spec, params),
         )
     except KeyboardInterrupt:
-        return interrupted(client, op_id)
+        return interrupted(client, op_id, spec.name)
     except DaemonLost:
-        return lost_daemon(client, op_id)
+        return lost_daemon(client, op_id, spec.name)
     return answer
 
 
-def lost_daemon(client: Client, op_id: str) -> dict[str, Any]:
+def lost_daemon(client: Client, op_id: str, tool: str | None = None) -> dict[str, Any]:
     """The daemon died mid-call: a new one reconciles the journal and says what it knows."""
     print(f"bsk: the daemon went away during {op_id}; asking a new one what happened",
           file=sys.stderr)
@@ -69,32 +67,28 @@ def lost_daemon(client: Client, op_id: str) -> dict[str, Any]:
             break
     if status == 200 and isinstance(answer, dict):
         return answer
-    return {"op_id": op_id, "session_id": client.g.session, "status": "outcome_unknown",
-            "dispatched": "unknown", "retry_safe": False, "result": None,
-            "error": {"code": "outcome_unknown", "details": {},
-                      "message": "the daemon went away before answering",
-                      "hint": f"`bsk op show {op_id}` once the daemon is back; inspect the "
-                              "page before acting again"}}
+    return contract.refused(
+        contract.error_dict("outcome_unknown", "the daemon went away before answering",
+                            f"`bsk op show {op_id}` once the daemon is back; inspect the "
+                            "page before acting again"),
+        op_id=op_id, session_id=client.g.session, tool=tool, dispatched="unknown")
 
 
-def interrupted(client: Client, op_id: str) -> dict[str, Any]:
+def interrupted(client: Client, op_id: str, tool: str | None = None) -> dict[str, Any]:
     """Ctrl-C or SIGTERM: cancel our operation, then report how it really ended."""
     import time
 
     print(f"bsk: interrupted; cancelling {op_id}…", file=sys.stderr)
-    deadline = time.monotonic() + 1.0
-    while True:  # the call may still be on its way to the daemon
-        status, _, _ = request(client.sock, "POST", f"/v1/ops/{op_id}/cancel", timeout=10)
-        if status != 404 or time.monotonic() > deadline:
+    plan = contract.CancelThenWait(op_id, time.monotonic())
+    while True:
+        status, _, _ = request(client.sock, "POST", plan.cancel_path,
+                               timeout=contract.CANCEL_GRACE_S)
+        if not plan.again(status, time.monotonic()):
             break
-        time.sleep(0.05)
+        time.sleep(contract.CANCEL_POLL_S)
     if status == 404:
-        return {"op_id": op_id, "session_id": client.g.session, "status": "cancelled",
-                "dispatched": "no", "retry_safe": False, "result": None,
-                "error": {"code": "cancelled", "hint": "nothing reached the browser",
-                          "message": "interrupted before the daemon received the call",
-                          "details": {"reason": "cancel"}}}
-    return request(client.sock, "GET", f"/v1/ops/{op_id}/wait?timeout_ms=10000", timeout=15)[2]
+        return plan.never_arrived(client.g.session, tool)
+    return request(client.sock, "GET", plan.wait_path, timeout=contract.CANCEL_GRACE_S + 5)[2]
 
 
 def _sigterm(signum: int, frame: Any) -> None:
@@ -107,9 +101,7 @@ def outcome(answer: Any) -> tuple[dict[str, Any], int]:
         answer = {"error": {"code": "internal", "message": f"unexpected answer: {answer!r}"}}
     error = answer.get("error")
     if "op_id" not in answer and error:
-        entry = CODES.get(error.get("code", "internal"), CODES["internal"])
-        answer = {"op_id": None, "status": "failed", "dispatched": entry.dispatched,
-                  "retry_safe": entry.retry_safe, "result": None, "error": error}
+        answer = contract.refused(error)
     code = error.get("code") if error else None
     return answer, exit_code(code)
 
@@ -157,12 +149,12 @@ def main(argv: list[str] | None = None) -> int:
         rest = split_globals(argv, g, owns=_tool_owns)
         words, args = find_command(rest)
         if not words:
-            group = render.group_help(rest[0], CONTROL, TOOLS, HIDDEN_TOOLS) if rest else None
+            group = render.group_help(rest[0], CONTROL, TOOLS, HIDDEN_WORDS) if rest else None
             if group is not None and g.help:
                 print(group)  # `bsk tab --help`: that group's commands
                 return 0
             if g.help or not rest:
-                print(render.main_help(CONTROL, TOOLS, HIDDEN_TOOLS))
+                print(render.main_help(CONTROL, TOOLS, HIDDEN_WORDS))
                 return 0
             raise unknown_command(rest)
         control = CONTROL_BY_WORDS.get(words)
@@ -226,7 +218,7 @@ def unknown_command(rest: list[str]) -> BskError:
     import difflib
 
     known = list(dict.fromkeys([c.words for c in CONTROL]
-                               + [t.words for t in TOOLS if t.words not in HIDDEN_TOOLS]))
+                               + [t.words for t in TOOLS if t.words not in HIDDEN_WORDS]))
     firsts = list(dict.fromkeys(w[0] for w in known))
     head = rest[0]
     if head in firsts:  # a group with a wrong or missing subcommand

@@ -21,11 +21,10 @@ from browserskill.client.core import (
 from browserskill.client.http11 import Http11, Lost, Unreachable
 from browserskill.client.results import (
     _WIRE_MARGIN_S,
-    CANCEL_ARRIVAL_S,
-    CANCEL_GRACE_S,
     Result,
     Session,
 )
+from browserskill.contract import CANCEL_GRACE_S, CANCEL_POLL_S, CancelThenWait
 
 
 class AsyncClient(_Base):
@@ -108,13 +107,13 @@ class AsyncClient(_Base):
                 raise
             with anyio.CancelScope(shield=True):
                 try:
-                    deadline = time.monotonic() + CANCEL_ARRIVAL_S
-                    while (await self._http.request(
-                            "POST", f"/v1/ops/{_q(req.op_id or '')}/cancel",
-                            timeout=CANCEL_GRACE_S))[0] == 404:
-                        if time.monotonic() > deadline or inner.done():
+                    plan = CancelThenWait(req.op_id or "", time.monotonic(), _q)
+                    while True:
+                        status = (await self._http.request(
+                            "POST", plan.cancel_path, timeout=CANCEL_GRACE_S))[0]
+                        if inner.done() or not plan.again(status, time.monotonic()):
                             break
-                        await asyncio.sleep(0.05)  # the call is still on its way
+                        await asyncio.sleep(CANCEL_POLL_S)  # the call is still on its way
                     with anyio.move_on_after(CANCEL_GRACE_S):
                         _, _, body = await asyncio.shield(inner)
                         if isinstance(body, dict) and "op_id" in body:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,13 +14,13 @@ import httpx
 from browserskill import paths
 from browserskill.client.results import (
     _WIRE_MARGIN_S,
-    DEFAULT_SESSION,
     ERRORS,
     BrowserSkillError,
     ErrorInfo,
     Result,
     error_from,
 )
+from browserskill.contract import DEFAULT_SESSION, new_op_id
 from browserskill.tools import catalog
 
 
@@ -33,10 +32,6 @@ class _Request:
     headers: dict[str, str] = field(default_factory=dict)
     read_timeout: float = 60.0
     op_id: str | None = None  # a tool call names its operation up front
-
-
-def new_op_id() -> str:
-    return "op_" + secrets.token_hex(6)
 
 
 def session_start_body(session_id: str | None, label: str | None, isolated: bool,

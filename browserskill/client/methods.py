@@ -82,7 +82,7 @@ def _tool_method(spec: catalog.ToolSpec, is_async: bool) -> Callable[..., Any]:
 
 def install_tool_methods() -> None:
     for spec in catalog.TOOLS:
-        if spec.name == "session_stop":  # `session_stop(ID)` above: DELETE /v1/sessions/ID
+        if spec.hidden:  # e.g. `session_stop(ID)` above: DELETE /v1/sessions/ID
             continue
         for cls, is_async in ((Client, False), (AsyncClient, True)):
             if spec.name.isidentifier() and not hasattr(cls, spec.name):

@@ -8,9 +8,6 @@ from typing import Any, ClassVar
 
 from browserskill.errors import CODES
 
-DEFAULT_SESSION = "default"
-CANCEL_GRACE_S = 10.0  # after cancelling, how long to wait for the operation's own ending
-CANCEL_ARRIVAL_S = 1.0  # how long a cancel may find no operation yet (the call in flight)
 _WIRE_MARGIN_S = 30.0  # the HTTP read deadline is the operation's deadline plus this
 
 

@@ -21,11 +21,10 @@ from browserskill.client.core import (
 )
 from browserskill.client.results import (
     _WIRE_MARGIN_S,
-    CANCEL_ARRIVAL_S,
-    CANCEL_GRACE_S,
     Result,
     Session,
 )
+from browserskill.contract import CANCEL_GRACE_S, CANCEL_POLL_S, CancelThenWait
 
 
 class Client(_Base):
@@ -104,11 +103,11 @@ class Client(_Base):
         """Cancel our operation; it may still be on its way to the daemon (404 for a bit)."""
         if op_id is None:
             return
-        deadline = time.monotonic() + CANCEL_ARRIVAL_S
+        plan = CancelThenWait(op_id, time.monotonic(), _q)
         try:
-            while (self._http.post(f"/v1/ops/{_q(op_id)}/cancel", timeout=CANCEL_GRACE_S)
-                   .status_code == 404 and time.monotonic() < deadline):
-                time.sleep(0.05)
+            while plan.again(self._http.post(plan.cancel_path, timeout=CANCEL_GRACE_S)
+                             .status_code, time.monotonic()):
+                time.sleep(CANCEL_POLL_S)
         except httpx.HTTPError:
             pass
 

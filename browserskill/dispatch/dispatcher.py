@@ -1,7 +1,14 @@
 """Running operations: validate, journal, queue, dispatch, end with an honest outcome.
 
-Each operation runs in its own task (so a caller can detach, and a cancel trips exactly
-its scope). The outcome of every ending path is decided here, in one place.
+Invariants:
+- Each operation runs in its own task (so a caller can detach), under its own
+  `OperationScope`: a cancel, a lost link or its deadline trips exactly that scope, and
+  the scope's one deadline bounds the queue wait, the dispatch and every command.
+- Every ending path ends here, once: the handler's own ending (`_settle`), or, when the
+  scope tripped, the verdict of `outcome.decide` on the facts recorded meanwhile
+  (`_interrupt`), worded by `_word`.
+- Nothing is reported `dispatched: "no"` once a command that may change the page went
+  out (`Operation.effect_sent`).
 """
 
 from __future__ import annotations
@@ -9,26 +16,26 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from browserskill import contract
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
+from browserskill.dispatch import outcome
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, TAKE_OVER, Once, Operation
+from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, TAKE_OVER, Operation
 from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
-from browserskill.dispatch.sessions import DEFAULT_SESSION, Session, SessionManager
-from browserskill.errors import SHOULD_RETRY, BskError, invalid
+from browserskill.dispatch.scope import Once
+from browserskill.dispatch.sessions import Session, SessionManager
+from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog, downloads, registry
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
 
-MAX_TIMEOUT_MS = 600_000
-_OP_ID = re.compile(r"^op_[A-Za-z0-9_-]{6,64}$")  # callers may name their operation
 RECENT_OPS = 1000  # ended operations kept in memory (the journal keeps the rest)
 TAKE_OVER_MAX_S = 3600.0  # a take-over forgotten in an open dashboard ends after an hour
 
@@ -71,34 +78,22 @@ class Dispatcher:
     ) -> Operation:
         spec = catalog.get(tool)
         params = spec.validate(raw_params)
-        if isinstance(timeout_ms, float) and timeout_ms.is_integer():
-            timeout_ms = int(timeout_ms)  # JSON has one number type: 2.0 is the integer 2
-        if timeout_ms is not None and (
-            isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
-            or not 1 <= timeout_ms <= MAX_TIMEOUT_MS
-        ):
-            raise invalid("timeout_ms", f"must be an integer from 1 to {MAX_TIMEOUT_MS}")
-        if timeout_ms is not None and spec.timeout_range_s:  # e.g. webmcp_invoke: 1-120 s
-            lo, hi = (int(x * 1000) for x in spec.timeout_range_s)
-            if not lo <= timeout_ms <= hi:
-                raise invalid("timeout_ms", f"must be from {lo} to {hi} for {tool}")
+        timeout_ms = contract.check_timeout_ms(timeout_ms, tool, spec.timeout_range_s)
         claim: asyncio.Future[None] | None = None
         if idempotency_key is not None:
             earlier, claim = await self._claim_key(session_id, idempotency_key, tool, params)
             if earlier is not None:
                 return earlier
         try:
-            if op_id is not None and (not _OP_ID.match(op_id) or op_id in self.ops
+            if op_id is not None and (not contract.valid_op_id(op_id) or op_id in self.ops
                                       or self.journal.get(op_id)):
-                raise invalid("op_id",
-                              "must look like op_<6-64 letters, digits, _ or -> and be new")
+                raise invalid("op_id", f"must be {contract.OP_ID_RULE}, and new")
             session = await self._session_for_call(session_id)
             op = Operation(session_id, tool, params, idempotency_key=idempotency_key)
             if op_id:
                 op.op_id = op_id
-            timeout_s = (timeout_ms / 1000 if timeout_ms
+            op.scope.arm(timeout_ms / 1000 if timeout_ms
                          else catalog.default_timeout_s(spec, params))
-            op.deadline = asyncio.get_running_loop().time() + timeout_s
             self._remember(op)
         finally:
             if claim is not None:  # the key now names `op`, or is free again
@@ -115,7 +110,7 @@ class Dispatcher:
         instead of finding a session without a tab."""
         starting = self._starting.get(session_id)
         if starting is None:
-            if session_id != DEFAULT_SESSION or session_id in self.sessions.sessions:
+            if session_id != contract.DEFAULT_SESSION or session_id in self.sessions.sessions:
                 return await self.sessions.get_for_call(session_id)
             starting = asyncio.ensure_future(self.sessions.get_for_call(session_id))
             self._starting[session_id] = starting
@@ -178,13 +173,15 @@ class Dispatcher:
 
     async def _run(self, op: Operation, session: Session, wait: bool) -> None:
         try:
-            got = await session.queue.acquire(op, wait=wait, deadline=op.deadline,
+            got = await session.queue.acquire(op, wait=wait,
                                               on_queued=lambda: self.journal.record(op))
-            if got == TIMED_OUT:
-                raise session.queue.busy_error(
-                    f"session {session.id} was still busy when this call's deadline passed")
-            if got == CANCELLED:
-                raise self._cancelled_before_dispatch(op)
+            if got != ACQUIRED:
+                reason = "deadline" if got == TIMED_OUT else op.scope.reason or "cancel"
+                verdict = outcome.decide(outcome.Facts(reason=reason, queued=True))
+                if verdict.code == "session_busy":
+                    raise session.queue.busy_error(f"session {session.id} was still busy "
+                                                   "when this call's deadline passed")
+                raise _word(verdict, op, {"reason": reason})
             if session.user_interrupted and catalog.BY_NAME[op.tool].effect in (
                     catalog.Effect.MUTATION, catalog.Effect.TRANSIENT_INPUT):
                 session.user_interrupted = False  # refused once; the next call goes ahead
@@ -192,7 +189,8 @@ class Dispatcher:
                                "took over this session's tabs",
                                hint="ask the user before acting again; the next call goes "
                                     "ahead", details={"session_id": session.id})
-            session.backend.before_dispatch(op.tool)
+            if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
+                session.backend.before_dispatch()
             await self._dispatch(op, session)
             if session.script_recording is not None and op.status == "completed":
                 await self._record(session, op)
@@ -222,23 +220,22 @@ class Dispatcher:
         op.note(DISPATCHED)
         self.journal.record(op)
         recovered = None
-        if op.tool != "session_stop":  # tabs lost with their browser come back first
-            recovered = await self.sessions.recover(session, max(
-                0.001, op.deadline - asyncio.get_running_loop().time()))
+        on_pages = catalog.BY_NAME[op.tool].on_pages
+        if on_pages:  # tabs lost with their browser come back first
+            recovered = await self.sessions.recover(session, op.scope.remaining())
             if recovered:
                 op.note("tabs_recovered", recovered)
         current = session.tabs.get(session.current_tab_id or "")
-        if current is not None and not current.gone and op.tool != "session_stop":
-            await session.backend.ensure_shown(current, timeout=min(
-                2.0, max(0.001, op.deadline - asyncio.get_running_loop().time())))
+        if current is not None and not current.gone and on_pages:
+            await session.backend.ensure_shown(current,
+                                               timeout=min(2.0, op.scope.remaining()))
         ctx = self.context_class(op, session, self.sessions, session.backend, self.state_dir)
         work = asyncio.create_task(self._handle(ctx, op))
-        timeout = max(0.0, op.deadline - asyncio.get_running_loop().time())
-        watched: set[asyncio.Future[Any]] = {work, op.tripped.future}
-        await asyncio.wait(watched, timeout=timeout,
-                           return_when=asyncio.FIRST_COMPLETED)
-        if not work.done() or _ran_out_of_time(op, work) or _lost_to_the_interrupt(op, work):
-            await self._interrupt(op, ctx, work, op.cancel_reason or "deadline")
+        # The scope trips at its deadline: no timer of our own (docs/design.md §4).
+        watched: set[asyncio.Future[Any]] = {work, op.scope.tripped.future}
+        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        if not work.done() or _lost_to_the_trip(op, work):
+            await self._interrupt(op, work)
             return
         self._settle(op, work)
         if recovered and op.result is not None:
@@ -303,87 +300,52 @@ class Dispatcher:
                         hint="`bsk tab list`, then `bsk tab select ID` or `bsk tab new URL`",
                         details={"reason": "tab_gone"}, dispatched="no")
 
-    async def _interrupt(self, op: Operation, ctx: ToolContext,
-                         work: asyncio.Task[dict[str, Any]], reason: str) -> None:
-        """Trip the handler's scope, run its compensation (bounded), say what happened."""
+    async def _interrupt(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:
+        """The scope tripped: stop the handler, run its compensations (bounded, shielded),
+        record what happened, and end as `outcome.decide` says."""
         loop = asyncio.get_running_loop()
+        scope = op.scope
+        reason = scope.reason or "deadline"
         op.state = CLEANING_UP
         op.note(CLEANING_UP, reason)
         self.journal.record(op)
         cleanup_deadline = loop.time() + self.cleanup_timeout_s
         work.cancel()
         await asyncio.wait({work}, timeout=max(0.0, cleanup_deadline - loop.time()))
-        if work.done() and not work.cancelled() and work.exception() is None:
-            op.note("completed_despite_cancel")
-            self._settle(op, work)  # it happened: never report a done action as cancelled
-            return
+        finished = work.done() and not work.cancelled() and work.exception() is None
+        stopped = work.done()
         details: dict[str, Any] = {"reason": reason}
-        timed_out = not work.done()
-        if timed_out:
-            work.add_done_callback(_log_abandoned)
-        report, complete = await self._compensate(op, ctx, cleanup_deadline)
-        if report:
-            details["compensation"] = report
-        if timed_out or not complete:
-            details["cleanup"] = "timed_out"
-            raise _unknown("cleanup did not finish within its deadline", op, details)
-        verdict = next((c.verdict for c in ctx.compensations if c.verdict is not None), None)
-        if verdict is not None:  # the compensation learned how it really ended (WebMCP)
-            if isinstance(verdict, BskError):
-                verdict.details = {**details, **verdict.details}
-                raise verdict
+        report = None
+        if not finished:
+            if not stopped:
+                work.add_done_callback(_log_abandoned)
+            report = await scope.cleanup(cleanup_deadline, on_entry=lambda entry: op.note(
+                "compensation", {k: v for k, v in entry.items() if k != "undoes_effect"}))
+            if report.entries:
+                details["compensation"] = report.entries
+        learned: Any = scope.learned() if report is not None else None
+        verdict = outcome.decide(outcome.Facts(
+            reason=reason, effect_sent=op.effect_sent, steps_sent=bool(op.steps_sent),
+            read_only=catalog.BY_NAME[op.tool].effect.retry_safe,
+            handler_finished=finished, handler_stopped=stopped,
+            cleanup_complete=report is None or report.complete,
+            compensations=tuple((e["ok"], e["undoes_effect"])
+                                for e in (report.entries if report else [])),
+            learned=_learned(learned)))
+        if verdict.status == "completed":
             op.note("completed_despite_cancel")
-            op.complete(verdict, retry_safe=catalog.BY_NAME[op.tool].effect.retry_safe)
+            if finished:  # it happened: never report a done action as cancelled
+                self._settle(op, work)
+            else:  # the compensation learned it completed (WebMCP)
+                op.complete(learned, retry_safe=verdict.retry_safe)
             return
-        if not op.effect_sent and reason == "link_lost":  # not a cancel: as if it were queued
-            raise BskError("browser_unavailable", "the browser connection was lost before "
-                           "this call sent anything that could change the page",
-                           hint="call again: the daemon relaunches or reconnects the browser",
-                           details=details)
-        if not op.effect_sent:
-            raise BskError("cancelled", _CANCEL_TEXT.get(reason, "cancelled"),
-                           hint="nothing reached the page; call again if you still want it",
-                           details=details, dispatched="no")
-        if op.steps_sent or not report or not all(c["ok"] and c["undoes_effect"] for c in report):
-            raise _unknown(f"interrupted ({reason}) after the browser may have acted", op,
-                           details)
-        raise BskError("cancelled", f"{_CANCEL_TEXT.get(reason, 'cancelled')}; "
-                       "its effect was undone", hint="the page is as before; call again if "
-                       "you still want it", details=details, dispatched="yes")
-
-    async def _compensate(self, op: Operation, ctx: ToolContext,
-                          deadline: float) -> tuple[list[dict[str, Any]], bool]:
-        report: list[dict[str, Any]] = []
-        loop = asyncio.get_running_loop()
-        for comp in reversed([c for c in ctx.compensations if c.armed()]):
-            entry: dict[str, Any] = {"action": comp.action, "undoes_effect": comp.undoes_effect}
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await comp.undo()
-                entry["ok"] = True
-            except TimeoutError:
-                entry["ok"] = False
-                entry["error"] = "cleanup deadline passed"
-            except Exception as e:
-                entry["ok"] = False
-                entry["error"] = str(e)
-            if comp.action is not None:  # None: undo found nothing to do (no script running)
-                op.note("compensation", {k: v for k, v in entry.items()
-                                         if k != "undoes_effect"})
-                report.append(entry)
-            if loop.time() >= deadline:
-                return report, False
-        return report, True
-
-    def _cancelled_before_dispatch(self, op: Operation) -> BskError:
-        reason = op.cancel_reason or "cancel"
-        if reason == "link_lost":
-            return BskError("browser_unavailable",
-                            "the browser connection was lost while this call was queued",
-                            hint="call again: the daemon relaunches or reconnects the browser")
-        return BskError("cancelled", f"{_CANCEL_TEXT.get(reason, 'cancelled')} while queued",
-                        hint="nothing reached the page; call again if you still want it",
-                        details={"reason": reason}, dispatched="no")
+        if verdict.why == "learned":
+            assert isinstance(learned, BskError)
+            learned.details = {**details, **learned.details}
+            raise learned
+        if verdict.why == "cleanup_timed_out":
+            details["cleanup"] = "timed_out"
+        raise _word(verdict, op, details)
 
     def _link_lost(self, reason: str, session_ids: set[str] | None = None) -> None:
         """A dead link ends everything on it at once: dispatched ops unknown, queued unavailable.
@@ -447,7 +409,7 @@ class Dispatcher:
         if held is not None and not held[0].ended:
             return held[0]
         op = Operation(session_id, TAKE_OVER, {})
-        op.deadline = asyncio.get_running_loop().time() + TAKE_OVER_MAX_S
+        op.scope.arm(TAKE_OVER_MAX_S)
         released = Once()
         self._taken[session_id] = (op, released)
         self._remember(op)
@@ -484,21 +446,22 @@ class Dispatcher:
     async def _hold(self, op: Operation, session: Session, released: Once) -> None:
         loop = asyncio.get_running_loop()
         try:
-            got = await session.queue.acquire(op, wait=True, deadline=op.deadline, first=True,
+            got = await session.queue.acquire(op, wait=True, first=True,
                                               on_queued=lambda: self.journal.record(op))
             if got != ACQUIRED:
-                raise self._cancelled_before_dispatch(op) if got == CANCELLED else BskError(
-                    "cancelled", "the session stayed busy past the take-over's deadline",
-                    details={"reason": "deadline"})
+                reason = "deadline" if got == TIMED_OUT else op.scope.reason or "cancel"
+                raise BskError("cancelled", "the take-over ended before it began" if
+                               got == CANCELLED else "the session stayed busy past the "
+                               "take-over's deadline", details={"reason": reason})
             op.state = DISPATCHED
             op.note(DISPATCHED, "held by a person")
             self.journal.record(op)
             started = loop.time()
-            await asyncio.wait({released.future, op.tripped.future},
-                               timeout=max(0.0, op.deadline - loop.time()),
+            # The scope trips at the take-over's deadline too.
+            await asyncio.wait({released.future, op.scope.tripped.future},
                                return_when=asyncio.FIRST_COMPLETED)
             ended_by = ("hand_back" if released.is_set()
-                        else op.cancel_reason or "deadline")
+                        else op.scope.reason or "deadline")
             op.complete({"ended_by": ended_by, "held_s": round(loop.time() - started, 3)},
                         retry_safe=False)
         except BskError as e:
@@ -507,7 +470,7 @@ class Dispatcher:
             session.queue.release(op)
             if not op.ended:
                 op.fail(BskError("cancelled", "the take-over ended before it began",
-                                 details={"reason": op.cancel_reason or "stopped"}))
+                                 details={"reason": op.scope.reason or "stopped"}))
             self.journal.record(op)
             op.done.set()
 
@@ -532,22 +495,61 @@ _CANCEL_TEXT = {
 }
 
 
-def _ran_out_of_time(op: Operation, work: asyncio.Task[Any]) -> bool:
-    """The handler's command timed out because the call's own deadline passed: its reply
-    deadline is the call's (`ctx.remaining()`), so the two timers fire together and either
-    may go first. That is the deadline, a cancel with compensation, not a silent browser.
-    The same holds for a wait on the tab's events bounded by it (`Tab.until`)."""
-    return (not work.cancelled()
-            and isinstance(work.exception(), CommandTimeout | TimeoutError)
-            and asyncio.get_running_loop().time() >= op.deadline - 0.002)
+def _learned(verdict: Any) -> tuple[str, str] | None:
+    """A compensation's verdict (a result, or a BskError) as a fact for `outcome`."""
+    if verdict is None:
+        return None
+    if not isinstance(verdict, BskError):
+        return ("completed", "yes")
+    return (verdict.code, verdict.dispatched or CODES[verdict.code].dispatched)
 
 
-def _lost_to_the_interrupt(op: Operation, work: asyncio.Task[Any]) -> bool:
-    """The handler lost its page or link by the very event that tripped its scope (the
-    user cancelled debugging: the tab detaches as the cancel arrives): report the
-    interruption and its reason, not just the loss."""
-    return (op.tripped.future.done() and not work.cancelled()
-            and isinstance(work.exception(), (LinkClosed, TabGone)))
+def _word(verdict: outcome.Verdict, op: Operation, details: dict[str, Any]) -> BskError:
+    """The error a verdict of `outcome.decide` ends the operation with: its wording."""
+    reason = details.get("reason", "cancel")
+    said = _CANCEL_TEXT.get(reason, "cancelled")
+    code, why = verdict.code or "internal", verdict.why
+    if why == "lost_while_queued":
+        return BskError(code, "the browser connection was lost while this call was queued",
+                        hint="call again: the daemon relaunches or reconnects the browser")
+    if why == "cancelled_while_queued":
+        return BskError(code, f"{said} while queued",
+                        hint="nothing reached the page; call again if you still want it",
+                        details=details, dispatched=verdict.dispatched)
+    if why == "cleanup_timed_out":
+        return _unknown("cleanup did not finish within its deadline", op, details)
+    if why == "lost_before_effect":
+        return BskError(code, "the browser connection was lost before this call sent "
+                        "anything that could change the page",
+                        hint="call again: the daemon relaunches or reconnects the browser",
+                        details=details)
+    if why == "nothing_sent":
+        return BskError(code, said,
+                        hint="nothing reached the page; call again if you still want it",
+                        details=details, dispatched=verdict.dispatched)
+    if why == "may_have_acted":
+        return _unknown(f"interrupted ({reason}) after the browser may have acted", op,
+                        details)
+    if why == "undone":
+        return BskError(code, f"{said}; its effect was undone",
+                        hint="the page is as before; call again if you still want it",
+                        details=details, dispatched=verdict.dispatched)
+    raise AssertionError(f"no wording for {verdict}")
+
+
+def _lost_to_the_trip(op: Operation, work: asyncio.Task[Any]) -> bool:
+    """The handler's own ending is the trip's doing, so the trip is what to report:
+
+    - a command or wait bounded by the scope (`ctx.remaining()`) timed out: the scope's
+      deadline passed, and the scope tripped at it (one deadline: no allowance);
+    - it lost its page or link by the very event that tripped the scope (the user
+      cancelled debugging: the tab detaches as the cancel arrives)."""
+    if work.cancelled() or not op.scope.is_tripped:
+        return False
+    error = work.exception()
+    if isinstance(error, CommandTimeout | TimeoutError):
+        return op.scope.timed_out
+    return isinstance(error, LinkClosed | TabGone) and not op.scope.timed_out
 
 
 def _log_abandoned(task: asyncio.Task[Any]) -> None:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from browserskill import paths
+from browserskill import contract, paths
 from browserskill.dispatch.operations import ENDED, QUEUED, Operation, iso
 
 _SCHEMA = """
@@ -212,17 +212,13 @@ class Journal:
 def _to_result(row: tuple[Any, ...]) -> dict[str, Any]:
     d = dict(zip(_COLUMNS, row, strict=True))
     return {
-        "op_id": d["op_id"],
-        "session_id": d["session_id"],
-        "tool": d["tool"],
-        "state": d["state"],
-        "status": d["status"],
-        "dispatched": d["dispatched"],
-        "retry_safe": bool(d["retry_safe"]),
-        "result": json.loads(d["result"]) if d["result"] else None,
-        "error": json.loads(d["error"]) if d["error"] else None,
-        "started_at": iso(d["created_at"]),
-        "ended_at": iso(d["ended_at"]),
+        **contract.result(
+            op_id=d["op_id"], session_id=d["session_id"], tool=d["tool"], state=d["state"],
+            status=d["status"], dispatched=d["dispatched"],
+            retry_safe=bool(d["retry_safe"]),
+            result=json.loads(d["result"]) if d["result"] else None,
+            error=json.loads(d["error"]) if d["error"] else None,
+            started_at=iso(d["created_at"]), ended_at=iso(d["ended_at"])),
         "timeline": json.loads(d["timeline"]),
         "params": json.loads(d["params"]),
         "idempotency_key": d["idempotency_key"],

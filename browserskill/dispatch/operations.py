@@ -1,17 +1,24 @@
-"""An operation: one tool call, from queued to ended, and the result shape it reports."""
+"""An operation: one tool call, from queued to ended, and the result shape it reports.
+
+Invariants: it ends exactly once (`complete` or `fail`); its scope (`OperationScope`)
+holds its one deadline and why it was interrupted; what it reports has the contract's
+result shape (`contract.result`).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from browserskill import contract
+from browserskill.contract import new_op_id
+from browserskill.dispatch.scope import Once, OperationScope
 from browserskill.errors import CODES, STATUS_FOR_CODE, BskError, retry_safe_for
 
-QUEUED, DISPATCHED, CLEANING_UP, ENDED = "queued", "dispatched", "cleaning_up", "ended"
+QUEUED, DISPATCHED, CLEANING_UP, ENDED = contract.STATES
 
 # Operations that hand the session to a person (docs/dashboard.md): while one holds it,
 # agent calls are `session_busy` naming the holder `person`, and the person's input in
@@ -22,34 +29,12 @@ TAKE_OVER = "take_over"
 BY_PERSON = frozenset({TAKE_OVER, "request_help"})
 
 
-def new_op_id() -> str:
-    return "op_" + secrets.token_hex(6)
-
-
 def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace(
         "+00:00", "Z"
     )
-
-
-class Once:
-    """A one-shot signal on a plain future: awaitable, and usable in `asyncio.wait`
-    without a task per waiter (the hot path of every call)."""
-
-    def __init__(self) -> None:
-        self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def set(self) -> None:
-        if not self.future.done():
-            self.future.set_result(None)
-
-    def is_set(self) -> bool:
-        return self.future.done()
-
-    async def wait(self) -> None:
-        await asyncio.shield(self.future)  # a cancelled waiter must not cancel the signal
 
 
 @dataclass
@@ -69,12 +54,10 @@ class Operation:
     ended_at: float | None = None
     timeline: list[list[Any]] = field(default_factory=list)
     # Live-only state (not journaled as columns):
-    deadline: float = 0.0  # event-loop time
     effect_sent: bool = False  # a command that may change the page went out
     journaled: bool = False  # its row exists in the journal
     steps_sent: list[str] = field(default_factory=list)
-    cancel_reason: str | None = None  # why its scope was tripped: cancel, deadline, …
-    tripped: Once = field(default_factory=lambda: Once(), repr=False)  # a cancel came
+    scope: OperationScope = field(default_factory=OperationScope, repr=False)
     done: Once = field(default_factory=lambda: Once(), repr=False)  # it has ended
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -92,11 +75,23 @@ class Operation:
         """Trip the operation's scope; the first reason wins. False if it already ended."""
         if self.ended:
             return False
-        if self.cancel_reason is None:
-            self.cancel_reason = reason
+        if self.scope.trip(reason):
             self.note("cancel_requested", reason)
-            self.tripped.set()
         return True
+
+    @property
+    def deadline(self) -> float:
+        """Its one deadline (event-loop time), the scope's."""
+        return self.scope.deadline
+
+    @property
+    def cancel_reason(self) -> str | None:
+        """Why its scope tripped: cancel, deadline, link_lost, …; None if it did not."""
+        return self.scope.reason
+
+    @property
+    def tripped(self) -> Once:
+        return self.scope.tripped
 
     @property
     def ended(self) -> bool:
@@ -119,6 +114,7 @@ class Operation:
         self.error = err.to_dict()
 
     def _end(self, status: str, dispatched: str, retry_safe: bool) -> None:
+        self.scope.close()
         self.state = ENDED
         self.status = status
         self.dispatched = dispatched
@@ -127,19 +123,11 @@ class Operation:
         self.note("ended", status)
 
     def to_result(self, *, with_timeline: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "op_id": self.op_id,
-            "session_id": self.session_id,
-            "tool": self.tool,
-            "state": self.state,
-            "status": self.status,
-            "dispatched": self.dispatched,
-            "retry_safe": self.retry_safe,
-            "result": self.result,
-            "error": self.error,
-            "started_at": iso(self.created_at),
-            "ended_at": iso(self.ended_at),
-        }
+        out = contract.result(
+            op_id=self.op_id, session_id=self.session_id, tool=self.tool, state=self.state,
+            status=self.status, dispatched=self.dispatched, retry_safe=self.retry_safe,
+            result=self.result, error=self.error, started_at=iso(self.created_at),
+            ended_at=iso(self.ended_at))
         if with_timeline:
             out["timeline"] = self.timeline
             out["params"] = self.params

@@ -2,7 +2,8 @@
 
 The slot is handed directly from the ending operation to the next waiter, so nothing
 can slip in between, and a waiter cancelled at the moment it was handed the slot gives
-it back instead of leaking it.
+it back instead of leaking it. A waiter waits for the slot or its operation's scope to
+trip, whichever comes first; the scope's deadline is such a trip (no timer here).
 """
 
 from __future__ import annotations
@@ -40,11 +41,15 @@ class SessionQueue:
     def queued(self) -> list[Operation]:
         return [op for op, fut in self._waiting if not fut.done()]
 
-    async def acquire(self, op: Operation, *, wait: bool, deadline: float,
+    async def acquire(self, op: Operation, *, wait: bool,
                       on_queued: Callable[[], None] | None = None, first: bool = False) -> str:
-        """Take the slot: at once, or (with wait) FIFO until the deadline or a cancel.
+        """Take the slot: at once, or (with wait) FIFO until the operation's scope trips
+        (TIMED_OUT at its deadline, CANCELLED for any other reason).
         `first`: ahead of those waiting (a person taking the session over)."""
-        if op.tripped.is_set():
+        scope = op.scope
+        # Past its deadline, a free slot is still taken: the dispatcher ends it as the
+        # deadline, having sent nothing.
+        if scope.is_tripped and not scope.timed_out:
             return CANCELLED
         if self.holder is None and not self._waiting:
             self.holder = op
@@ -60,17 +65,17 @@ class SessionQueue:
         if on_queued is not None:
             on_queued()
         try:
-            timeout = max(0.0, deadline - asyncio.get_running_loop().time())
-            await asyncio.wait({fut, op.tripped.future}, timeout=timeout,
+            await asyncio.wait({fut, scope.tripped.future},
                                return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not fut.done():
                 fut.cancel()
                 self._waiting.remove(entry)
-        if op.tripped.is_set() or fut.cancelled():
-            if not fut.cancelled():
-                self.release(op)  # handed the slot just as the cancel came: pass it on
-            return CANCELLED if op.tripped.is_set() else TIMED_OUT
+        if fut.cancelled():
+            return TIMED_OUT if scope.timed_out else CANCELLED
+        if scope.is_tripped and not scope.timed_out:
+            self.release(op)  # handed the slot just as the cancel came: pass it on
+            return CANCELLED
         return ACQUIRED
 
     def release(self, op: Operation) -> None:

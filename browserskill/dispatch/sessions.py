@@ -18,13 +18,13 @@ from browserskill.browser.manager import BrowserManager
 from browserskill.browser.routing import RouteTable
 from browserskill.browser.storage_state import load_state
 from browserskill.browser.tab import Tab, TabGone
+from browserskill.contract import DEFAULT_SESSION
 from browserskill.dispatch.queue import SessionQueue
 from browserskill.dispatch.session_store import SessionStore
 from browserskill.errors import BskError, invalid
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SESSION = "default"
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 

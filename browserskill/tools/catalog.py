@@ -12,6 +12,7 @@ import json
 import math
 from collections import namedtuple
 
+from browserskill.contract import MAX_TIMEOUT_MS
 from browserskill.errors import BskError, invalid
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
@@ -30,6 +31,15 @@ class Effect(enum.Enum):
     @property
     def retry_safe(self) -> bool:
         return self is Effect.READ
+
+
+# The error codes a tool call can end with (a tool's `errors`; docs/outcomes.md).
+TOOL_ERRORS = ("invalid_params", "session_not_found", "ref_not_found", "stale_ref",
+               "session_busy", "user_interrupted", "cancelled", "outcome_unknown",
+               "browser_unavailable", "action_failed", "internal")
+WEBMCP_ERRORS = (*TOOL_ERRORS, "tool_not_found", "tool_page_unloaded")
+SESSION_STOP_ERRORS = ("invalid_params", "session_not_found", "session_busy", "cancelled",
+                       "outcome_unknown", "browser_unavailable", "action_failed", "internal")
 
 
 # Records are namedtuples, not dataclasses: dataclasses would add ~15 ms to every `bsk`.
@@ -89,13 +99,23 @@ _ToolFields = namedtuple(
         "json_param",  # a boolean param the CLI's --json also turns on
         "timeout_range_s",  # (low, high) deadlines it accepts, if limited
         "exactly_one",  # params of which exactly one must be given (truthy), if any
+        "hidden",  # reached by a route of its own, not as a plain tool (CLI, HTTP, MCP)
+        "during_dialog",  # runs while a JavaScript dialog blocks the page
+        "after_crash",  # runs on a tab whose renderer crashed (brings it back or leaves it)
+        "errors",  # the error codes a call of it can end with (OpenAPI's responses)
     ],
-    defaults=((), "", 30.0, None, None, None),
+    defaults=((), "", 30.0, None, None, None, False, False, False, TOOL_ERRORS),
 )
 
 
 class ToolSpec(_ToolFields):
     __slots__ = ()
+
+    @property
+    def on_pages(self) -> bool:
+        """It works on the session's pages (so they are recovered and shown first, and
+        its browser must be there); False for what ends the session itself."""
+        return self.effect is not Effect.SESSION
 
     def input_schema(self) -> dict[str, Any]:
         return {
@@ -247,12 +267,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         "open", ("open",), _M, "Navigate the current tab to a URL and wait for it to load.",
         (Param("url", "string", "address to open (http, https, file, data, about)",
                required=True, positional=True, max_length=8192), WAIT_UNTIL),
-        example="bsk open https://example.com",
+        example="bsk open https://example.com", after_crash=True,
     ),
-    ToolSpec("back", ("back",), _M, "Go back in the current tab's history.", (WAIT_UNTIL,)),
+    ToolSpec("back", ("back",), _M, "Go back in the current tab's history.", (WAIT_UNTIL,),
+             after_crash=True),
     ToolSpec("forward", ("forward",), _M, "Go forward in the current tab's history.",
-             (WAIT_UNTIL,)),
-    ToolSpec("reload", ("reload",), _M, "Reload the current tab.", (WAIT_UNTIL,)),
+             (WAIT_UNTIL,), after_crash=True),
+    ToolSpec("reload", ("reload",), _M, "Reload the current tab.", (WAIT_UNTIL,),
+             after_crash=True),
     ToolSpec(
         "eval", ("eval",), _M,
         "Run JavaScript in the page; awaits promises and returns the value. Each call has "
@@ -332,13 +354,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         "dialog_accept", ("dialog", "accept"), _M,
         "Accept the open alert/confirm/prompt/beforeunload dialog (TEXT answers a prompt).",
         (Param("text", "string", "text for a prompt", positional=True, max_length=100_000),),
+        during_dialog=True,
     ),
-    ToolSpec("dialog_dismiss", ("dialog", "dismiss"), _M, "Dismiss the open dialog."),
+    ToolSpec("dialog_dismiss", ("dialog", "dismiss"), _M, "Dismiss the open dialog.",
+             during_dialog=True),
     ToolSpec("tab_list", ("tab", "list"), _R,
              "List this session's tabs; in an extension browser, --scope user lists the "
              "user's own tabs (ids like u123, to borrow) and all lists both.",
              (Param("scope", "string", "whose tabs", default="agent",
-                    choices=("agent", "user", "all")),)),
+                    choices=("agent", "user", "all")),),
+             during_dialog=True, after_crash=True),
     ToolSpec(
         "tab_borrow", ("tab", "borrow"), _M,
         "Borrow one of the user's tabs (extension browser): the user approves in the tab "
@@ -361,19 +386,25 @@ TOOLS: tuple[ToolSpec, ...] = (
         "tab_new", ("tab", "new"), _M, "Open a new tab in this session and make it current.",
         (Param("url", "string", "address to open", positional=True, max_length=8192),
          WAIT_UNTIL),
+        during_dialog=True, after_crash=True,
     ),
     ToolSpec(
         "tab_select", ("tab", "select"), _R, "Make one of this session's tabs current.",
         (Param("tab_id", "string", "tab id from `bsk tab list`", required=True,
                positional=True, max_length=64),),
+        during_dialog=True, after_crash=True,
     ),
     ToolSpec(
         "tab_close", ("tab", "close"), _M, "Close one of this session's tabs.",
         (Param("tab_id", "string", "tab id from `bsk tab list`", required=True,
                positional=True, max_length=64),),
+        during_dialog=True, after_crash=True,
     ),
     ToolSpec("session_stop", ("session", "stop"), _S,
-             "End the session and close its tabs (queued behind running operations)."),
+             "End the session and close its tabs (queued behind running operations).",
+             # Reached by its own route (DELETE /v1/sessions/ID, `session stop ID|--all`,
+             # the end of an MCP connection), never as a plain tool.
+             hidden=True, during_dialog=True, after_crash=True, errors=SESSION_STOP_ERRORS),
     ToolSpec(
         "fill", ("fill",), _M,
         "Replace the value of a text field, textarea or contenteditable with TEXT. It is "
@@ -438,7 +469,7 @@ TOOLS: tuple[ToolSpec, ...] = (
          Param("network_idle", "boolean", "no network requests for 500 ms after the page "
                "loaded", default=False),
          Param("ms", "integer", "milliseconds to wait (the call's deadline stretches to "
-               "fit unless --timeout is given)", minimum=0, maximum=600_000),
+               "fit unless --timeout is given)", minimum=0, maximum=MAX_TIMEOUT_MS),
          Param("gone", "string", "ref of an element that goes away (removed, hidden, or "
                "its page replaced)", max_length=64),
          Param("text_gone", "string", "text that is no longer in the visible text of the "
@@ -607,7 +638,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "webmcp_list", ("webmcp", "list"), _R,
         "List the WebMCP tools the session's pages expose (every frame of every tab): "
         "tool_ref, description, input schema, annotations, source. The text is the page's.",
-        example="bsk webmcp list",
+        example="bsk webmcp list", errors=WEBMCP_ERRORS,
     ),
     ToolSpec(
         "webmcp_invoke", ("webmcp", "invoke"), _M,
@@ -618,7 +649,7 @@ TOOLS: tuple[ToolSpec, ...] = (
          Param("input", "object", "the tool's input, a JSON object (at most 1 MiB)",
                max_length=1_048_576)),
         example='bsk webmcp invoke add_item --input \'{"item": "lamp"}\'',
-        default_timeout_s=60.0, timeout_range_s=(1.0, 120.0),
+        default_timeout_s=60.0, timeout_range_s=(1.0, 120.0), errors=WEBMCP_ERRORS,
     ),
 )
 
@@ -876,6 +907,8 @@ SESSION_START = ToolSpec(
 )
 
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
+# Command words of the tools reached by a route of their own (help and docs skip them).
+HIDDEN_WORDS: set[tuple[str, ...]] = {t.words for t in TOOLS if t.hidden}
 
 
 def default_timeout_s(spec: ToolSpec, params: dict[str, Any]) -> float:

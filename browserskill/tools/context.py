@@ -2,26 +2,24 @@
 
 `act` sends a command that may change the page and marks the operation dispatched;
 `inspect` only reads. `step` records one step of browser-native input. `on_cancel`
-declares the compensation that undoes a half-done step if the operation's scope is
-tripped (a cancel or its deadline); the dispatcher runs it, bounded, and reports it.
+registers, in the operation's scope (`OperationScope`), the compensation that undoes a
+half-done step if the scope trips (a cancel or its deadline); the dispatcher runs it,
+bounded, and reports it. Every command's deadline is the scope's (`remaining`), so a
+command that times out on it is the deadline, never a separate timer.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from browserskill.browser.link import CdpError, Command, await_reply
 from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
+from browserskill.dispatch.scope import Compensation
+from browserskill.tools import catalog
 
-# Tools that still work while a JavaScript dialog blocks the page.
-DIALOG_SAFE_TOOLS = frozenset({"dialog_accept", "dialog_dismiss", "tab_list", "tab_select",
-                               "tab_new", "tab_close", "session_stop"})
-# Tools that work on a tab whose renderer crashed (they bring it back or leave it).
-CRASH_SAFE_TOOLS = frozenset({"reload", "open", "back", "forward", "tab_list", "tab_select",
-                              "tab_new", "tab_close", "session_stop"})
+__all__ = ["Compensation", "Step", "ToolContext", "page_busy", "stop_script"]
 
 if TYPE_CHECKING:
     from browserskill.browser.backend import Backend
@@ -34,18 +32,6 @@ class Step(NamedTuple):
 
     name: str  # as recorded in `steps_sent`: mouseMoved, mousePressed, …
     command: Command
-
-
-@dataclass
-class Compensation:
-    action: str | None  # as reported: mouse_released, tab_closed, …; None: not reported
-    undo: Callable[[], Awaitable[Any]]
-    undoes_effect: bool  # True if, once run, the page is as if nothing happened
-    # Set by `undo` when it learned how the operation really ended: a BskError to report,
-    # or a result dict (it completed after all). The dispatcher reports that instead.
-    verdict: Any = None
-    # False while there is nothing to undo yet (see `on_cancel(after_step=...)`).
-    armed: Callable[[], bool] = lambda: True
 
 
 PROBE_S = 0.3  # a page that can't evaluate `0` in this long is busy running script
@@ -87,21 +73,26 @@ class ToolContext:
         self.sessions = sessions
         self.backend = backend
         self.state_dir = state_dir
-        self.compensations: list[Compensation] = []
+
+    @property
+    def compensations(self) -> list[Compensation]:
+        return self.op.scope.compensations
 
     @property
     def tab(self) -> Tab:
         tab = self.session.tab()
         if tab.gone:
             raise TabGone(tab.gone)  # before anything is sent: nothing reached a page
-        if tab.dialog is not None and self.op.tool not in DIALOG_SAFE_TOOLS:
+        spec = catalog.BY_NAME[self.op.tool]
+        if tab.dialog is not None and not spec.during_dialog:
             raise DialogOpened(tab.dialog)  # the page is blocked until it is answered
-        if tab.crashed and self.op.tool not in CRASH_SAFE_TOOLS:
+        if tab.crashed and not spec.after_crash:
             raise TabCrashed(tab.crashed)  # nothing would answer; a reload recovers
         return tab
 
     def remaining(self) -> float:
-        return max(0.001, self.op.deadline - asyncio.get_running_loop().time())
+        """Seconds left of the operation's one deadline (its scope's)."""
+        return self.op.scope.remaining()
 
     def mark_dispatched(self) -> None:
         self.op.effect_sent = True
@@ -205,10 +196,8 @@ class ToolContext:
         if after_step is not None:
             steps, start = self.op.steps_sent, len(self.op.steps_sent)
             comp.armed = lambda: after_step in steps[start:]
-        self.compensations.append(comp)
-        return comp
+        return self.op.scope.add(comp)
 
     def settled(self, comp: Compensation) -> None:
         """The step this compensation guarded finished; nothing to undo any more."""
-        if comp in self.compensations:
-            self.compensations.remove(comp)
+        self.op.scope.settled(comp)

@@ -1,0 +1,234 @@
+"""The contract every surface shares: the result shape, per-call options, op ids.
+
+Stated once here and read by the CLI, the HTTP API and its OpenAPI document, the MCP
+server and both Python clients (docs/design.md §3). Stdlib only and no `re`: the CLI
+imports this on every call.
+
+Invariants:
+- Every answer about an operation has the result shape (`RESULT_SCHEMA`): `status`,
+  `dispatched` (`no` / `yes` / `unknown`) and `retry_safe` are always there. A call
+  refused before it became an operation has the same shape with `op_id` null
+  (`refused`).
+- A call's deadline is 1 ms to `MAX_TIMEOUT_S`; a tool may narrow it (the catalog's
+  `timeout_range_s`).
+- An op id is `op_` and 6-64 letters, digits, `_` or `-`; whoever names an operation
+  (a client, the CLI, the daemon) mints it with `new_op_id`.
+- Cancelling a call one named goes one way everywhere (`CancelThenWait`): cancel by id
+  (retrying while the call may still be on its way), then ask how it ended.
+"""
+
+from __future__ import annotations
+
+import os
+
+from browserskill.errors import CODES, STATUS_FOR_CODE, invalid
+
+TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+DEFAULT_SESSION = "default"  # the session a call without one uses
+
+# -- per-call options ------------------------------------------------------------------
+
+MAX_TIMEOUT_S = 600
+MAX_TIMEOUT_MS = MAX_TIMEOUT_S * 1000
+IDEMPOTENCY_KEY_MAX = 256
+
+# The options every tool call takes besides its parameters (HTTP body fields; MCP
+# arguments take `wait` and `timeout_ms`).
+CALL_OPTIONS: dict[str, dict[str, Any]] = {
+    "wait": {"type": "boolean", "default": False,
+             "description": "if another call holds the session, queue FIFO behind it "
+                            "instead of failing session_busy"},
+    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS,
+                   "description": "the operation's deadline; passing it cancels the "
+                                  "operation"},
+    "detach": {"type": "boolean", "default": False,
+               "description": "answer 202 at once; follow with GET /v1/ops/{op_id}/wait"},
+}
+
+
+def check_timeout_ms(value: Any, tool: str = "", range_s: tuple[float, float] | None = None,
+                     ) -> int | None:
+    """A call's `timeout_ms` (None: the tool's default), or invalid_params naming it."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON has one number type: 2.0 is the integer 2
+    if isinstance(value, bool) or not isinstance(value, int) \
+            or not 1 <= value <= MAX_TIMEOUT_MS:
+        raise invalid("timeout_ms", f"must be an integer from 1 to {MAX_TIMEOUT_MS}")
+    if range_s:  # e.g. webmcp_invoke: 1-120 s
+        lo, hi = (int(x * 1000) for x in range_s)
+        if not lo <= value <= hi:
+            raise invalid("timeout_ms", f"must be from {lo} to {hi} for {tool}")
+    return value
+
+
+def check_timeout_s(text: str, command: str = "",
+                    range_s: tuple[float, float] | None = None) -> float:
+    """The CLI's `--timeout SECONDS`, or invalid_params naming it."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise invalid("timeout", f"must be a number of seconds, got {text!r}") from None
+    if not 0 < seconds <= MAX_TIMEOUT_S:
+        raise invalid("timeout", f"must be more than 0 and at most {MAX_TIMEOUT_S} seconds")
+    if range_s:
+        lo, hi = range_s
+        if not lo <= seconds <= hi:
+            raise invalid("timeout", f"must be {lo:g}-{hi:g} seconds for `{command}`, "
+                          f"got {seconds:g}")
+    return seconds
+
+
+def valid_idempotency_key(key: str) -> bool:
+    return 1 <= len(key) <= IDEMPOTENCY_KEY_MAX
+
+
+# -- ids -------------------------------------------------------------------------------
+
+OP_ID_PREFIX = "op_"
+OP_ID_LENGTH = (6, 64)  # after the prefix
+OP_ID_RULE = "op_ and 6-64 letters, digits, '_' or '-'"
+SESSION_ID_MAX = 64
+SESSION_ID_RULE = "1-64 letters, digits, '_', '.', '-'"
+
+
+def _id_chars(text: str, extra: str) -> bool:
+    return all((c.isascii() and c.isalnum()) or c in extra for c in text)
+
+
+def valid_op_id(text: str) -> bool:
+    """The one op-id rule: the daemon refuses others, the CLI and clients mint only these."""
+    lo, hi = OP_ID_LENGTH
+    rest = text[len(OP_ID_PREFIX):]
+    return text.startswith(OP_ID_PREFIX) and lo <= len(rest) <= hi and _id_chars(rest, "_-")
+
+
+def new_op_id() -> str:
+    """A fresh op id (12 hex digits: the caller names its operation before sending it)."""
+    return OP_ID_PREFIX + os.urandom(6).hex()
+
+
+def valid_session_id(text: str) -> bool:
+    return (0 < len(text) <= SESSION_ID_MAX and text[0].isascii() and text[0].isalnum()
+            and _id_chars(text, "_.-"))
+
+
+# -- the result shape ------------------------------------------------------------------
+
+STATES = ("queued", "dispatched", "cleaning_up", "ended")
+STATUSES = ("completed", "failed", "cancelled", "outcome_unknown")
+DISPATCHED = ("no", "yes", "unknown")
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["code", "message"],
+    "properties": {
+        "code": {"enum": sorted(CODES)},
+        "message": {"type": "string"},
+        "hint": {"type": "string"},
+        "details": {"type": "object"},
+    },
+}
+
+RESULT_FIELDS = ("op_id", "session_id", "tool", "state", "status", "dispatched",
+                 "retry_safe", "result", "error", "started_at", "ended_at")
+
+
+def result_schema(error: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The one JSON schema of the result shape. `error`: the error's schema (OpenAPI
+    passes a `$ref` to its component); inline by default."""
+    return {
+        "type": "object",
+        "description": "Every operation ends with this shape (docs/design.md §3); a call "
+                       "refused before it became an operation has it too, with op_id null.",
+        "required": ["op_id", "session_id", "tool", "state", "status", "dispatched",
+                     "retry_safe"],
+        "properties": {
+            "op_id": {"type": ["string", "null"]},
+            "session_id": {"type": ["string", "null"]},
+            "tool": {"type": ["string", "null"]},
+            "state": {"enum": list(STATES)},
+            "status": {"enum": [*STATUSES, None]},  # None: still running (detached)
+            "dispatched": {"enum": list(DISPATCHED)},
+            "retry_safe": {"type": "boolean"},
+            "result": {"type": ["object", "null"]},
+            "error": {"oneOf": [error or ERROR_SCHEMA, {"type": "null"}]},
+            "started_at": {"type": ["string", "null"]},
+            "ended_at": {"type": ["string", "null"]},
+        },
+    }
+
+
+RESULT_SCHEMA = result_schema()
+
+
+def result(*, op_id: str | None, session_id: str | None, tool: str | None, state: str,
+           status: str | None, dispatched: str, retry_safe: bool,
+           result: dict[str, Any] | None = None, error: dict[str, Any] | None = None,
+           started_at: str | None = None, ended_at: str | None = None) -> dict[str, Any]:
+    """An answer in the result shape, every field present."""
+    return {"op_id": op_id, "session_id": session_id, "tool": tool, "state": state,
+            "status": status, "dispatched": dispatched, "retry_safe": retry_safe,
+            "result": result, "error": error, "started_at": started_at,
+            "ended_at": ended_at}
+
+
+def error_dict(code: str, message: str, hint: str = "",
+               details: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"code": code, "message": message, "hint": hint, "details": details or {}}
+
+
+def refused(error: dict[str, Any], *, op_id: str | None = None,
+            session_id: str | None = None, tool: str | None = None,
+            status: str | None = None, dispatched: str | None = None,
+            retry_safe: bool | None = None) -> dict[str, Any]:
+    """The result shape of a call that ended without an operation's own answer: refused
+    before it became one, or ended where the caller stands (the daemon went away, the
+    call never arrived). Unknown fields come from the error table."""
+    entry = CODES.get(error.get("code") or "internal", CODES["internal"])
+    return result(op_id=op_id, session_id=session_id, tool=tool, state="ended",
+                  status=status or STATUS_FOR_CODE.get(entry.name, "failed"),
+                  dispatched=dispatched or entry.dispatched,
+                  retry_safe=entry.retry_safe if retry_safe is None else retry_safe,
+                  error=error)
+
+
+# -- cancel, then wait for the outcome -------------------------------------------------
+
+CANCEL_GRACE_S = 10.0  # after cancelling, how long to wait for the operation's own ending
+CANCEL_ARRIVAL_S = 1.0  # how long a cancel may find no operation yet (the call in flight)
+CANCEL_POLL_S = 0.05
+
+
+class CancelThenWait:
+    """Cancel an operation the caller named, then learn how it really ended — without
+    I/O: the CLI, the blocking and the async client drive it with their own transport.
+
+    The cancel may reach the daemon before the call itself (404 for a moment): it is
+    sent again every `CANCEL_POLL_S` for up to `CANCEL_ARRIVAL_S`. Still 404 then: the
+    call never arrived, so nothing reached the browser (`never_arrived`). Otherwise the
+    operation's own ending is the answer (`wait_path`, or the call's own reply)."""
+
+    def __init__(self, op_id: str, now: float,
+                 quote: Callable[[str], str] = lambda s: s) -> None:
+        self.op_id = op_id
+        self.give_up_at = now + CANCEL_ARRIVAL_S
+        self.cancel_path = f"/v1/ops/{quote(op_id)}/cancel"
+        self.wait_path = f"/v1/ops/{quote(op_id)}/wait?timeout_ms={int(CANCEL_GRACE_S * 1000)}"
+
+    def again(self, status: int, now: float) -> bool:
+        """Send the cancel again? (the daemon does not know the operation yet)"""
+        return status == 404 and now <= self.give_up_at
+
+    def never_arrived(self, session_id: str | None, tool: str | None = None,
+                      ) -> dict[str, Any]:
+        return refused(error_dict("cancelled", "interrupted before the daemon received the "
+                                  "call", "nothing reached the browser",
+                                  {"reason": "cancel"}),
+                       op_id=self.op_id, session_id=session_id, tool=tool,
+                       status="cancelled", dispatched="no", retry_safe=False)

@@ -1,0 +1,90 @@
+"""How an interrupted operation ended: a pure function of what was recorded.
+
+`decide(facts)` returns a `Verdict` (status, code, dispatched, retry_safe, and `why`, the
+key of its wording); the dispatcher words it (`dispatcher._word`). No I/O, no clock:
+`tests/test_outcome.py` checks it row by row from a table.
+
+Invariants (docs/design.md §3, §4):
+- A handler that finished its action is never reported as cancelled, and neither is an
+  ending a compensation learned from the page (a WebMCP tool that answered).
+- Nothing sent that could change the page: `dispatched: "no"`; a lost link is then
+  `browser_unavailable` (call again), anything else `cancelled`.
+- Something sent: `cancelled` with `dispatched: "yes"` only if every compensation ran,
+  each undoes its effect, and no browser-native input step went out; otherwise
+  `outcome_unknown` (inspect before acting again).
+- A cleanup that did not finish by its deadline: `outcome_unknown`.
+- While queued: the deadline is `session_busy` (still busy), a lost link
+  `browser_unavailable`, any other trip `cancelled`; none of them sent anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from browserskill.errors import CODES, STATUS_FOR_CODE, retry_safe_for
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the dispatcher recorded about an operation whose scope tripped."""
+
+    reason: str  # why the scope tripped: cancel, deadline, link_lost, …
+    queued: bool = False  # tripped before it was dispatched
+    effect_sent: bool = False  # a command that may change the page went out
+    steps_sent: bool = False  # browser-native input steps went out
+    read_only: bool = False  # the tool's effect is a read (retry-safe once completed)
+    handler_finished: bool = False  # the handler returned its result despite the trip
+    handler_stopped: bool = True  # the handler ended within the cleanup deadline
+    cleanup_complete: bool = True  # every compensation ran within the cleanup deadline
+    # Each reported compensation: (ran ok, undoes its effect).
+    compensations: tuple[tuple[bool, bool], ...] = ()
+    # How a compensation learned the operation ended: ("completed", "yes"), or the
+    # error code it ended with and its dispatched ("tool_page_unloaded", "yes").
+    learned: tuple[str, str] | None = None
+
+
+class Verdict(NamedTuple):
+    status: str  # completed | failed | cancelled | outcome_unknown
+    code: str | None  # None when completed
+    dispatched: str
+    retry_safe: bool
+    why: str  # the key of the wording (see `dispatcher._word`)
+
+
+def _completed(f: Facts, why: str) -> Verdict:
+    return Verdict("completed", None, "yes", f.read_only, why)
+
+
+def _failed(code: str, dispatched: str, why: str) -> Verdict:
+    return Verdict(STATUS_FOR_CODE.get(code, "failed"), code, dispatched,
+                   retry_safe_for(code, dispatched), why)
+
+
+def decide(f: Facts) -> Verdict:
+    if f.queued:
+        if f.reason == "deadline":
+            return _failed("session_busy", "no", "busy_at_deadline")
+        if f.reason == "link_lost":
+            return _failed("browser_unavailable", "no", "lost_while_queued")
+        return _failed("cancelled", "no", "cancelled_while_queued")
+    if f.handler_finished:
+        return _completed(f, "completed_despite_cancel")  # it happened: never "cancelled"
+    sent = "yes" if f.effect_sent else "unknown"
+    if not f.handler_stopped or not f.cleanup_complete:
+        return _failed("outcome_unknown", sent, "cleanup_timed_out")
+    if f.learned is not None:
+        code, dispatched = f.learned
+        if code == "completed":
+            return _completed(f, "learned")
+        if code in ("outcome_unknown", "internal") and not f.effect_sent:
+            dispatched = "unknown"  # as `Operation.fail` reports it
+        return _failed(code, dispatched or CODES[code].dispatched, "learned")
+    if not f.effect_sent:
+        if f.reason == "link_lost":  # not a cancel: as if it had been queued
+            return _failed("browser_unavailable", "no", "lost_before_effect")
+        return _failed("cancelled", "no", "nothing_sent")
+    if f.steps_sent or not f.compensations or not all(ok and undoes
+                                                       for ok, undoes in f.compensations):
+        return _failed("outcome_unknown", "yes", "may_have_acted")
+    return _failed("cancelled", "yes", "undone")

@@ -1,0 +1,152 @@
+"""The contract every surface shares (`browserskill/contract.py`): one result schema that
+every builder's answer satisfies and every surface publishes, one op-id rule, one
+timeout range, and the catalog's per-tool facts read by every surface. No daemon: the
+real-daemon checks are in test_openapi.py, test_mcp.py, test_cli_edges.py."""
+
+from __future__ import annotations
+
+import asyncio
+
+import jsonschema
+import pytest
+
+from browserskill import contract
+from browserskill.api import openapi
+from browserskill.dispatch.operations import Operation
+from browserskill.errors import CODES, BskError
+from browserskill.tools import catalog
+
+
+def valid(answer: dict[str, object]) -> None:
+    jsonschema.validate(answer, contract.RESULT_SCHEMA)
+
+
+def test_every_builder_answers_the_one_schema() -> None:
+    refused = contract.refused(contract.error_dict("invalid_params", "url: is required"))
+    valid(refused)
+    assert (refused["op_id"], refused["status"], refused["dispatched"],
+            refused["retry_safe"]) == (None, "failed", "no", True)
+    plan = contract.CancelThenWait(contract.new_op_id(), 0.0)
+    never = plan.never_arrived("default", "click")
+    valid(never)
+    assert (never["status"], never["dispatched"], never["retry_safe"],
+            never["error"]["code"]) == ("cancelled", "no", False, "cancelled")
+
+    async def ops() -> list[dict[str, object]]:
+        running = Operation("default", "click", {"ref": "e1"})
+        done = Operation("default", "click", {"ref": "e1"})
+        done.fail(BskError("stale_ref", "gone"))
+        return [running.to_result(), done.to_result()]
+
+    for answer in asyncio.run(ops()):
+        valid(answer)
+        assert set(answer) == set(contract.RESULT_FIELDS)
+
+
+def test_a_shape_missing_a_field_is_refused_by_the_schema() -> None:
+    answer = contract.refused(contract.error_dict("internal", "boom"))
+    del answer["retry_safe"]
+    with pytest.raises(jsonschema.ValidationError):
+        valid(answer)
+
+
+def test_surfaces_publish_the_one_schema() -> None:
+    from browserskill import mcp_server
+
+    assert mcp_server.OUTPUT_SCHEMA == contract.RESULT_SCHEMA
+    assert all(t.output_schema == contract.RESULT_SCHEMA
+               for t in mcp_server.tool_definitions())
+    doc = openapi.document()
+    result = doc["components"]["schemas"]["Result"]
+    assert result == contract.result_schema({"$ref": "#/components/schemas/Error"})
+    assert doc["components"]["schemas"]["Error"] == contract.ERROR_SCHEMA
+    body = doc["paths"]["/v1/sessions/{sid}/tools/click"]["post"]["requestBody"]
+    props = body["content"]["application/json"]["schema"]["properties"]
+    assert props["timeout_ms"]["maximum"] == contract.MAX_TIMEOUT_MS
+    mcp_click = next(t for t in mcp_server.tool_definitions() if t.name == "click")
+    assert mcp_click.input_schema["properties"]["timeout_ms"]["maximum"] == \
+        contract.MAX_TIMEOUT_MS
+
+
+@pytest.mark.parametrize(("text", "ok"), [
+    ("op_abcdef", True), ("op_" + "a" * 64, True), ("op_A-b_9xyz", True),
+    ("op_abcde", False), ("op_" + "a" * 65, False), ("op_", False), ("op_abc/def", False),
+    ("op_abcdé1", False), ("xx_abcdef", False), ("", False),
+])
+def test_one_op_id_rule(text: str, ok: bool) -> None:
+    """The daemon's rule, and the CLI's: `bsk op show ID` refuses what the daemon would."""
+    from browserskill.cli.commands import _op_id
+
+    assert contract.valid_op_id(text) is ok
+    if ok:
+        assert _op_id([text], "op show OP_ID") == text
+    elif text and not text.startswith("-"):
+        with pytest.raises(BskError) as e:
+            _op_id([text], "op show OP_ID")
+        assert e.value.code == "op_not_found"
+
+
+def test_minted_op_ids_follow_the_rule_and_differ() -> None:
+    minted = {contract.new_op_id() for _ in range(200)}
+    assert len(minted) == 200 and all(contract.valid_op_id(i) for i in minted)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, None), (1, 1), (2.0, 2), (contract.MAX_TIMEOUT_MS, contract.MAX_TIMEOUT_MS),
+])
+def test_timeout_ms_accepted(value: object, expected: int | None) -> None:
+    assert contract.check_timeout_ms(value) == expected
+
+
+@pytest.mark.parametrize("value", [0, -5, contract.MAX_TIMEOUT_MS + 1, True, "5", 1.5])
+def test_timeout_ms_refused_naming_the_field(value: object) -> None:
+    with pytest.raises(BskError) as e:
+        contract.check_timeout_ms(value)
+    assert e.value.code == "invalid_params" and "timeout_ms" in e.value.message
+
+
+def test_a_tools_own_timeout_range() -> None:
+    spec = catalog.BY_NAME["webmcp_invoke"]
+    with pytest.raises(BskError, match="1000 to 120000"):
+        contract.check_timeout_ms(500, spec.name, spec.timeout_range_s)
+    with pytest.raises(BskError, match="1-120 seconds"):
+        contract.check_timeout_s("200", "webmcp invoke", spec.timeout_range_s)
+    assert contract.check_timeout_s("30", "webmcp invoke", spec.timeout_range_s) == 30.0
+    with pytest.raises(BskError, match=f"at most {contract.MAX_TIMEOUT_S}"):
+        contract.check_timeout_s("601")
+
+
+def test_cancel_is_repeated_only_while_the_call_may_be_on_its_way() -> None:
+    plan = contract.CancelThenWait("op_abcdef", now=100.0)
+    assert plan.again(404, 100.5)  # the daemon does not know it yet
+    assert not plan.again(404, 100.0 + contract.CANCEL_ARRIVAL_S + 0.01)  # never arrived
+    assert not plan.again(200, 100.1)  # cancelled: now wait for its ending
+    assert plan.cancel_path == "/v1/ops/op_abcdef/cancel"
+    assert plan.wait_path.startswith("/v1/ops/op_abcdef/wait?timeout_ms=")
+
+
+def test_catalog_facts_are_read_by_every_surface() -> None:
+    from browserskill import mcp_server
+    from browserskill.client import AsyncClient, Client
+
+    hidden = [t for t in catalog.TOOLS if t.hidden]
+    assert [t.name for t in hidden] == ["session_stop"]
+    mcp_names = {t.name for t in mcp_server.tool_definitions()}
+    paths = openapi.document()["paths"]
+    for spec in catalog.TOOLS:
+        assert set(spec.errors) <= set(CODES), spec.name
+        exposed = not spec.hidden
+        assert (spec.name in mcp_names) is exposed, spec.name
+        assert (f"/v1/sessions/{{sid}}/tools/{spec.name}" in paths) is exposed, spec.name
+        if exposed and spec.name.isidentifier():
+            assert getattr(Client, spec.name).__name__ == spec.name
+            assert getattr(AsyncClient, spec.name).__name__ == spec.name
+        if exposed:
+            post = paths[f"/v1/sessions/{{sid}}/tools/{spec.name}"]["post"]
+            codes = {c for r in post["responses"].values()
+                     for c in r.get("description", "").split(", ") if c in CODES}
+            assert codes == {c for c in spec.errors if CODES[c].http >= 300}, spec.name
+    assert catalog.BY_NAME["dialog_accept"].during_dialog
+    assert not catalog.BY_NAME["click"].during_dialog
+    assert catalog.BY_NAME["reload"].after_crash
+    assert not catalog.BY_NAME["click"].after_crash
