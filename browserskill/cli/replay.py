@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 
+from browserskill import contract
 from browserskill.cli.args import parse_tool_args
 from browserskill.errors import BskError, invalid
 from browserskill.tools.catalog import BY_WORDS
@@ -45,6 +46,7 @@ def replay(client: Client, path: str) -> dict[str, Any]:
         text = text.strip()
         if not text or text.startswith("#"):
             continue
+        spec = None
         try:
             try:
                 words = shlex.split(text)
@@ -59,9 +61,8 @@ def replay(client: Client, path: str) -> dict[str, Any]:
             if isinstance(raw.get("url"), str):
                 raw["url"] = local_file_url(raw["url"])
             answer = tool_call(client, spec, spec.validate(raw))
-        except BskError as e:
-            answer = {"op_id": None, "status": "failed", "dispatched": "no",
-                      "retry_safe": True, "result": None, "error": e.to_dict()}
+        except BskError as e:  # refused before it became an operation: nothing sent
+            answer = contract.refused(e.to_dict(), tool=spec.name if spec else None)
         answer["replay"] = {"file": path, "line": number, "command": text,
                             "completed": len(done), "ops": done}
         if answer.get("status") != "completed":
@@ -69,6 +70,7 @@ def replay(client: Client, path: str) -> dict[str, Any]:
             error["message"] = f"line {number} ({text}): {error.get('message', '')}"
             return answer
         done.append(answer["op_id"])
-    return {"op_id": None, "status": "completed", "dispatched": "yes" if done else "no",
-            "retry_safe": False, "result": {"file": path, "completed": len(done),
-                                            "ops": done}, "error": None}
+    return contract.result(op_id=None, session_id=None, tool=None, state="ended",
+                           status="completed", dispatched="yes" if done else "no",
+                           retry_safe=False,
+                           result={"file": path, "completed": len(done), "ops": done})
