@@ -30,7 +30,9 @@ def cmd_session_start(client: Client, args: list[str]) -> Any:
     if "session_id" in params and not valid_session_id(params["session_id"]):
         raise invalid("session_id", f"{params['session_id']!r} is not a session id (1-64 "
                       "letters, digits, '_', '.', '-')")
-    return client.call("POST", "/v1/sessions", params)[2]
+    if client.g.timeout:  # the start's deadline (a Grid's slot is awaited up to it)
+        params["timeout_ms"] = int(client.g.timeout * 1000)
+    return client.call("POST", "/v1/sessions", params, timeout=client.g.timeout or 60.0)[2]
 
 
 def cmd_session_list(client: Client, args: list[str]) -> Any:
@@ -254,7 +256,8 @@ CONTROL: tuple[Control, ...] = (
             "Daemon and browser status (--connect starts the browser to report it)."),
     Control(("doctor",), cmd_doctor, "doctor", "Check the set-up and say how to fix problems."),
     Control(("daemon", "start"), cmd_daemon_start,
-            "daemon start [--foreground] [--cdp-url URL] [--profile DIR | --ephemeral] "
+            "daemon start [--foreground] [--cdp-url URL] [--grid URL] "
+            "[--profile DIR | --ephemeral] "
             "[--idle-timeout SEC] [--headed] [--extension-port PORT] [--extension-grace SEC]",
             "Start the daemon (bsk starts it on first use)."),
     Control(("daemon", "stop"), cmd_daemon_stop, "daemon stop",

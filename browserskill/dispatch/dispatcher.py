@@ -48,6 +48,7 @@ class Dispatcher:
         self.ops: dict[str, Operation] = {}  # live and recently ended, by id
         self.cleanup_timeout_s = cleanup_timeout_s
         browser.on_lost(self._link_lost)
+        sessions.on_link_lost = self._link_lost  # a remote placement's own link
         self._keys: dict[tuple[str, str], Operation] = {}
         # Keys whose first call is still making its operation (see `_claim_key`).
         self._claims: dict[tuple[str, str], asyncio.Future[None]] = {}
