@@ -140,7 +140,10 @@ class GridPlacement(RemotePlacement):
             return ("the Grid ended this session's browser (deleted, or idle past its node's "
                     "--session-timeout): `bsk session stop` it and start a new one")
         return (f"call again: the daemon reconnects through the Grid at "
-                f"{redacted(self.grid.grid_url)} and brings this session's tabs back")
+                f"{redacted(self.grid.grid_url)} and brings this session's tabs back; if the "
+                "Grid ended its WebDriver session (deleted, or idle past the node's "
+                "--session-timeout) the answer says so: then `bsk session stop` it and "
+                "start a new one")
 
     async def recover_tabs(self, lost: list[Tab],
                            timeout: float) -> tuple[list[tuple[Tab, str]], str | None]:

@@ -323,8 +323,7 @@ class Dispatcher:
         if not op.effect_sent and reason == "link_lost":  # not a cancel: as if it were queued
             raise BskError("browser_unavailable", "the browser connection was lost before "
                            "this call sent anything that could change the page",
-                           hint="call again: the daemon relaunches or reconnects the browser",
-                           details=details)
+                           hint=ctx.session.backend.lost_hint(), details=details)
         if not op.effect_sent:
             raise BskError("cancelled", _CANCEL_TEXT.get(reason, "cancelled"),
                            hint="nothing reached the page; call again if you still want it",
@@ -363,9 +362,11 @@ class Dispatcher:
     def _cancelled_before_dispatch(self, op: Operation) -> BskError:
         reason = op.cancel_reason or "cancel"
         if reason == "link_lost":
+            session = self.sessions.sessions.get(op.session_id)
             return BskError("browser_unavailable",
                             "the browser connection was lost while this call was queued",
-                            hint="call again: the daemon relaunches or reconnects the browser")
+                            hint=session.backend.lost_hint() if session is not None else
+                            "call again: the daemon relaunches or reconnects the browser")
         return BskError("cancelled", f"{_CANCEL_TEXT.get(reason, 'cancelled')} while queued",
                         hint="nothing reached the page; call again if you still want it",
                         details={"reason": reason}, dispatched="no")

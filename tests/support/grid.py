@@ -66,7 +66,7 @@ class Grid:
         with open(log, "ab") as out:
             return subprocess.Popen(
                 ["java", "-jar", str(JAR), role, "--host", "127.0.0.1", "--port", str(port),
-                 "--selenium-manager", "false", *extra],
+                 *extra],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
 
     @staticmethod
@@ -74,7 +74,7 @@ class Grid:
         # The node's chrome is Debian's chromium, found by the stereotype's binary.
         stereotype = {"browserName": "chrome",
                       "goog:chromeOptions": {"binary": chromium()}}
-        return ["--max-sessions", str(max_sessions), "--override-max-sessions", "true",
+        return ["--selenium-manager", "false", "--max-sessions", str(max_sessions), "--override-max-sessions", "true",
                 "--session-timeout", str(session_timeout),
                 "--detect-drivers", "false",
                 "--driver-configuration", "display-name=chrome", "max-sessions="
