@@ -74,7 +74,8 @@ class Grid:
         # The node's chrome is Debian's chromium, found by the stereotype's binary.
         stereotype = {"browserName": "chrome",
                       "goog:chromeOptions": {"binary": chromium()}}
-        return ["--selenium-manager", "false", "--max-sessions", str(max_sessions), "--override-max-sessions", "true",
+        return ["--selenium-manager", "false",
+                "--max-sessions", str(max_sessions), "--override-max-sessions", "true",
                 "--session-timeout", str(session_timeout),
                 "--detect-drivers", "false",
                 "--driver-configuration", "display-name=chrome", "max-sessions="
