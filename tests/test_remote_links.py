@@ -1,0 +1,90 @@
+"""Links to remote browsers, apart from any Grid (tests/test_grid.py has the real ones):
+what `--cdp-url` resolves to, and the liveness probe on a peer that goes silent.
+
+The peers here are small fakes of what the real ones do (a WebSocket that accepts and
+never answers, as a Selenium Grid's proxy does after the Grid ended the session; an HTTP
+server with or without `/json/version`), in addition to the real-Grid tests.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from websockets.asyncio.server import ServerConnection, serve
+
+from browserskill.browser import launcher
+from browserskill.browser.cdp import CdpLink
+from browserskill.browser.link import LinkClosed
+
+
+@pytest.fixture
+async def silent_peer() -> AsyncIterator[dict[str, Any]]:
+    """A WebSocket that answers `Browser.getVersion` while `state["answering"]`, then
+    nothing at all, its socket still open; and an HTTP `/json/version` when asked."""
+    state: dict[str, Any] = {"answering": True, "json_version": False, "seen": []}
+
+    async def handler(ws: ServerConnection) -> None:
+        state["seen"].append(ws.request.path if ws.request else None)
+        async for raw in ws:
+            msg = json.loads(raw)
+            if state["answering"]:
+                await ws.send(json.dumps({"id": msg["id"], "result": {"product": "Fake/1"}}))
+
+    def http(connection: ServerConnection, request: Any) -> Any:
+        if "/json/version" in request.path:
+            if not state["json_version"]:
+                return connection.respond(404, "no such page\n")
+            body = {"webSocketDebuggerUrl": "ws://browser.internal:9222/devtools/browser/x"}
+            state["asked"] = request.path
+            return connection.respond(200, json.dumps(body))
+        return None
+
+    async with serve(handler, "127.0.0.1", 0, process_request=http) as server:
+        port = server.sockets[0].getsockname()[1]
+        state["http"] = f"http://127.0.0.1:{port}"
+        yield state
+
+
+async def test_http_url_without_json_version_is_its_own_websocket(
+        silent_peer: dict[str, Any]) -> None:
+    url = silent_peer["http"] + "/session/abc/se/cdp?token=s3cret"
+    ws = await launcher.resolve_cdp_url(url)
+    assert ws == "ws" + url[4:]
+    link = await CdpLink.connect(ws)
+    assert (await link.version())["product"] == "Fake/1"
+    assert silent_peer["seen"] == ["/session/abc/se/cdp?token=s3cret"]
+    await link.close()
+
+
+async def test_json_version_keeps_the_query_and_the_users_host(
+        silent_peer: dict[str, Any]) -> None:
+    silent_peer["json_version"] = True
+    ws = await launcher.resolve_cdp_url(silent_peer["http"] + "/?token=s3cret")
+    assert silent_peer["asked"] == "/json/version?token=s3cret"  # not …?token=…/json/version
+    host = silent_peer["http"].split("//")[1]
+    assert ws == f"ws://{host}/devtools/browser/x?token=s3cret"
+    assert launcher.http_endpoint(ws) == silent_peer["http"]
+    assert launcher.http_endpoint("ws://h:1/session/x/se/cdp") is None
+    assert await launcher.resolve_cdp_url("wss://h/x?token=1") == "wss://h/x?token=1"
+    with pytest.raises(launcher.LaunchError, match="must be an http"):
+        await launcher.resolve_cdp_url("ftp://h:1")
+
+
+async def test_probe_ends_a_silent_link_and_everything_waiting_on_it(
+        silent_peer: dict[str, Any]) -> None:
+    link = await CdpLink.connect("ws" + silent_peer["http"][4:] + "/devtools/browser/x")
+    link.watch(every=0.2, deadline=0.5)
+    await link.version()
+    silent_peer["answering"] = False  # the socket stays open: only a command shows it
+    started = time.monotonic()
+    with pytest.raises(LinkClosed, match="stopped answering"):
+        await link.send("Runtime.evaluate", {"expression": "1"}, timeout=30)
+    assert time.monotonic() - started < 2.0
+    assert link.closed
+    started = time.monotonic()
+    await link.close()  # no closing handshake to wait for
+    assert time.monotonic() - started < 2.5
