@@ -96,11 +96,18 @@ def test_open_snapshot_click_and_webmcp_through_the_grid(gbsk: Bsk, grid: Grid,
 def test_session_stop_releases_the_webdriver_session(gbsk: Bsk, grid: Grid) -> None:
     webdriver_id = start_on(gbsk, "g-stop", "--grid", grid.url)["webdriver_id"]
     assert webdriver_id in grid.sessions()
+    # The same daemon holds a session in its own browser at the same time.
+    assert start_on(gbsk, "g-embedded")["kind"] == "embedded"
     listed = {s["session_id"]: s for s in gbsk.ok("session", "list")["sessions"]}
     assert listed["g-stop"]["placement"]["webdriver_id"] == webdriver_id
+    assert listed["g-embedded"]["placement"]["kind"] == "embedded"
+    for sid in ("g-stop", "g-embedded"):
+        assert gbsk.with_session(sid).ok("eval", "6 * 7")["result"]["value"] == 42
     gbsk.ok("session", "stop", "g-stop")
     # The Grid's own /status: the slot is free again.
     assert webdriver_id not in grid.sessions()
+    assert gbsk.with_session("g-embedded").ok("eval", "1 + 1")["result"]["value"] == 2
+    gbsk.ok("session", "stop", "g-embedded")
 
 
 def test_two_sessions_spread_over_two_nodes_and_a_full_grid_waits_then_answers(
