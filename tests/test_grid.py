@@ -113,6 +113,9 @@ def test_session_stop_releases_the_webdriver_session(gbsk: Bsk, grid: Grid) -> N
 def test_two_sessions_spread_over_two_nodes_and_a_full_grid_waits_then_answers(
         make_bsk: Callable[..., Bsk], hub: Grid) -> None:
     runner = make_bsk(BSK_GRID_URL=hub.url)  # the daemon's default Grid
+    assert runner.ok("status")["browser"]["default_grid"] == hub.url
+    check = next(c for c in runner.ok("doctor")["checks"] if c["check"] == "grid")
+    assert check["ok"] and "2 free chrome slot" in check["detail"], check
     a = start_on(runner, "spread-a")
     b = start_on(runner, "spread-b")
     assert a["kind"] == b["kind"] == "grid"

@@ -27,8 +27,9 @@ from typing import Any
 import httpx
 
 from browserskill.browser import launcher, webdriver
+from browserskill.browser.launcher import redacted
 from browserskill.browser.manager import BrowserManager
-from browserskill.browser.remote import RemotePlacement, redacted
+from browserskill.browser.remote import RemotePlacement
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError
 

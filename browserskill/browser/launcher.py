@@ -239,6 +239,12 @@ async def resolve_cdp_url(url: str, timeout: float = 10.0) -> str:
                        ws.path, ws.query or parts.query, ""))
 
 
+def redacted(url: str) -> str:
+    """The URL as shown to people: a query string (a Browserless `?token=`) hidden."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "…" if parts.query else "", ""))
+
+
 def http_endpoint(ws_url: str) -> str | None:
     """The DevTools HTTP endpoint of a Chromium's own browser WebSocket
     (`ws://h:p/devtools/browser/…` → `http://h:p`); None for anything else (a proxy's)."""

@@ -296,6 +296,8 @@ class BrowserManager:
             out["version"] = self.version_info.get("product")
             out["protocol_version"] = self.version_info.get("protocolVersion")
             out["user_agent"] = self.version_info.get("userAgent")
+        if self.config.grid_url:  # where new sessions go (`daemon start --grid`)
+            out["default_grid"] = launcher.redacted(self.config.grid_url)
         if self.launched is not None:
             out["pid"] = self.launched.pid
             out["executable"] = self.launched.executable

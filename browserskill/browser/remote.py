@@ -14,16 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from browserskill.browser.embedded import EmbeddedPlacement
+from browserskill.browser.launcher import redacted
 from browserskill.browser.manager import BrowserConfig, BrowserManager
-
-
-def redacted(url: str) -> str:
-    """The URL as shown to people: a query string (a Browserless `?token=`) hidden."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "…" if parts.query else "", ""))
 
 
 class RemotePlacement(EmbeddedPlacement):
