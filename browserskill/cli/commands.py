@@ -234,11 +234,12 @@ Control = namedtuple("Control", "words run usage summary spec", defaults=(None,)
 CONTROL: tuple[Control, ...] = (
     Control(("session", "start"), cmd_session_start,
             "session start [ID] [--label L] [--isolated [--state FILE]] "
-            "[--browser extension|ID|LABEL]",
+            "[--browser extension|ID|LABEL | --cdp-url URL | --grid URL]",
             "Start a session with its own tab in its own window; use it with -s ID or "
             "BSK_SESSION=ID. Sessions share the profile's cookies and storage unless "
             "--isolated. With --browser, in the user's browser (extension): its own Agent "
-            "Window.", _SESSION_START),
+            "Window; with --cdp-url, in a browser someone else runs; with --grid, in a "
+            "browser of its own on a Selenium Grid (docs/scaling-out.md).", _SESSION_START),
     Control(("browsers",), cmd_browsers, "browsers",
             "Browsers connected through the BrowserSkill extension (id, label, version), "
             "and the paired ones."),
