@@ -8,6 +8,7 @@ server with or without `/json/version`), in addition to the real-Grid tests.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -25,14 +26,23 @@ from browserskill.browser.link import LinkClosed
 async def silent_peer() -> AsyncIterator[dict[str, Any]]:
     """A WebSocket that answers `Browser.getVersion` while `state["answering"]`, then
     nothing at all, its socket still open; and an HTTP `/json/version` when asked."""
-    state: dict[str, Any] = {"answering": True, "json_version": False, "seen": []}
+    state: dict[str, Any] = {"answering": True, "json_version": False, "seen": [],
+                             "delay": 0.0}
+
+    async def answer(ws: ServerConnection, msg_id: int, delay: float) -> None:
+        if delay:  # slow, but talking all along (events every 0.1 s)
+            end = asyncio.get_running_loop().time() + delay
+            while asyncio.get_running_loop().time() < end:
+                await ws.send(json.dumps({"method": "Network.dataReceived", "params": {}}))
+                await asyncio.sleep(0.1)
+        await ws.send(json.dumps({"id": msg_id, "result": {"product": "Fake/1"}}))
 
     async def handler(ws: ServerConnection) -> None:
         state["seen"].append(ws.request.path if ws.request else None)
         async for raw in ws:
             msg = json.loads(raw)
             if state["answering"]:
-                await ws.send(json.dumps({"id": msg["id"], "result": {"product": "Fake/1"}}))
+                asyncio.get_running_loop().create_task(answer(ws, msg["id"], state["delay"]))
 
     def http(connection: ServerConnection, request: Any) -> Any:
         if "/json/version" in request.path:
@@ -88,3 +98,16 @@ async def test_probe_ends_a_silent_link_and_everything_waiting_on_it(
     started = time.monotonic()
     await link.close()  # no closing handshake to wait for
     assert time.monotonic() - started < 2.5
+
+
+async def test_probe_spares_a_peer_that_is_slow_but_still_talking(
+        silent_peer: dict[str, Any]) -> None:
+    """Events (or a large reply) still arriving mean the peer lives: a probe answered late
+    behind them does not end the link."""
+    link = await CdpLink.connect("ws" + silent_peer["http"][4:] + "/devtools/browser/z")
+    link.watch(every=0.2, deadline=0.5)
+    silent_peer["delay"] = 1.5  # three probe deadlines, with events all along
+    assert (await link.send("Browser.getVersion", timeout=10))["product"] == "Fake/1"
+    assert not link.closed
+    await link.close()
+

@@ -36,6 +36,7 @@ MAX_MESSAGE = 256 * 1024 * 1024
 # Grid's hub, so a probe a second costs nothing and finds a dead peer within 3 s.
 PROBE_EVERY_S = 1.0
 PROBE_DEADLINE_S = 2.0
+PROBE_PATIENCE_S = 10.0  # the most a probe waits on a peer that is still sending
 
 
 class CdpLink:
@@ -47,6 +48,7 @@ class CdpLink:
         self._conv = Conversation()
         self._reader = asyncio.create_task(self._read_loop(), name="cdp-reader")
         self._prober: asyncio.Task[None] | None = None
+        self._last_heard = 0.0  # loop time of the last message from the peer
 
     @classmethod
     async def connect(cls, ws_url: str, *, timeout: float = 10.0) -> CdpLink:
@@ -78,16 +80,29 @@ class CdpLink:
             self._prober = asyncio.create_task(self._probe(every, deadline), name="cdp-probe")
 
     async def _probe(self, every: float, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
         while not self.closed:
             await asyncio.sleep(every)
             try:
-                await self.send("Browser.getVersion", timeout=deadline)
-            except CommandTimeout:
-                self.abort(f"the browser stopped answering (no answer to a probe within "
-                           f"{deadline:g}s)")
-                return
+                reply = await self.request("Browser.getVersion")
             except LinkError:
                 return  # closed: its reader said why
+            sent = loop.time()
+            # Silence is death; a peer still sending (events, a large reply ahead of the
+            # probe's) is alive and only slow: it gets up to PROBE_PATIENCE_S.
+            while True:
+                try:
+                    await await_reply("Browser.getVersion", asyncio.shield(reply), deadline)
+                    break
+                except CommandTimeout:
+                    heard_lately = self._last_heard > loop.time() - deadline
+                    if not heard_lately or loop.time() - sent > PROBE_PATIENCE_S:
+                        reply.cancel()
+                        self.abort(f"the browser stopped answering (no answer to a probe "
+                                   f"within {loop.time() - sent:.1f}s)")
+                        return
+                except LinkError:
+                    return
 
     def abort(self, reason: str) -> None:
         """Give up on the peer now: pending commands fail with `reason`; the socket is
@@ -230,6 +245,7 @@ class CdpLink:
             self._conv.close(reason)
 
     def _dispatch(self, msg: dict[str, Any]) -> None:
+        self._last_heard = asyncio.get_running_loop().time()
         if msg.get("id") is not None:
             self._conv.reply(msg, _cdp_error)
         elif "method" in msg:
