@@ -109,6 +109,13 @@ if ! command -v chromedriver >/dev/null 2>&1; then
   fi
 fi
 if ! command -v java >/dev/null 2>&1; then
-  echo "install: no java: the Selenium Grid tests will be skipped (Debian/Ubuntu: sudo" \
-    "apt-get install default-jre-headless)" >&2
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install: no java found; installing Debian's default-jre-headless (for the" \
+      "Selenium Grid tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null
+  else
+    echo "install: no java: the Selenium Grid tests will be skipped (Debian/Ubuntu: sudo" \
+      "apt-get install default-jre-headless)" >&2
+  fi
 fi
