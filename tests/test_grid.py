@@ -101,11 +101,13 @@ def test_session_stop_releases_the_webdriver_session(gbsk: Bsk, grid: Grid) -> N
     listed = {s["session_id"]: s for s in gbsk.ok("session", "list")["sessions"]}
     assert listed["g-stop"]["placement"]["webdriver_id"] == webdriver_id
     assert listed["g-embedded"]["placement"]["kind"] == "embedded"
+    human = gbsk("session", "list", as_json=False).stdout
+    assert f"Selenium Grid {grid.url}" in human and webdriver_id in human, human
     for sid in ("g-stop", "g-embedded"):
         assert gbsk.with_session(sid).ok("eval", "6 * 7")["result"]["value"] == 42
     gbsk.ok("session", "stop", "g-stop")
-    # The Grid's own /status: the slot is free again.
-    assert webdriver_id not in grid.sessions()
+    # The Grid's own /status: the slot is free again (its model follows the node's report).
+    wait_until(lambda: webdriver_id not in grid.sessions(), 10, "the Grid to free the slot")
     assert gbsk.with_session("g-embedded").ok("eval", "1 + 1")["result"]["value"] == 2
     gbsk.ok("session", "stop", "g-embedded")
 
@@ -186,7 +188,7 @@ def test_a_daemon_killed_hard_readopts_its_grid_session(fresh_bsk: Bsk, grid: Gr
     assert listed["g-kill"]["placement"]["webdriver_id"] == webdriver_id
     assert "g-kill" in fresh_bsk.ok("daemon", "status")["sessions_at_start"]["readopted"]
     fresh_bsk.ok("session", "stop", "g-kill")
-    assert webdriver_id not in grid.sessions()
+    wait_until(lambda: webdriver_id not in grid.sessions(), 10, "the Grid to free the slot")
 
 
 def test_cdp_url_over_http_where_no_json_version_is_served(
