@@ -14,9 +14,8 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-
-from tests.conftest import Bsk, Chromium, daemon_pid, in_ci, stop_for_good, wait_until
-from tests.support.grid import Grid, missing
+from conftest import Bsk, Chromium, daemon_pid, in_ci, stop_for_good, wait_until
+from support.grid import Grid, missing
 
 
 @pytest.fixture(scope="module", autouse=True)

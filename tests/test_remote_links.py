@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from conftest import Bsk, Chromium, daemon_pid, wait_until
 from websockets.asyncio.server import ServerConnection, serve
 
 from browserskill.browser import launcher
@@ -111,3 +114,26 @@ async def test_probe_spares_a_peer_that_is_slow_but_still_talking(
     assert not link.closed
     await link.close()
 
+
+
+def test_a_restarted_daemon_readopts_a_session_on_a_remote_browser(
+        fresh_bsk: Bsk, chromium: Chromium, site: str) -> None:
+    """A --cdp-url session's endpoint is journaled: after `kill -9` the next daemon
+    reconnects and re-adopts it (same session, same tab, the very page)."""
+    fresh_bsk.ok("session", "start", "far", "--cdp-url", chromium.http_url + "?token=t")
+    s = fresh_bsk.with_session("far")
+    s.ok("open", f"{site}/click.html")
+    s.ok("eval", "window.marker = 7")
+    pid = daemon_pid(fresh_bsk.home)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: daemon_pid(fresh_bsk.home) is None, 10, "the daemon to die")
+    assert s.ok("eval", "window.marker")["result"]["value"] == 7
+    listed = {x["session_id"]: x for x in fresh_bsk.ok("session", "list")["sessions"]}
+    assert listed["far"]["placement"]["kind"] == "cdp"
+    assert listed["far"]["current_tab"] == "t1"
+    s.ok("session", "stop")
+    # Its tab is closed in that browser; the browser itself is someone else's and lives on.
+    wait_until(lambda: not any("click.html" in t["url"] for t in chromium.devtools(
+        "/json/list") if t["type"] == "page"), 10, "the session's tab to close")
+    assert chromium.process.poll() is None
