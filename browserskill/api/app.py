@@ -17,6 +17,7 @@ from browserskill import contract
 from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
 from browserskill.browser.storage_state import read_state_file
 from browserskill.dispatch.operations import Operation
+from browserskill.dispatch.sessions import SESSION_START_TIMEOUT_S
 from browserskill.errors import CODES, LASTING, SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog
 
@@ -189,12 +190,19 @@ def build_app(daemon: Daemon) -> Any:
 
     @guarded
     async def create_session(request: Request) -> Response:
-        params = catalog.SESSION_START.validate(await json_body(request))
+        body = await json_body(request)
+        timeout_ms = body.pop("timeout_ms", None)
+        if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(
+                timeout_ms, int) or not 1 <= timeout_ms <= 600_000):
+            raise invalid("timeout_ms", "must be an integer from 1 to 600000")
+        params = catalog.SESSION_START.validate(body)
         state = (await asyncio.to_thread(read_state_file, params["state"])
                  if params["state"] else None)
-        session = await daemon.sessions.create(params["session_id"], params["label"],
-                                               params["browser"], isolated=params["isolated"],
-                                               state=state, download_dir=params["download_dir"])
+        session = await daemon.sessions.create(
+            params["session_id"], params["label"], params["browser"],
+            isolated=params["isolated"], state=state, download_dir=params["download_dir"],
+            cdp_url=params["cdp_url"], grid=params["grid"],
+            timeout=timeout_ms / 1000 if timeout_ms else SESSION_START_TIMEOUT_S)
         return respond(session.summary(), status=201)
 
     @guarded

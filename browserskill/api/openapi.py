@@ -115,6 +115,10 @@ def _session_start() -> dict[str, Any]:
     op["operationId"] = spec.name
     schema = spec.input_schema()
     schema["properties"]["session_id"]["pattern"] = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+    schema["properties"]["timeout_ms"] = {
+        "type": "integer", "minimum": 1, "maximum": 600_000,
+        "description": "deadline for the start (a Grid's free slot is awaited up to it; "
+                       "default 60000)"}
     # A saved state starts an isolated session only.
     schema["dependentSchemas"] = {"state": {"required": ["isolated"],
                                             "properties": {"isolated": {"const": True}}}}

@@ -20,8 +20,10 @@ import websockets
 from browserskill.browser.conversation import Conversation
 from browserskill.browser.link import (
     CdpError,
+    CommandTimeout,
     EventHandler,
     LinkClosed,
+    LinkError,
     TargetHandle,
     await_reply,
 )
@@ -30,6 +32,11 @@ log = logging.getLogger(__name__)
 
 # Screenshots and full accessibility trees are large; Chromium sends them in one frame.
 MAX_MESSAGE = 256 * 1024 * 1024
+# Liveness of a remote browser (`CdpLink.watch`): a round trip is ~1 ms even through a
+# Grid's hub, so a probe a second costs nothing and finds a dead peer within 3 s.
+PROBE_EVERY_S = 1.0
+PROBE_DEADLINE_S = 2.0
+PROBE_PATIENCE_S = 10.0  # the most a probe waits on a peer that is still sending
 
 
 class CdpLink:
@@ -40,6 +47,8 @@ class CdpLink:
         self.endpoint = endpoint
         self._conv = Conversation()
         self._reader = asyncio.create_task(self._read_loop(), name="cdp-reader")
+        self._prober: asyncio.Task[None] | None = None
+        self._last_heard = 0.0  # loop time of the last message from the peer
 
     @classmethod
     async def connect(cls, ws_url: str, *, timeout: float = 10.0) -> CdpLink:
@@ -48,13 +57,61 @@ class CdpLink:
             reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(
                 ws_url[5:], limit=MAX_MESSAGE), timeout)
             return cls(_FramedSocket(reader, writer), ws_url)
-        ws = await asyncio.wait_for(
-            websockets.connect(
-                ws_url, max_size=MAX_MESSAGE, ping_interval=None, compression=None
-            ),
-            timeout,
-        )
+        try:
+            ws = await asyncio.wait_for(
+                websockets.connect(
+                    # close_timeout: a peer gone silent must not hold a closing daemon
+                    ws_url, max_size=MAX_MESSAGE, ping_interval=None, compression=None,
+                    close_timeout=1.0,
+                ),
+                timeout,
+            )
+        except websockets.WebSocketException as e:  # refused handshake, bad URI, …
+            raise LinkError(f"{ws_url}: {e}") from None
         return cls(ws, ws_url)
+
+    def watch(self, *, every: float = PROBE_EVERY_S, deadline: float = PROBE_DEADLINE_S) -> None:
+        """Probe a remote browser for as long as the link lives: a cheap command (`every`
+        seconds) that must be answered within `deadline`, else the link is closed, so
+        everything waiting on it ends now instead of at its own deadline. A socket can stay
+        open and silent (a Selenium Grid whose WebDriver session ended, a network
+        partition): only an unanswered command shows it."""
+        if self._prober is None:
+            self._prober = asyncio.create_task(self._probe(every, deadline), name="cdp-probe")
+
+    async def _probe(self, every: float, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
+        while not self.closed:
+            await asyncio.sleep(every)
+            try:
+                reply = await self.request("Browser.getVersion")
+            except LinkError:
+                return  # closed: its reader said why
+            sent = loop.time()
+            # Silence is death; a peer still sending (events, a large reply ahead of the
+            # probe's) is alive and only slow: it gets up to PROBE_PATIENCE_S.
+            while True:
+                try:
+                    await await_reply("Browser.getVersion", asyncio.shield(reply), deadline)
+                    break
+                except CommandTimeout:
+                    heard_lately = self._last_heard > loop.time() - deadline
+                    if not heard_lately or loop.time() - sent > PROBE_PATIENCE_S:
+                        reply.cancel()
+                        self.abort(f"the browser stopped answering (no answer to a probe "
+                                   f"within {loop.time() - sent:.1f}s)")
+                        return
+                except LinkError:
+                    return
+
+    def abort(self, reason: str) -> None:
+        """Give up on the peer now: pending commands fail with `reason`; the socket is
+        dropped without waiting for a closing handshake it may never answer."""
+        self._conv.close(reason)
+        self._reader.cancel()
+        transport = getattr(self._ws, "transport", None)
+        if transport is not None:
+            transport.abort()
 
     @property
     def closed(self) -> bool:
@@ -162,7 +219,13 @@ class CdpLink:
 
     async def close(self) -> None:
         self._conv.close("closed by the daemon")
-        await self._ws.close()
+        if self._prober is not None:
+            self._prober.cancel()
+        try:
+            async with asyncio.timeout(2.0):  # a silent peer never answers the close
+                await self._ws.close()
+        except TimeoutError:
+            self.abort("closed by the daemon")
         self._reader.cancel()
 
     async def _read_loop(self) -> None:
@@ -182,6 +245,7 @@ class CdpLink:
             self._conv.close(reason)
 
     def _dispatch(self, msg: dict[str, Any]) -> None:
+        self._last_heard = asyncio.get_running_loop().time()
         if msg.get("id") is not None:
             self._conv.reply(msg, _cdp_error)
         elif "method" in msg:

@@ -10,10 +10,10 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 CANDIDATES = (
     "chromium",
@@ -60,13 +60,10 @@ def browser_version(executable: str) -> str | None:
     return out.stdout.strip() or None
 
 
-def launch_args(executable: str, profile: Path, *, headless: bool = True, pipe: bool = False,
-                debugging_port: int | None = 0) -> list[str]:
-    """Chromium's command line with the daemon's switches. `pipe`: DevTools on fds 3/4
-    (the keeper's); `debugging_port`: also (or instead) a DevTools TCP port (0: any free
-    one; None: none) — which any local user could connect to."""
+def switches(*, headless: bool = True) -> list[str]:
+    """The switches bsk's Chromium runs with wherever it runs: launched here, or on a
+    Selenium Grid node (`goog:chromeOptions.args`)."""
     args = [
-        executable,
         "--disable-gpu",
         "--disable-quic",
         "--no-first-run",
@@ -81,16 +78,27 @@ def launch_args(executable: str, profile: Path, *, headless: bool = True, pipe: 
         "--disable-back-forward-cache",
         "--enable-features=WebMCP",
         "--window-size=1280,720",
+    ]
+    if headless:
+        args.insert(0, "--headless")
+    if os.geteuid() == 0 or os.environ.get("BSK_NO_SANDBOX"):
+        args.insert(0, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
+    return args
+
+
+def launch_args(executable: str, profile: Path, *, headless: bool = True, pipe: bool = False,
+                debugging_port: int | None = 0) -> list[str]:
+    """Chromium's command line with the daemon's switches. `pipe`: DevTools on fds 3/4
+    (the keeper's); `debugging_port`: also (or instead) a DevTools TCP port (0: any free
+    one; None: none) — which any local user could connect to."""
+    return [
+        executable,
+        *switches(headless=headless),
         f"--user-data-dir={profile}",
         *(["--remote-debugging-pipe"] if pipe else []),
         *([f"--remote-debugging-port={debugging_port}"] if debugging_port is not None else []),
         "about:blank",
     ]
-    if headless:
-        args.insert(1, "--headless")
-    if os.geteuid() == 0 or os.environ.get("BSK_NO_SANDBOX"):
-        args.insert(1, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
-    return args
 
 
 @dataclass
@@ -197,17 +205,50 @@ async def launch(
 
 
 async def resolve_cdp_url(url: str, timeout: float = 10.0) -> str:
-    """Turn `http://host:port` (or a ws:// URL) into the browser's WebSocket URL."""
-    if url.startswith(("ws://", "wss://")):
+    """The WebSocket URL of a `--cdp-url`: `ws(s)://…` is used as is; `http(s)://…` asks
+    `/json/version` (a Chromium's DevTools HTTP endpoint) and, where nothing serves it (a
+    Selenium Grid's `se/cdp`, a WebSocket-only service), is the same URL over ws(s).
+    A query string (a Browserless `?token=`) is kept in both."""
+    parts = urlsplit(url)
+    if parts.scheme in ("ws", "wss"):
         return url
-    if not url.startswith(("http://", "https://")):
-        raise LaunchError(f"--cdp-url must start with http://, https://, ws:// or wss://: {url}")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise LaunchError(f"--cdp-url must be an http://, https://, ws:// or wss:// URL: {url}")
+    ws_scheme = "wss" if parts.scheme == "https" else "ws"
+    import httpx  # here: the CLI imports this module for `bsk doctor`, and starts light
 
-    def fetch() -> str:
-        with urllib.request.urlopen(url.rstrip("/") + "/json/version", timeout=timeout) as r:
-            return str(json.load(r)["webSocketDebuggerUrl"])
-
+    probe = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/json/version",
+                        parts.query, ""))
     try:
-        return await asyncio.to_thread(fetch)
-    except Exception as e:
-        raise LaunchError(f"no DevTools endpoint at {url}: {e}") from None
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            answer = await client.get(probe)
+    except (httpx.HTTPError, httpx.InvalidURL) as e:
+        raise LaunchError(f"no DevTools endpoint at {url}: {e or type(e).__name__}") from None
+    found = None
+    if answer.status_code == 200:
+        try:
+            found = str(answer.json()["webSocketDebuggerUrl"])
+        except (ValueError, KeyError, TypeError):
+            found = None
+    if found is None:  # no discovery here: the URL is the WebSocket endpoint itself
+        return urlunsplit((ws_scheme, parts.netloc, parts.path, parts.query, ""))
+    ws = urlsplit(found)
+    # The browser names its own host (often 127.0.0.1 or a container's name); reach it
+    # where the user did, and keep the user's query (a token) if it has none of its own.
+    return urlunsplit((ws_scheme if ws.scheme in ("ws", "wss") else ws.scheme, parts.netloc,
+                       ws.path, ws.query or parts.query, ""))
+
+
+def redacted(url: str) -> str:
+    """The URL as shown to people: a query string (a Browserless `?token=`) hidden."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "…" if parts.query else "", ""))
+
+
+def http_endpoint(ws_url: str) -> str | None:
+    """The DevTools HTTP endpoint of a Chromium's own browser WebSocket
+    (`ws://h:p/devtools/browser/…` → `http://h:p`); None for anything else (a proxy's)."""
+    parts = urlsplit(ws_url)
+    if parts.scheme not in ("ws", "wss") or not parts.path.startswith("/devtools/"):
+        return None
+    return urlunsplit(("https" if parts.scheme == "wss" else "http", parts.netloc, "", "", ""))

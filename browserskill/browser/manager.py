@@ -32,6 +32,7 @@ _TEMP_PROFILE = "bsk-profile-"  # an --ephemeral profile's directory name starts
 @dataclass
 class BrowserConfig:
     cdp_url: str | None = None
+    grid_url: str | None = None  # new sessions' default placement (`daemon start --grid`)
     profile: Path | None = None  # persistent profile dir (embedded)
     ephemeral: bool = False
     headless: bool = True
@@ -83,9 +84,11 @@ class BrowserManager:
     async def _adopt_link(self, link: CdpLink) -> None:
         self.link = link
         self.generation += 1
-        self.version_info = await link.version()
         link.subscribe(None, self._on_browser_event)
         link.on_close(self._on_link_closed)
+        if self.config.cdp_url:  # a remote peer can go silent with its socket open
+            link.watch()
+        self.version_info = await link.version()
         await link.send("Target.setDiscoverTargets", {"discover": True})
 
     def _unavailable(self, why: str, *, lasting: bool = False) -> BskError:
@@ -284,13 +287,17 @@ class BrowserManager:
             shared = self.launched.cdp_url if self.launched is not None else None
         if connected and shared:
             out["cdp_endpoint"] = shared
-            out["http_endpoint"] = shared.split("/devtools/")[0].replace("ws://", "http://")
+            http = launcher.http_endpoint(shared)
+            if http:  # a Chromium's own; a proxy (a Grid's se/cdp) has none
+                out["http_endpoint"] = http
         elif connected:
             out["devtools"] = "private pipe (no TCP port; `daemon start --expose-cdp` opens one)"
         if connected and self.link is not None:
             out["version"] = self.version_info.get("product")
             out["protocol_version"] = self.version_info.get("protocolVersion")
             out["user_agent"] = self.version_info.get("userAgent")
+        if self.config.grid_url:  # where new sessions go (`daemon start --grid`)
+            out["default_grid"] = launcher.redacted(self.config.grid_url)
         if self.launched is not None:
             out["pid"] = self.launched.pid
             out["executable"] = self.launched.executable

@@ -29,7 +29,9 @@ def cmd_session_start(client: Client, args: list[str]) -> Any:
     if "session_id" in params and not valid_session_id(params["session_id"]):
         raise invalid("session_id", f"{params['session_id']!r} is not a session id (1-64 "
                       "letters, digits, '_', '.', '-')")
-    return client.call("POST", "/v1/sessions", params)[2]
+    if client.g.timeout:  # the start's deadline (a Grid's slot is awaited up to it)
+        params["timeout_ms"] = int(client.g.timeout * 1000)
+    return client.call("POST", "/v1/sessions", params, timeout=client.g.timeout or 60.0)[2]
 
 
 def cmd_session_list(client: Client, args: list[str]) -> Any:
@@ -253,11 +255,12 @@ Control = namedtuple("Control", "words run usage summary spec", defaults=(None,)
 CONTROL: tuple[Control, ...] = (
     Control(("session", "start"), cmd_session_start,
             "session start [ID] [--label L] [--isolated [--state FILE]] "
-            "[--browser extension|ID|LABEL]",
+            "[--browser extension|ID|LABEL | --cdp-url URL | --grid URL]",
             "Start a session with its own tab in its own window; use it with -s ID or "
             "BSK_SESSION=ID. Sessions share the profile's cookies and storage unless "
             "--isolated. With --browser, in the user's browser (extension): its own Agent "
-            "Window.", _SESSION_START),
+            "Window; with --cdp-url, in a browser someone else runs; with --grid, in a "
+            "browser of its own on a Selenium Grid (docs/scaling-out.md).", _SESSION_START),
     Control(("browsers",), cmd_browsers, "browsers",
             "Browsers connected through the BrowserSkill extension (id, label, version), "
             "and the paired ones."),
@@ -275,7 +278,8 @@ CONTROL: tuple[Control, ...] = (
             "Daemon and browser status (--connect starts the browser to report it)."),
     Control(("doctor",), cmd_doctor, "doctor", "Check the set-up and say how to fix problems."),
     Control(("daemon", "start"), cmd_daemon_start,
-            "daemon start [--foreground] [--cdp-url URL] [--profile DIR | --ephemeral] "
+            "daemon start [--foreground] [--cdp-url URL] [--grid URL] "
+            "[--profile DIR | --ephemeral] "
             "[--idle-timeout SEC] [--headed] [--extension-port PORT] [--extension-grace SEC]",
             "Start the daemon (bsk starts it on first use)."),
     Control(("daemon", "stop"), cmd_daemon_stop, "daemon stop",

@@ -295,6 +295,11 @@ def _placement(p: dict[str, Any]) -> str:
     if not p:
         return ""
     scope = _SCOPE["isolated" if p.get("isolated") else "shared"]
+    if p.get("kind") == "grid":
+        return (f"[Selenium Grid {p.get('browser')}, node {p.get('node') or '?'}, "
+                f"WebDriver session {p.get('webdriver_id')}, {scope}]")
+    if p.get("kind") == "cdp":
+        return f"[remote browser {p.get('browser')}, {scope}]"
     return f"[{p.get('browser', 'embedded')}, {scope}]"
 
 

@@ -35,10 +35,12 @@ class _Request:
 
 
 def session_start_body(session_id: str | None, label: str | None, isolated: bool,
-                       state: str | None, browser: str | None) -> dict[str, Any]:
+                       state: str | None, browser: str | None, cdp_url: str | None = None,
+                       grid: str | None = None) -> dict[str, Any]:
     """POST /v1/sessions's body (its fields: catalog.SESSION_START)."""
     body: dict[str, Any] = {k: v for k, v in (("session_id", session_id), ("label", label),
-                                              ("browser", browser)) if v}
+                                              ("browser", browser), ("cdp_url", cdp_url),
+                                              ("grid", grid)) if v}
     if isolated:
         body["isolated"] = True
     if state:

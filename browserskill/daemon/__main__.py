@@ -28,6 +28,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cdp-url", default=os.environ.get("BSK_CDP_URL"),
                    help="attach to a running browser (http://host:port or ws://…) "
                         "instead of launching one [env BSK_CDP_URL]")
+    p.add_argument("--grid", default=os.environ.get("BSK_GRID_URL"), metavar="URL",
+                   help="new sessions run on this Selenium Grid 4 (http://host:4444), each "
+                        "in a WebDriver session of its own, unless `session start` names "
+                        "another place (--browser embedded for the daemon's own browser) "
+                        "[env BSK_GRID_URL]")
     p.add_argument("--profile", default=os.environ.get("BSK_PROFILE"),
                    help="profile directory for the launched browser "
                         "(default: STATE_DIR/profile) [env BSK_PROFILE]")
@@ -92,8 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per Grid request
+    if args.grid and not args.grid.startswith(("http://", "https://")):
+        print(f"bsk daemon: --grid must be an http:// or https:// URL: {args.grid}",
+              file=sys.stderr)
+        return 2
     config = BrowserConfig(
         cdp_url=args.cdp_url,
+        grid_url=args.grid,
         profile=Path(args.profile).expanduser().resolve() if args.profile else None,
         ephemeral=args.ephemeral and not args.cdp_url,  # env default: moot when attached
         headless=not args.headed,

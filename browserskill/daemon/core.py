@@ -122,6 +122,8 @@ class Daemon:
                 "detail": f"{exe}: {version}" if exe else "no browser found",
                 "fix": "" if exe and version else launcher.INSTALL_HINT,
             })
+        if cfg.grid_url:
+            checks.append(await _grid_check(cfg.grid_url))
         return {"ok": all(c["ok"] for c in checks), "checks": checks, "daemon": self.info()}
 
 
@@ -131,3 +133,25 @@ def _prune_batch() -> int:
         return max(1, int(os.environ.get("BSK_JOURNAL_PRUNE_BATCH", 1000)))
     except ValueError:
         return 1000
+
+
+async def _grid_check(grid_url: str) -> dict[str, Any]:
+    """The default Grid answers /status, ready, and how many chrome slots are free."""
+    import httpx
+
+    from browserskill.browser import webdriver
+
+    shown = launcher.redacted(grid_url)
+    try:
+        async with httpx.AsyncClient() as http:
+            value = await webdriver.status(http, grid_url, 5.0)
+    except webdriver.GridError as e:
+        return {"check": "grid", "ok": False, "detail": str(e),
+                "fix": f"start a Selenium Grid 4 at {shown} (docs/scaling-out.md), or "
+                       "restart the daemon without --grid"}
+    ready = bool(value.get("ready"))
+    return {"check": "grid", "ok": ready,
+            "detail": f"{shown}: {'ready' if ready else 'not ready'}, "
+                      f"{webdriver.free_slots(value)} free chrome slot(s)",
+            "fix": "" if ready else f"the Grid at {shown} has no node up: start one"}
+

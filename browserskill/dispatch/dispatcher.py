@@ -56,6 +56,7 @@ class Dispatcher:
         self.ops: dict[str, Operation] = {}  # live and recently ended, by id
         self.cleanup_timeout_s = cleanup_timeout_s
         browser.on_lost(self._link_lost)
+        sessions.on_link_lost = self._link_lost  # a remote placement's own link
         self._keys: dict[tuple[str, str], Operation] = {}
         # Keys whose first call is still making its operation (see `_claim_key`).
         self._claims: dict[tuple[str, str], asyncio.Future[None]] = {}
@@ -181,7 +182,7 @@ class Dispatcher:
                 if verdict.code == "session_busy":
                     raise session.queue.busy_error(f"session {session.id} was still busy "
                                                    "when this call's deadline passed")
-                raise _word(verdict, op, {"reason": reason})
+                raise _word(verdict, op, {"reason": reason}, session.backend.lost_hint())
             if session.user_interrupted and catalog.BY_NAME[op.tool].effect in (
                     catalog.Effect.MUTATION, catalog.Effect.TRANSIENT_INPUT):
                 session.user_interrupted = False  # refused once; the next call goes ahead
@@ -345,7 +346,9 @@ class Dispatcher:
             raise learned
         if verdict.why == "cleanup_timed_out":
             details["cleanup"] = "timed_out"
-        raise _word(verdict, op, details)
+        session = self.sessions.sessions.get(op.session_id)
+        raise _word(verdict, op, details, session.backend.lost_hint() if session is not None
+                    else "call again: the daemon relaunches or reconnects the browser")
 
     def _link_lost(self, reason: str, session_ids: set[str] | None = None) -> None:
         """A dead link ends everything on it at once: dispatched ops unknown, queued unavailable.
@@ -504,14 +507,16 @@ def _learned(verdict: Any) -> tuple[str, str] | None:
     return (verdict.code, verdict.dispatched or CODES[verdict.code].dispatched)
 
 
-def _word(verdict: outcome.Verdict, op: Operation, details: dict[str, Any]) -> BskError:
-    """The error a verdict of `outcome.decide` ends the operation with: its wording."""
+def _word(verdict: outcome.Verdict, op: Operation, details: dict[str, Any],
+          lost_hint: str) -> BskError:
+    """The error a verdict of `outcome.decide` ends the operation with: its wording
+    (`lost_hint`: the session's placement's advice when its browser is gone)."""
     reason = details.get("reason", "cancel")
     said = _CANCEL_TEXT.get(reason, "cancelled")
     code, why = verdict.code or "internal", verdict.why
     if why == "lost_while_queued":
         return BskError(code, "the browser connection was lost while this call was queued",
-                        hint="call again: the daemon relaunches or reconnects the browser")
+                        hint=lost_hint)
     if why == "cancelled_while_queued":
         return BskError(code, f"{said} while queued",
                         hint="nothing reached the page; call again if you still want it",
@@ -520,8 +525,7 @@ def _word(verdict: outcome.Verdict, op: Operation, details: dict[str, Any]) -> B
         return _unknown("cleanup did not finish within its deadline", op, details)
     if why == "lost_before_effect":
         return BskError(code, "the browser connection was lost before this call sent "
-                        "anything that could change the page",
-                        hint="call again: the daemon relaunches or reconnects the browser",
+                        "anything that could change the page", hint=lost_hint,
                         details=details)
     if why == "nothing_sent":
         return BskError(code, said,

@@ -7,14 +7,17 @@ import logging
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from browserskill.browser.backend import Backend
 from browserskill.browser.embedded import EmbeddedPlacement
+from browserskill.browser.grid import GridPlacement
 from browserskill.browser.link import LinkError
 from browserskill.browser.manager import BrowserManager
+from browserskill.browser.remote import RemotePlacement
 from browserskill.browser.routing import RouteTable
 from browserskill.browser.storage_state import load_state
 from browserskill.browser.tab import Tab, TabGone
@@ -25,6 +28,9 @@ from browserskill.errors import BskError, invalid
 
 log = logging.getLogger(__name__)
 
+# A session start's deadline when the caller names none: long enough for a Grid to hand
+# out a slot that frees soon, bounded so that a full Grid is an answer, not a hang.
+SESSION_START_TIMEOUT_S = 60.0
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -157,6 +163,9 @@ class SessionManager:
         self.store = store
         self.sessions: dict[str, Session] = {}
         self.extensions: Any = None  # ExtensionHub, when the extension listener is on
+        self.default_grid: str | None = browser.config.grid_url
+        # Ends the calls of the given sessions when their own link dies (the dispatcher's).
+        self.on_link_lost: Callable[[str, set[str]], None] = lambda reason, sids: None
         browser.popup_handler = self._popup
 
     def persist(self, session: Session) -> None:
@@ -169,15 +178,30 @@ class SessionManager:
         report: dict[str, list[str]] = {"readopted": [], "ended": []}
         if not stored:
             return report
-        alive: set[str] = set()
+        embedded_alive: set[str] = set()
         if any(_embedded(row.browser) for row in stored) and await self.browser.adopt_running():
-            alive = await self.browser.page_targets()
+            embedded_alive = await self.browser.page_targets()
         for row in stored:
             session = Session(row.session_id, row.label, row.created_at, tab_seq=row.tab_seq)
-            if not _embedded(row.browser):  # an extension browser: wait for it to reconnect
+            kind = (row.browser or {}).get("placement")
+            if kind in ("cdp", "grid"):
+                remote = await self._readopt_remote(session, row.browser or {})
+                if remote is None:
+                    self.store.end(row.session_id, f"its {kind} browser did not survive the "
+                                   "daemon's restart")
+                    report["ended"].append(row.session_id)
+                    continue
+                session.backend = remote
+                try:
+                    alive = await remote.manager.page_targets()
+                except BskError:
+                    alive = set()  # ended below, its WebDriver session deleted
+            elif not _embedded(row.browser):  # an extension browser: wait for it to reconnect
                 self._await_browser(session, row, report)
                 continue
-            session.backend = EmbeddedPlacement.restore(self.browser, row.browser or {})
+            else:
+                session.backend = EmbeddedPlacement.restore(self.browser, row.browser or {})
+                alive = embedded_alive
             for tab_id, target_id in row.tabs:
                 if target_id in alive:
                     try:
@@ -197,6 +221,27 @@ class SessionManager:
             self.store.save(session)
             report["readopted"].append(session.id)
         return report
+
+    async def _readopt_remote(self, session: Session,
+                              stored: dict[str, Any]) -> RemotePlacement | None:
+        """A remote placement again, if its browser (its Grid session) is still there."""
+        remote: RemotePlacement | None
+        try:
+            if stored.get("placement") == "grid":
+                remote = await GridPlacement.readopt(stored, self.browser.state_dir)
+            else:
+                manager = RemotePlacement.attach(str(stored["cdp_url"]), self.browser.state_dir)
+                await manager.ensure()
+                size = stored.get("window_size")
+                remote = RemotePlacement(manager, context_id=stored.get("context_id"),
+                                         window_size=(int(size[0]), int(size[1])) if size
+                                         else None)
+        except (BskError, KeyError) as e:
+            log.warning("re-adopting %s: %s", session.id, e)
+            return None
+        if remote is not None:
+            self._wire(session, remote)
+        return remote
 
     def _await_browser(self, session: Session, row: Any, report: dict[str, list[str]]) -> None:
         """An extension session after a daemon restart: its Agent Window waits for its
@@ -294,9 +339,24 @@ class SessionManager:
     async def create(self, session_id: str | None = None, label: str | None = None,
                      browser: str | None = None, *, isolated: bool = False,
                      state: dict[str, Any] | None = None,
-                     download_dir: str | None = None) -> Session:
+                     download_dir: str | None = None, cdp_url: str | None = None,
+                     grid: str | None = None,
+                     timeout: float = SESSION_START_TIMEOUT_S) -> Session:
         """A new session with its first tab; `state` (Playwright's storageState, checked
-        by the caller) is loaded into its isolated context before it is handed out."""
+        by the caller) is loaded into its isolated context before it is handed out.
+        `cdp_url` / `grid` place it in another browser (docs/design.md, placement); the
+        daemon's default Grid (`daemon start --grid`) applies when none is named."""
+        placements = [n for n, v in (("browser", browser), ("cdp_url", cdp_url),
+                                     ("grid", grid)) if v]
+        if len(placements) > 1:
+            raise invalid(placements[1], f"give one of --browser, --cdp-url and --grid, "
+                          f"not {' and '.join('--' + p.replace('_', '-') for p in placements)}")
+        for name, url in (("cdp_url", cdp_url), ("grid", grid)):
+            if url is not None:
+                _check_url(name, url, ("http", "https", "ws", "wss") if name == "cdp_url"
+                           else ("http", "https"))
+        if not placements and self.default_grid:
+            grid = self.default_grid
         if session_id is None:
             session_id = "s_" + secrets.token_hex(4)
         elif not _SESSION_ID.match(session_id):
@@ -320,6 +380,8 @@ class SessionManager:
                 from browserskill.browser.extension import bind_session
 
                 backend = bind_session(self.extensions, browser or "", session)
+            elif grid or cdp_url:
+                backend = await self._remote(session, cdp_url, grid, isolated, timeout)
             else:
                 backend = await EmbeddedPlacement.start(self.browser, isolated=isolated)
             session.backend = backend
@@ -340,6 +402,32 @@ class SessionManager:
         self.store.save(session)
         return session
 
+    async def _remote(self, session: Session, cdp_url: str | None, grid: str | None,
+                      isolated: bool, timeout: float) -> RemotePlacement:
+        loop = asyncio.get_running_loop()
+        remote: RemotePlacement
+        if grid:
+            remote = await GridPlacement.obtain(
+                grid, self.browser.state_dir, isolated=isolated,
+                deadline=loop.time() + timeout, headless=self.browser.config.headless)
+        else:
+            remote = await RemotePlacement.open(cdp_url or "", self.browser.state_dir,
+                                                isolated=isolated)
+        self._wire(session, remote)
+        return remote
+
+    def _wire(self, session: Session, remote: RemotePlacement) -> None:
+        """A remote placement's browser is its own: its popups and its lost link reach
+        only this session."""
+        remote.manager.popup_handler = self._popup
+        sid = session.id
+
+        def lost(reason: str) -> None:
+            if not remote.ending:
+                self.on_link_lost(reason, {sid})
+
+        remote.manager.on_lost(lost)
+
     async def close(self, session: Session, reason: str = "stopped") -> list[str]:
         for recording in list(session.recordings.values()):
             session.saved_recordings.append(await recording.stop_with_session())
@@ -353,6 +441,14 @@ class SessionManager:
         self.sessions.pop(session.id, None)
         self.store.end(session.id, reason)
         return closed
+
+
+def _check_url(name: str, url: str, schemes: tuple[str, ...]) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in schemes or not parts.netloc:
+        raise invalid(name, f"{url!r} is not a {' or '.join(s + '://' for s in schemes)} URL",
+                      hint="e.g. http://127.0.0.1:4444 (a Grid) or ws://host:port/… (a "
+                           "DevTools endpoint)")
 
 
 def _embedded(stored: dict[str, Any] | None) -> bool:

@@ -890,13 +890,21 @@ SESSION_START = ToolSpec(
     "Start a session with a tab of its own, in a window of its own; use it with -s ID or "
     "BSK_SESSION=ID. Sessions share the browser profile (cookies, storage, cache) unless "
     "started --isolated, which gives one a browser context of its own; --state FILE "
-    "starts an isolated session from a saved state.",
+    "starts an isolated session from a saved state. --cdp-url and --grid put it in "
+    "another browser (docs/scaling-out.md).",
     (Param("session_id", "string", "the new session's id (default: one is made up)",
            positional=True, max_length=64),
      Param("label", "string", "a name people see (extension overlay, session list)",
            max_length=200),
      Param("browser", "string", "where it runs: embedded (default), extension, or a "
            "browser id or label from `bsk browsers`", max_length=200),
+     Param("cdp_url", "string", "run it in a browser someone else runs: its DevTools "
+           "endpoint, http(s)://HOST:PORT (found through /json/version where served) or "
+           "ws(s)://… used as is; a query string (?token=…) is kept", max_length=2000),
+     Param("grid", "string", "run it on a Selenium Grid 4 at this URL "
+           "(http://HOST:4444): a WebDriver session of its own, released when the "
+           "session ends; the slot is awaited up to --timeout (default: the daemon's "
+           "--grid, BSK_GRID_URL)", max_length=2000),
      Param("isolated", "boolean", "a browser context of its own: cookies, storage, cache "
            "and permissions apart from every other session", default=False),
      Param("state", "string", "storageState JSON file (from `bsk state save` or "

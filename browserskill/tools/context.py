@@ -40,6 +40,8 @@ PROBE_S = 0.3  # a page that can't evaluate `0` in this long is busy running scr
 async def page_busy(tab: Tab, session_id: str | None = None) -> bool:
     """True if the page's main thread does not answer a trivial evaluation in time."""
     probe = await tab.request("Runtime.evaluate", {"expression": "0"}, session_id=session_id)
+    # Shielded: its late failure (a link that died meanwhile) is retrieved, not logged.
+    probe.add_done_callback(lambda f: f.cancelled() or f.exception())
     try:
         await asyncio.wait_for(asyncio.shield(probe), PROBE_S)
         return False
