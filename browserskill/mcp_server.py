@@ -30,8 +30,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from browserskill import __version__
-from browserskill.cli import render
+from browserskill import __version__, render
 from browserskill.client import AsyncClient, BrowserSkillError, Result, new_op_id
 from browserskill.errors import CODES
 from browserskill.tools import catalog

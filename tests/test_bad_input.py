@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Bsk, Result
+from support.cli import Bsk, Result
 
 from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS
 from browserskill.errors import CODES, SHOULD_RETRY

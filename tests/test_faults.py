@@ -23,15 +23,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import (
-    Bsk,
-    Chromium,
-    alive,
-    live_ops,
-    short_home,
-    stop_for_good,
-    wait_until,
-)
+from support.chromium import Chromium
+from support.cli import Bsk, alive, live_ops, short_home, stop_for_good
+from support.wait import wait_until
 
 from browserskill.dispatch.faults import page_changing
 

@@ -20,9 +20,9 @@ from unittest import mock
 
 import httpx
 import test_interleavings as ti
-from conftest import Bsk
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import Bsk
 
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal

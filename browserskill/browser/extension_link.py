@@ -9,7 +9,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import websockets
 from websockets.asyncio.server import ServerConnection
@@ -27,12 +27,19 @@ from browserskill.browser.link import (
     TargetHandle,
     await_reply,
 )
-from browserskill.errors import BskError
-
-if TYPE_CHECKING:
-    from browserskill.browser.extension import ExtensionBrowser
 
 log = logging.getLogger(__name__)
+
+
+class ExtensionPeer(Protocol):
+    """The browser at the far end, as far as the link needs it (for `version()` and its
+    log lines); `extension.ExtensionBrowser` is one."""
+
+    instance_id: str
+    name: str
+    version: str
+    extension_version: str
+
 
 def tab_session(chrome_tab_id: int) -> str:
     return f"tab-{chrome_tab_id}"
@@ -43,7 +50,7 @@ class ExtensionLink:
 
     relays_sequences = True
 
-    def __init__(self, ws: ServerConnection, browser: ExtensionBrowser) -> None:
+    def __init__(self, ws: ServerConnection, browser: ExtensionPeer) -> None:
         self._ws = ws
         self.browser = browser
         self.endpoint = f"extension:{browser.instance_id}"
@@ -301,11 +308,4 @@ class ExtensionOpError(LinkError):
 
 class RestrictedPage(LinkError):
     """The extension refuses browser pages, the extension store and other extensions."""
-
-
-def restricted_error(e: RestrictedPage) -> BskError:
-    return BskError("action_failed", str(e), hint="BrowserSkill never touches chrome:// "
-                    "pages, the extension store or other extensions' pages",
-                    details={"reason": "restricted_page"}, dispatched="no")
-
 

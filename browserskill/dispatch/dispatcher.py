@@ -22,7 +22,7 @@ from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, Operation
 from browserskill.dispatch.queue import CANCELLED, TIMED_OUT
 from browserskill.dispatch.sessions import DEFAULT_SESSION, Session, SessionManager
 from browserskill.errors import SHOULD_RETRY, BskError, invalid
-from browserskill.tools import catalog, downloads, registry
+from browserskill.tools import catalog, downloads, handlers
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class Dispatcher:
         self.sessions = sessions
         self.browser = browser
         self.state_dir = state_dir
-        self.handlers = registry.load()
+        self.handlers = handlers.load()
         self.ops: dict[str, Operation] = {}  # live and recently ended, by id
         self.cleanup_timeout_s = cleanup_timeout_s
         browser.on_lost(self._link_lost)
