@@ -21,9 +21,9 @@ from browserskill.browser.conversation import Conversation
 from browserskill.browser.link import (
     CdpError,
     EventHandler,
-    LinkClosed,
+    Requester,
+    SendObserver,
     TargetHandle,
-    await_reply,
 )
 
 log = logging.getLogger(__name__)
@@ -32,13 +32,14 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE = 256 * 1024 * 1024
 
 
-class CdpLink:
+class CdpLink(Requester):
     relays_sequences = False
 
     def __init__(self, ws: Any, endpoint: str) -> None:
         self._ws = ws
         self.endpoint = endpoint
-        self._conv = Conversation()
+        self._conv = Conversation(ws.send, lost=(websockets.ConnectionClosed, ConnectionError),
+                                  name="connection")
         self._reader = asyncio.create_task(self._read_loop(), name="cdp-reader")
 
     @classmethod
@@ -72,36 +73,20 @@ class CdpLink:
 
         Whoever holds the future may fail it early (a tab whose page opened a dialog);
         the reply, if it still comes, is then dropped."""
-        msg_id, fut = self._conv.open(method)
-        message: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
+        message: dict[str, Any] = {"method": method, "params": params or {}}
         if session_id:
             message["sessionId"] = session_id
-        try:
-            await self._ws.send(json.dumps(message, separators=(",", ":")))
-        except (websockets.ConnectionClosed, ConnectionError) as e:
-            self._conv.close(f"connection closed: {e}")
-            raise LinkClosed(self._conv.closed_reason or "closed") from None
-        except BaseException:
-            fut.cancel()
-            raise
-        return fut
-
-    async def send(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        session_id: str | None = None,
-        timeout: float = 30.0,
-    ) -> dict[str, Any]:
-        fut = await self.request(method, params, session_id=session_id)
-        return await await_reply(method, fut, timeout)
+        self._conv.sending(method, session_id)
+        return (await self._conv.post(method, message))[1]
 
     def subscribe(self, session_id: str | None, handler: EventHandler) -> Callable[[], None]:
         return self._conv.subscribe(session_id, handler)
 
     def on_close(self, handler: Callable[[str], None]) -> None:
         self._conv.on_close(handler)
+
+    def on_send(self, observer: SendObserver) -> None:
+        self._conv.on_send(observer)
 
     async def create_tab(self, url: str = "about:blank", *, new_window: bool = False,
                          context_id: str | None = None,
@@ -164,6 +149,11 @@ class CdpLink:
         self._conv.close("closed by the daemon")
         await self._ws.close()
         self._reader.cancel()
+
+    def abort(self) -> None:
+        """Drop the connection without a close handshake, as a failed network or a dead
+        peer does: the reader sees it end, and every reply still owed fails at once."""
+        self._ws.transport.abort()
 
     async def _read_loop(self) -> None:
         reason = "browser connection closed"

@@ -33,7 +33,7 @@ RECENT_OPS = 1000  # ended operations kept in memory (the journal keeps the rest
 
 
 class Dispatcher:
-    # What handlers get; the test-only fault seam (dispatch/faults.py) swaps in a subclass.
+    # What handlers get; a test's fault seam (tests/support/faults.py) swaps in a subclass.
     context_class: type[ToolContext] = ToolContext
 
     def __init__(
