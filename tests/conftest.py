@@ -27,7 +27,7 @@ from support.chromium import (  # noqa: F401  (re-exported)
 from support.cli import (  # noqa: F401  (re-exported)
     BSK,
     Bsk,
-    Result,
+    CliRun,
     alive,
     answer_of,
     daemon_pid,
@@ -37,7 +37,6 @@ from support.cli import (  # noqa: F401  (re-exported)
 )
 from support.extension import (  # noqa: F401  (re-exported)
     EXTENSION_DIR,
-    HEADED_ARGS,
     BrowserWithExtension,
     agent_session,
     answer_prompt,
@@ -46,13 +45,15 @@ from support.extension import (  # noqa: F401  (re-exported)
     stop_button_interrupts,
     the_connected_browser,
 )
-from support.headed import running_xvfb
+from support.headed import HEADED_ARGS, running_xvfb
 from support.pages import clicks_report_the_state_they_left, ref_of  # noqa: F401
 from support.site import PAGES, serve_pages  # noqa: F401  (re-exported)
 from support.wait import in_ci, wait_until  # noqa: F401  (re-exported)
 
-# The helper's name before it was renamed (production has an `ExtensionBrowser`).
+# The helpers' names before they were renamed (production has an `ExtensionBrowser` and
+# a `Result`), for tests written against them.
 ExtensionBrowser = BrowserWithExtension
+Result = CliRun
 
 
 @pytest.fixture(scope="session")

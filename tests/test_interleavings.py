@@ -247,7 +247,9 @@ def check_one_at_a_time(d: Dispatcher, violations: list[str]) -> None:
 
 
 @dataclass(frozen=True)
-class Call:
+class Submit:
+    """A tool call submitted to the dispatcher."""
+
     session: int
     tool: str
     wait: bool
@@ -292,7 +294,7 @@ class DaemonDeath:
     daemon would, and what that says is checked against what really happened."""
 
 
-calls = st.builds(Call, st.integers(0, SESSIONS - 1), st.sampled_from(sorted(PARAMS)),
+calls = st.builds(Submit, st.integers(0, SESSIONS - 1), st.sampled_from(sorted(PARAMS)),
                   st.booleans(), st.sampled_from([None, 1, 40, 400, 1500, 5000]))
 actions = st.lists(st.one_of(
     calls, calls, calls,
@@ -325,7 +327,7 @@ async def scenario(steps: list[Any], home: Path, relays: bool,
     ops: list[Operation] = []
     waited: dict[str, list[str]] = {f"s{i}": [] for i in range(SESSIONS)}
     for step in steps:
-        if isinstance(step, Call):
+        if isinstance(step, Submit):
             sid = f"s{step.session}"
             op = await dispatcher.submit(sid, step.tool, dict(PARAMS[step.tool]),
                                          wait=step.wait, timeout_ms=step.timeout_ms)
@@ -486,7 +488,7 @@ def test_random_interleavings_keep_every_promise(steps: list[Any], relays: bool)
 
 
 def test_a_lost_link_while_nothing_was_sent_is_browser_unavailable_not_cancelled() -> None:
-    (waiting,) = run([Call(0, "wait", False, None), DropLink()])
+    (waiting,) = run([Submit(0, "wait", False, None), DropLink()])
     assert (waiting["status"], waiting["dispatched"], waiting["retry_safe"]) == (
         "failed", "no", True)
     assert waiting["error"]["code"] == "browser_unavailable"
@@ -495,15 +497,15 @@ def test_a_lost_link_while_nothing_was_sent_is_browser_unavailable_not_cancelled
 def test_a_deadline_that_a_read_hits_first_is_still_the_deadline() -> None:
     # The click's read and the call share one deadline; whichever timer fires first,
     # the answer is the deadline's: nothing was sent, so cancelled / not dispatched.
-    (click,) = run([Call(0, "click", False, 40), Advance(0.001), Advance(0.05)])
+    (click,) = run([Submit(0, "click", False, 40), Advance(0.001), Advance(0.05)])
     assert (click["status"], click["dispatched"]) == ("cancelled", "no"), click
     assert click["error"]["details"]["reason"] == "deadline"
 
 
 def test_cancel_mid_press_with_an_unanswered_release_times_out_its_cleanup() -> None:
     click, queued_click, queued_eval = run([
-        Call(0, "click", False, None), Reply(0, False), Reply(0, False), Cancel(0, "cancel"),
-        Call(0, "click", True, 40), Call(0, "eval", True, None), Advance(3.0)])
+        Submit(0, "click", False, None), Reply(0, False), Reply(0, False), Cancel(0, "cancel"),
+        Submit(0, "click", True, 40), Submit(0, "eval", True, None), Advance(3.0)])
     assert (click["status"], click["dispatched"]) == ("outcome_unknown", "yes")
     details = click["error"]["details"]
     assert details["steps_sent"] == ["mouseMoved", "mousePressed"]
@@ -521,7 +523,7 @@ def test_a_relayed_click_cancelled_mid_press_never_sends_its_release() -> None:
     # cancel arrives while the press is unanswered; the worker must not go on to the
     # release, and the button is released off the page by the compensation instead.
     sent: list[tuple[str | None, str]] = []
-    (click,) = run([Call(0, "click", False, None), Reply(0, False),  # the hit test
+    (click,) = run([Submit(0, "click", False, None), Reply(0, False),  # the hit test
                     Cancel(0, "cancel"),
                     # then the browser answers all it holds: the worker's move, and the
                     # compensation's move and release, one after the other

@@ -20,7 +20,9 @@ BSK = [sys.executable, "-m", "browserskill"]
 
 
 @dataclass
-class Result:
+class CliRun:
+    """What one `bsk` run gave: its exit code and output."""
+
     code: int
     stdout: str
     stderr: str
@@ -53,10 +55,10 @@ class Bsk:
             argv.append("--json")
         return argv + list(args)
 
-    def __call__(self, *args: str, as_json: bool = True, timeout: float = 90) -> Result:
+    def __call__(self, *args: str, as_json: bool = True, timeout: float = 90) -> CliRun:
         proc = subprocess.run(self.argv(args, as_json), env=self.env, capture_output=True,
                               text=True, timeout=timeout)
-        return Result(proc.returncode, proc.stdout, proc.stderr)
+        return CliRun(proc.returncode, proc.stdout, proc.stderr)
 
     def ok(self, *args: str) -> dict[str, Any]:
         """Run a command that must complete; return its JSON answer."""

@@ -158,9 +158,6 @@ def extension_browser(runner: Bsk, port: int, log_file: Path, *extra_args: str,
         stop_for_good(runner)
 
 
-# A headed browser stands in for the user's own: it always uses the X display given
-# (launch_args already keeps it off a desktop keyring).
-HEADED_ARGS = ("--ozone-platform=x11",)
 
 
 def agent_session(ext: BrowserWithExtension, sid: str = "agent") -> Bsk:

@@ -14,6 +14,10 @@ import pytest
 
 from support.wait import in_ci, wait_until
 
+# A headed browser stands in for the user's own: it always uses the X display given
+# (launch_args already keeps it off a desktop keyring).
+HEADED_ARGS = ("--ozone-platform=x11",)
+
 
 @contextlib.contextmanager
 def running_xvfb(log_path: Path) -> Iterator[str]:
