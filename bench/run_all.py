@@ -14,7 +14,8 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 SCRIPTS = ("cli_roundtrip.py", "daemon_overhead.py", "memory.py", "snapshot.py", "webmcp.py",
            "extension_relay.py", "interruption.py", "sessions.py",
-           "keeper.py", "async_client.py", "actions.py")
+           "keeper.py", "async_client.py", "actions.py", "network.py", "dashboard.py",
+           "video.py")
 
 
 def main() -> int:

@@ -50,6 +50,8 @@ def _param_rows(spec: Any) -> list[str]:
             notes.append("one of " + ", ".join(f"`{c}`" for c in p.choices))
         if p.default is not None and p.default is not False:
             notes.append(f"default `{p.default}`")
+        if p.bare is not None:
+            notes.append(f"on the CLI may stand alone: `{p.bare}`")
         if p.minimum is not None or p.maximum is not None:
             lo = "" if p.minimum is None else f"{p.minimum:g} ≤ "
             hi = "" if p.maximum is None else f" ≤ {p.maximum:g}"

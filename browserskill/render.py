@@ -40,7 +40,8 @@ def error_text(answer: dict[str, Any]) -> str:
     details = error.get("details") or {}
     holder = details.get("holder")
     if holder:
-        lines.append(f"  held by: {holder['tool']} {holder['op_id']} ({holder['state']}, "
+        who = "a person, " if holder.get("holder") == "person" else ""
+        lines.append(f"  held by: {who}{holder['tool']} {holder['op_id']} ({holder['state']}, "
                      f"{holder['age_s']}s)")
     if details.get("steps_sent"):
         lines.append(f"  input steps sent: {', '.join(details['steps_sent'])}")
@@ -252,8 +253,11 @@ def _sessions(r: dict[str, Any]) -> str:
     for s in r.get("sessions", []):
         busy = f"  busy: {s['busy']['tool']} {s['busy']['op_id']}" if s.get("busy") else ""
         label = f"  ({s['label']})" if s.get("label") else ""
+        routes = f"  routes: {len(s['routes'])}" if s.get("routes") else ""
+        recording = "".join(f"  recording {kind} (tab {r.get('tab_id')})"
+                            for kind, r in (s.get("recordings") or {}).items())
         rows.append(f"{s['session_id']}{label}  tabs: {s['tabs']}  "
-                    f"{_placement(s.get('placement') or {})}{busy}")
+                    f"{_placement(s.get('placement') or {})}{routes}{busy}{recording}")
     return "\n".join(rows) or "(no sessions)"
 
 
@@ -270,10 +274,29 @@ def _placement(p: dict[str, Any]) -> str:
 _SCOPE = {"isolated": "its own browser context", "shared": "the shared profile"}
 
 
+def _evidence_written(r: dict[str, Any]) -> str:
+    extra = (f"  {r['size']}, {r['frames']} frames, {r['duration_s']} s" if "frames" in r
+             else "")
+    return f"wrote {r['path']} ({r['bytes']} bytes){extra}"
+
+
+def _recording_started(r: dict[str, Any]) -> str:
+    what = f"{r['size']} at {r['fps']} fps" if r["recording"] == "video" else \
+        f"{len(r['categories'])} categories"
+    return (f"recording {r['recording']} of tab {r['tab_id']} ({what}); stop with "
+            f"`bsk {r['recording']} stop FILE`")
+
+
+def _permissions(r: dict[str, Any]) -> str:
+    return f"{', '.join(r['permissions'])}: {r['setting']} for {r['origin']}"
+
+
 def _session_stop(r: dict[str, Any]) -> str:
     if "stopped" in r and isinstance(r["stopped"], list):
         return "\n".join(_session_stop(x.get("result") or x) for x in r["stopped"]) or "(none)"
-    return f"session {r.get('session_id')} stopped"
+    saved = "".join(f"\n{x['kind']} saved: {x.get('path') or x.get('error')}"
+                    for x in r.get("recordings_saved") or ())
+    return f"session {r.get('session_id')} stopped{saved}"
 
 
 def _daemon(r: dict[str, Any]) -> str:
@@ -369,7 +392,13 @@ RENDERERS: dict[Words, Callable[[dict[str, Any]], str]] = {
     ("daemon", "stop"): _daemon, ("daemon", "status"): _daemon, ("doctor",): _doctor,
     ("op", "show"): _op, ("op", "wait"): _op, ("op", "cancel"): _op, ("op", "list"): _ops,
     ("version",): lambda r: f"bsk {r['version']}",
+    ("show",): lambda r: r["url"] + ("" if r.get("opened") else
+                                     "\n  (open it in a browser on this machine)"),
     ("install-skill",): _install_skill,
+    ("pdf",): _evidence_written, ("video", "stop"): _evidence_written,
+    ("trace", "stop"): _evidence_written, ("video", "start"): _recording_started,
+    ("trace", "start"): _recording_started, ("permissions", "grant"): _permissions,
+    ("permissions", "clear"): _permissions,
 }
 
 
@@ -480,10 +509,61 @@ def _network(r: dict[str, Any]) -> str:
             extra.append(e["error"])
         if e.get("duration_ms") is not None:
             extra.append(f"{e['duration_ms']:.0f} ms")
+        if e.get("route"):
+            extra.append(f"route {e['route']}")
         lines.append(f"[{e['seq']}] {e['id']:<5} {e['method']:<6} {status:<4} {e['url']}  "
                      f"({', '.join(x for x in extra if x)})")
     lines.append(_cursor(r, len(r.get("entries", []))) + f" · in flight: {r.get('in_flight', 0)}")
     return "\n".join(lines)
+
+
+def _network_show(r: dict[str, Any]) -> str:
+    status = r.get("status") or ("ERR" if r.get("state") == "failed" else "…")
+    facts = [r.get("mime_type") or "", f"{r['bytes']} bytes" if "bytes" in r else "",
+             f"{r['duration_ms']:.0f} ms" if r.get("duration_ms") is not None else "",
+             r.get("error", ""), f"route {r['route']}" if r.get("route") else ""]
+    lines = [f"{r['id']} {r['method']} {r['url']} -> {status} {r.get('status_text', '')}"
+             .rstrip() + f"  ({', '.join(f for f in facts if f)})"]
+    for hop in r.get("redirects", []):
+        lines.append(f"  redirected from {hop['url']} ({hop['status']})")
+    for title, key in (("request headers", "request_headers"),
+                       ("response headers", "response_headers")):
+        if r.get(key):
+            lines.append(f"{title}:")
+            lines += [f"  {k}: {v}" for k, v in r[key].items()]
+    if r.get("timing_ms"):
+        lines.append("timing (ms): " + " · ".join(f"{k} {v:g}" for k, v in r["timing_ms"].items()
+                                                   if v >= 0))
+    for prefix, title in (("request_body", "request body"), ("body", "body")):
+        if f"{prefix}_unavailable" in r:
+            lines.append(f"{title}: unavailable: {r[prefix + '_unavailable']}")
+        elif f"{prefix}_bytes" in r:
+            lines.append(f"{title} ({r[prefix + '_bytes']} bytes):")
+            if prefix in r:
+                lines.append(r[prefix])
+            if r.get(f"{prefix}_note"):
+                lines.append(f"note: {r[prefix + '_note']}")
+    return "\n".join(lines)
+
+
+def _route_line(route: dict[str, Any]) -> str:
+    if "abort" in route:
+        does = f"fail ({route['abort']})"
+    else:
+        does = f"{route['status']}, {route['body_bytes']} bytes" + (
+            f" from {route['file']}" if route.get("file") else "")
+        kind = next((v for k, v in route.get("headers", {}).items()
+                     if k.lower() == "content-type"), "")
+        does += f", {kind}" if kind else ""
+    left = f", {route['times_left']} left" if "times_left" in route else ""
+    return f"{route['pattern']} -> {does}  ({route['hits']} hits{left})"
+
+
+def _route_list(r: dict[str, Any]) -> str:
+    routes = r.get("routes") or []
+    if not routes:
+        return "no routes"
+    return "\n".join(_route_line(x) for x in routes)
 
 
 def _view(page: dict[str, Any]) -> str:
@@ -503,7 +583,10 @@ def _emulate(r: dict[str, Any]) -> str:
         parts.append("mobile" if e["mobile"] else "desktop")
     if "user_agent" in e:
         parts.append(f"user agent {_short(e['user_agent'], 60)}")
-    return f"emulating {' '.join(parts)}; {_view(r.get('page', {}))}"
+    shown = {"width", "height", "scale", "mobile", "user_agent"}
+    parts += [f"{k.replace('_', '-')}={v}" for k, v in e.items() if k not in shown]
+    note = f"\nnote: {r['note']}" if r.get("note") else ""
+    return f"emulating {' '.join(parts)}; {_view(r.get('page', {}))}{note}"
 
 
 def _window(r: dict[str, Any]) -> str:
@@ -517,6 +600,16 @@ RENDERERS.update({
     ("check",): _checked, ("uncheck",): _checked, ("upload",): _upload, ("wait",): _wait,
     ("html",): _html, ("console",): _console, ("network",): _network,
     ("emulate",): _emulate, ("window", "resize"): _window,
+    ("network", "show"): _network_show,
+    ("network", "har"): lambda r: f"wrote {r['entries']} requests to {r['path']}" + (
+        f" ({r['bodies']} with bodies)" if "bodies" in r else ""),
+    ("route", "add"): lambda r: ("replaced: " if r.get("replaced") else "route: ")
+                                + _route_line(r["route"]),
+    ("route", "list"): _route_list,
+    ("route", "remove"): lambda r: (f"removed {r['pattern']}" if r["removed"] else
+                                    f"no route {r['pattern']}") + f" ({r['routes']} left)",
+    ("route", "clear"): lambda r: f"cleared {r['cleared']} route"
+                                  f"{'' if r['cleared'] == 1 else 's'}",
 })
 
 

@@ -53,6 +53,10 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     restore().then(() => send({ type: "interrupt", session_id: msg.session_id, tabId }));
     return false;
   }
+  if (msg?.type === "help_answer" && tabId !== undefined && ["done", "decline"].includes(msg.answer)) {
+    restore().then(() => send({ type: "help_answer", session_id: msg.session_id, answer: msg.answer, tabId }));
+    return false;
+  }
   return false;
 });
 
@@ -109,7 +113,10 @@ chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
   await restore();
   const sid = borrowed[tabId] || Object.keys(agent).find((s) => agent[s].windowId === tab.windowId)
     || (agent[overlaid[tabId]?.session_id] ? overlaid[tabId].session_id : undefined);
-  if (sid && !restrictedReason(tab.url)) showOverlay(tabId, { mode: "agent", session_id: sid, label: agent[sid]?.label });
+  const help = overlaid[tabId]?.session_id === sid ? overlaid[tabId].help : "";
+  if (sid && !restrictedReason(tab.url)) {
+    showOverlay(tabId, { mode: help ? "help" : "agent", session_id: sid, label: agent[sid]?.label, reason: help });
+  }
 });
 
 chrome.windows.onRemoved.addListener(async (windowId) => {

@@ -67,6 +67,20 @@
       }, 1000);
       return true;
     }
+    if (cfg.mode === "help") {
+      render(`<div class="box prompt" role="alertdialog" aria-label="BrowserSkill request for help">
+        <div>The agent${cfg.label ? ` <b>${text(cfg.label)}</b>` : ""} asks for your help:
+        <b>${text(cfg.reason)}</b></div>
+        <div class="row"><button class="deny" data-bsk="decline">Decline</button>
+        <button class="approve" data-bsk="done">Done</button></div></div>`);
+      const answer = (what) => {
+        chrome.runtime.sendMessage({ type: "help_answer", session_id: cfg.session_id, answer: what });
+        render(`<div class="box" role="status"><span>Thank you: handed back to the agent.</span></div>`);
+      };
+      onTrustedClick("[data-bsk=done]", () => answer("done"));
+      onTrustedClick("[data-bsk=decline]", () => answer("decline"));
+      return true;
+    }
     render(`<div class="box" role="status">
       <span>🤖 Agent${cfg.label ? ` <b>${text(cfg.label)}</b>` : ""} at work</span>
       <button class="stop" data-bsk="stop" title="Stop the agent and take over">Stop</button></div>`);

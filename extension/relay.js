@@ -257,11 +257,12 @@ const OPS = {
     await save();
     return { windowId: t.windowId, index: t.index, fallback };
   },
-  async overlay({ tabId, session_id, label, on }) {
+  async overlay({ tabId, session_id, label, on, help }) {
+    // help: the reason of the agent's request for help (Done / Decline), else the Stop bar
     await restore();
-    if (on) overlaid[tabId] = { session_id, label: label || "" }; else delete overlaid[tabId];
+    if (on) overlaid[tabId] = { session_id, label: label || "", help: help || "" }; else delete overlaid[tabId];
     await save();
-    if (on) await showOverlay(tabId, { mode: "agent", session_id, label });
+    if (on) await showOverlay(tabId, { mode: help ? "help" : "agent", session_id, label, reason: help });
     else await hideOverlay(tabId);
     return {};
   },

@@ -80,3 +80,54 @@ if ! command -v node >/dev/null 2>&1; then
     exit 1
   fi
 fi
+
+# The HAR 1.2 JSON schema (npm `har-schema`, pinned in tests/package.json) that
+# tests/test_network.py validates `bsk network har` output against.
+if [ ! -f tests/node_modules/har-schema/lib/har.json ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "install: no npm found; installing Debian's npm (for the HAR schema the tests use)"
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+    else
+      echo "install: no npm: install it to run tests/test_network.py's HAR check" >&2
+      exit 1
+    fi
+  fi
+  echo "install: the HAR schema for the tests (npm ci in tests/)"
+  (cd tests && npm ci --silent --no-audit --no-fund)
+fi
+
+# ffmpeg encodes `bsk video` recordings (ffprobe, in the same package, checks them in the
+# tests); poppler-utils' pdftotext reads back `bsk pdf` files in the tests.
+if ! command -v ffmpeg >/dev/null 2>&1 || ! command -v pdftotext >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install: no ffmpeg or pdftotext found; installing Debian's ffmpeg and poppler-utils"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg poppler-utils >/dev/null
+  else
+    echo "install: no ffmpeg: \`bsk video\` won't work (Debian/Ubuntu: sudo apt-get install" \
+      "ffmpeg poppler-utils)" >&2
+  fi
+fi
+
+# `bsk emulate --device NAME`: Playwright's device list, from the pinned npm package
+# playwright-core (its public `devices` export), written as JSON into the user's cache
+# (browserskill/tools/devices.py reads it there).
+pw_core=1.65.1  # keep in step with PLAYWRIGHT_CORE in browserskill/tools/devices.py
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/browserskill"
+if [ ! -f "$cache/devices.json" ] || [ "$(cat "$cache/devices.version" 2>/dev/null)" != "$pw_core" ]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "install: Playwright's device list (playwright-core $pw_core) into $cache"
+    mkdir -p "$cache/npm"
+    npm install --silent --no-audit --no-fund --no-save --prefix "$cache/npm" \
+      "playwright-core@$pw_core" >/dev/null
+    (cd "$cache/npm" && node -e \
+      'process.stdout.write(JSON.stringify(require("playwright-core").devices, null, 1))') \
+      > "$cache/devices.json.tmp"
+    mv "$cache/devices.json.tmp" "$cache/devices.json"
+    echo "$pw_core" > "$cache/devices.version"
+  else
+    echo "install: no npm: \`bsk emulate --device\` won't work (install Node.js and npm)" >&2
+  fi
+fi

@@ -92,8 +92,11 @@ def tool_cases() -> Iterator[Case]:
                 yield Case((*others, f"{p.flag}={math.ceil(p.maximum) + 1}"), field=p.name)
             if p.type == "string" and p.max_length and p.max_length < 100_000:  # argv caps
                 yield Case((*others, f"{p.flag}={'x' * (p.max_length + 1)}"), field=p.name)
-            if p.type != "boolean" and not p.positional:
+            if p.type != "boolean" and not p.positional and p.bare is None:
                 yield Case((*words, *required_flags(spec), p.flag), field=p.name)  # no value
+            if p.bare is not None:  # may stand alone, but a value it takes must be a choice
+                yield Case((*words, *required_flags(spec), f"{p.flag}=nonsense"),
+                           field=p.name)
 
 
 CONTROL_CASES = [
@@ -322,7 +325,9 @@ def valid_body(spec: ToolSpec) -> dict[str, Any]:
     convert: dict[str, Callable[[str], Any]] = {
         "integer": int, "number": float, "array": lambda v: [v], "boolean": lambda v: True,
         "object": json.loads}
-    return {p.name: convert.get(p.type, str)(sample(p)) for p in spec.params if p.required}
+    # Over HTTP a path must be absolute (the CLI makes it so).
+    return {p.name: convert.get(p.type, str)("/" + sample(p) if p.path else sample(p))
+            for p in spec.params if p.required}
 
 
 WRONG_TYPE: dict[str, list[Any]] = {

@@ -1,6 +1,6 @@
 """The extension in a *headed* Chromium, as in the user's own browser: real windows on a
 virtual X server (the session's Xvfb). One browser and daemon for the whole module; the
-scenarios shared with test_extension.py (headless) come from conftest."""
+scenarios shared with test_extension.py (headless) come from tests/support/extension.py."""
 
 from __future__ import annotations
 

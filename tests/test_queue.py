@@ -21,9 +21,25 @@ def finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, dict[str, Any]
     return out
 
 
+def release(bsk: Bsk, site: str, *tags: str) -> None:
+    """Ends the page's `gated(TAG)` calls: another session sets their keys on the origin."""
+    other = bsk.with_session("releaser")
+    other.ok("session", "start", "releaser")
+    try:
+        other.ok("open", f"{site}/counter.html")
+        other.ok("eval", ";".join(f"localStorage.setItem('release-{t}', '1')" for t in tags))
+    finally:
+        other.ok("session", "stop")
+
+
 def test_concurrent_calls_without_wait_get_session_busy(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/counter.html")
-    procs = [bsk.popen("eval", f"await slow('c{i}', 500)") for i in range(4)]
+    tags = [f"c{i}" for i in range(4)]
+    procs = [bsk.popen("eval", f"await gated('{t}')") for t in tags]
+    # The first to arrive holds the session until released; the rest are refused.
+    wait_until(lambda: sum(p.poll() is not None for p in procs) == 3, 30,
+               "three calls refused")
+    release(bsk, site, *tags)
     results = finish(procs)
     completed = [a for code, a in results if code == 0]
     busy = [(code, a) for code, a in results if code != 0]
@@ -53,11 +69,12 @@ def test_busy_names_the_holder_while_it_runs(bsk: Bsk, site: str) -> None:
 
 def test_wait_queues_fifo_and_never_overlaps(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/counter.html")
-    procs = [bsk.popen("--wait", "eval", "await slow('w0', 2000)")]
+    procs = [bsk.popen("--wait", "eval", "await gated('w0')")]
     wait_until(lambda: live_ops(bsk, "dispatched"), what="first call dispatched")
     for i in range(1, 4):  # each joins the queue after the previous one is in it
         procs.append(bsk.popen("--wait", "eval", f"await slow('w{i}', 300)"))
         wait_until(lambda n=i: len(live_ops(bsk, "queued")) == n, what=f"w{i} queued")
+    release(bsk, site, "w0")
     results = finish(procs)
     assert all(code == 0 for code, _ in results), results
     assert bsk("eval", "window.log").value == ["w0", "w1", "w2", "w3"]

@@ -36,8 +36,9 @@ def test_front_matter_and_package_data() -> None:
         encoding="utf-8") == SKILL_MD
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "skill/SKILL.md" in pyproject["tool"]["setuptools"]["package-data"]["browserskill"]
-    # Short: it is read into an agent's context (the command list takes ~15 lines).
-    assert len(SKILL_MD.splitlines()) < 170
+    # Short: it is read into an agent's context (the command list takes ~20 lines, and
+    # grows a line with each few commands).
+    assert len(SKILL_MD.splitlines()) < 185
 
 
 def test_every_command_it_names_exists() -> None:

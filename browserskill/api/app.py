@@ -20,6 +20,7 @@ from browserskill.errors import CODES, LASTING, SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog
 
 if TYPE_CHECKING:
+    from browserskill.api.dashboard import Dashboard
     from browserskill.daemon.core import Daemon
 
 log = logging.getLogger(__name__)
@@ -141,7 +142,7 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-def build_app(daemon: Daemon) -> Any:
+def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
     dispatcher = daemon.dispatcher
 
     async def finish(op: Operation, detach: bool, request: Request) -> Response:
@@ -291,6 +292,11 @@ def build_app(daemon: Daemon) -> Any:
         return respond({"stopping": True, "pid": daemon.pid})
 
     @guarded
+    async def show_dashboard(request: Request) -> Response:
+        url = await dashboard.start()
+        return respond({"url": url, "port": dashboard.port})
+
+    @guarded
     async def tools(request: Request) -> Response:
         return respond({"tools": [
             {"name": t.name, "effect": t.effect.value, "summary": t.summary,
@@ -332,6 +338,7 @@ def build_app(daemon: Daemon) -> Any:
         Route("/v1/extension/pair", extension_pair, methods=["POST"]),
         Route("/v1/extension/pairings/{browser_id}", extension_unpair, methods=["DELETE"]),
         Route("/v1/tools", tools, methods=["GET"]),
+        Route("/v1/dashboard", show_dashboard, methods=["POST"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
         Route("/v1/sessions", create_session, methods=["POST"]),
         Route("/v1/sessions", list_sessions, methods=["GET"]),

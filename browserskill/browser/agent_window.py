@@ -189,6 +189,14 @@ class AgentWindow:
     async def show(self, tab: Tab, timeout: float) -> None:
         await tab.send("Page.bringToFront", timeout=timeout)
 
+    async def ask_for_help(self, tab: Tab, reason: str | None) -> None:
+        """The tab's overlay turns into the request (Done / Decline), or back to Stop."""
+        chrome_tab = self.chrome_tabs.get(tab.tab_id)
+        if chrome_tab is not None:
+            await self._quietly({"op": "overlay", "tabId": chrome_tab, "on": True,
+                                 "session_id": self.session.id, "label": self.session.label,
+                                 "help": reason})
+
     async def ensure_shown(self, tab: Tab, timeout: float) -> None:
         return None  # the user arranges their browser's tabs; the overlay says whose it is
 

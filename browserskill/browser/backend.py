@@ -86,6 +86,11 @@ class Backend(Protocol):
         """Make the tab the visible one of its window (the session's current tab)."""
         ...
 
+    async def ask_for_help(self, tab: Tab, reason: str | None) -> None:
+        """Show the agent's request for help (Done / Decline) where the user sees the tab,
+        or take it away (None). The dashboard shows it for every placement."""
+        ...
+
     async def ensure_shown(self, tab: Tab, timeout: float) -> None:
         """Before a call on the current tab: visible, so it gets frames (no-op when it is,
         which is nearly always; costs nothing then)."""

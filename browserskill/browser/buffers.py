@@ -8,6 +8,10 @@ ends. The oldest entries fall off when a buffer is full; `dropped` counts them.
 
 The tab enables the domains these events come from (`DOMAINS`) on its own session and
 on each out-of-process iframe's session, and calls `on_event` for every event.
+
+A network entry's detail (headers, timing, where its body can be asked for) is kept in
+its `_`-prefixed fields, left out of listings; bodies are never copied here: Chromium
+keeps them (bounded by `DOMAINS`' buffer sizes) until `network show --body` asks.
 """
 
 from __future__ import annotations
@@ -18,18 +22,25 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
+BODY_BUFFER_BYTES = 20_000_000
+BODY_MAX_BYTES = 5_000_000
+MAX_HEADERS_BYTES = 64_000  # a request's or response's headers, kept for `network show`
+
 # Sent once per CDP session of a tab (the page and each attached iframe).
 DOMAINS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("Runtime.enable", {}),
     ("Log.enable", {}),
-    # Bodies are never read; keep Chromium's per-target body buffer small.
-    ("Network.enable", {"maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 200_000}),
+    # Chromium keeps the bodies (read lazily by `network show --body`): up to this much
+    # per target, the oldest evicted first; a larger single body is not kept at all.
+    ("Network.enable", {"maxTotalBufferSize": BODY_BUFFER_BYTES,
+                        "maxResourceBufferSize": BODY_MAX_BYTES}),
 )
 
 CONSOLE_CAPACITY = 1000
 NETWORK_CAPACITY = 1000
 MAX_TEXT = 4000
 MAX_URL = 2000
+MAX_FULL_URL = 100_000  # `network show` and HAR; listings cut at MAX_URL
 
 
 def _cut(text: str, limit: int) -> str:
@@ -60,6 +71,10 @@ class Ring:
 
     def get(self, key: Hashable) -> dict[str, Any] | None:
         return self._items.get(key)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every entry held, oldest (by sequence number) first."""
+        return list(self._items.values())
 
     def read(self, since: int | None, limit: int) -> dict[str, Any]:
         """Entries with seq > since, oldest first, at most `limit`, and the next cursor.
@@ -101,6 +116,7 @@ class TabBuffers:
         self._request_names: dict[Hashable, str] = {}
         self._request_seq = 0
         self._redirects: dict[Hashable, int] = {}
+        self._routed: dict[Hashable, str] = {}  # routed before their request was seen
 
     def on_event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
         handler = _HANDLERS.get(method)
@@ -151,7 +167,8 @@ class TabBuffers:
             prior = self.network.get(key)
             if prior is not None:  # the redirect ends the earlier hop; keep it as its own entry
                 n = self._redirects[key] = self._redirects.get(key, 0) + 1
-                hop = {**prior, **_response_fields(p["redirectResponse"]), "state": "redirected"}
+                hop = {**prior, **_response_fields(p["redirectResponse"]), "state": "redirected",
+                       "_end": p.get("timestamp")}
                 self.network.put((key, n), hop)
         name = self._request_names.get(key)
         if name is None:
@@ -161,12 +178,30 @@ class TabBuffers:
         entry = {"id": name, "method": req.get("method", "GET"),
                  "url": _cut(req.get("url", ""), MAX_URL), "type": p.get("type", "Other"),
                  "state": "pending", "time": p.get("wallTime") or time.time(),
-                 "_start": p.get("timestamp")}
+                 "_start": p.get("timestamp"), "_session": session_id,
+                 "_request_id": p["requestId"], "_full_url": _cut(req.get("url", ""), MAX_FULL_URL),
+                 "_request_headers": _headers(req.get("headers")),
+                 "_has_post_data": bool(req.get("hasPostData") or req.get("postData"))}
+        if key in self._routed:
+            entry["route"] = self._routed.pop(key)
         if session_id != self.main_session_id:
             entry["iframe"] = True
         self.network.put(key, entry)
         self.inflight[key] = p.get("loaderId", "")
         self._touch()
+
+    def routed(self, session_id: str, request_id: str | None, pattern: str) -> None:
+        """A route answered this request (`request_id`: its Network id)."""
+        if request_id is None:
+            return
+        key = (session_id, request_id)
+        entry = self.network.get(key)
+        if entry is not None:
+            entry["route"] = pattern
+        else:
+            self._routed[key] = pattern
+            while len(self._routed) > 100:
+                del self._routed[next(iter(self._routed))]
 
     def _response(self, session_id: str, p: dict[str, Any]) -> None:
         entry = self.network.get((session_id, p["requestId"]))
@@ -195,7 +230,8 @@ class TabBuffers:
         self._done(key)
 
     def _end(self, key: Hashable, entry: dict[str, Any], p: dict[str, Any]) -> None:
-        start, end = entry.pop("_start", None), p.get("timestamp")
+        start, end = entry.get("_start"), p.get("timestamp")
+        entry["_end"] = end
         if start is not None and end is not None:
             entry["duration_ms"] = round((end - start) * 1000, 1)
         self.network.put(key, entry)
@@ -232,15 +268,43 @@ class TabBuffers:
 
     def read_network(self, since: int | None, limit: int) -> dict[str, Any]:
         out = self.network.read(since, limit)
-        for entry in out["entries"]:
-            entry.pop("_start", None)
+        out["entries"] = [public(e) for e in out["entries"]]
         out["in_flight"] = len(self.inflight)
         return out
+
+    def find_request(self, request_id: str) -> list[dict[str, Any]]:
+        """The buffer's entries of one request id (r12), oldest first: its redirect hops,
+        then the request itself."""
+        return [e for e in self.network.entries() if e.get("id") == request_id]
+
+
+def public(entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry as listings show it (without its detail fields)."""
+    return {k: v for k, v in entry.items() if not k.startswith("_")}
+
+
+def _headers(raw: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """CDP's header object as (name, value) pairs (values joined by newlines split),
+    bounded."""
+    out: list[tuple[str, str]] = []
+    size = 0
+    for name, value in (raw or {}).items():
+        for one in str(value).split("\n"):
+            size += len(name) + len(one)
+            if size > MAX_HEADERS_BYTES:
+                return out
+            out.append((name, one))
+    return out
 
 
 def _response_fields(r: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"status": r.get("status"), "status_text": r.get("statusText", ""),
-                           "mime_type": r.get("mimeType", "")}
+                           "mime_type": r.get("mimeType", ""),
+                           "_response_headers": _headers(r.get("headers")),
+                           "_timing": r.get("timing"), "_protocol": r.get("protocol"),
+                           "_remote": r.get("remoteIPAddress")}
+    if r.get("requestHeaders"):  # what really went out, when Chromium says
+        out["_request_headers"] = _headers(r["requestHeaders"])
     if r.get("fromDiskCache") or r.get("fromPrefetchCache") or r.get("fromServiceWorker"):
         out["from_cache"] = True
     return out

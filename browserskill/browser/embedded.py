@@ -121,6 +121,9 @@ class EmbeddedPlacement:
         window = self._window_of.setdefault(tab.target_id, tab.target_id)
         self._front[window] = tab.target_id
 
+    async def ask_for_help(self, tab: Tab, reason: str | None) -> None:
+        return None  # a headless window no one sees: the dashboard shows the request
+
     async def ensure_shown(self, tab: Tab, timeout: float) -> None:
         window = self._window_of.get(tab.target_id)
         if window is None or self._front.get(window) == tab.target_id:

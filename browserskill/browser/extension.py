@@ -23,6 +23,7 @@ back, the windows closed).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
@@ -111,6 +112,7 @@ class ExtensionHub:
         # window closed by hand; sessions to re-create after a daemon restart.
         self.on_lost: Callable[[str, set[str]], None] = lambda reason, sids: None
         self.on_interrupt: Callable[[str], None] = lambda sid: None
+        self.on_help_answer: Callable[[str, str], None] = lambda sid, answer: None
         self.on_window_closed: Callable[..., None] = lambda sid, reason="": None
         self.on_readopted: Callable[[SessionView], None] = lambda session: None
         self.on_tab_opened: Callable[[AgentWindow, str, int], None] = lambda w, t, c: None
@@ -314,6 +316,11 @@ class ExtensionHub:
             if isinstance(sid, str) and sid in browser.sessions:
                 log.info("user interrupt for session %s", sid)
                 self.on_interrupt(sid)
+        elif kind == "help_answer":
+            sid, answer = msg.get("session_id"), msg.get("answer")
+            if isinstance(sid, str) and sid in browser.sessions and answer in ("done",
+                                                                              "decline"):
+                self.on_help_answer(sid, answer)
         elif kind == "tab_opened" and isinstance(msg.get("tabId"), int):
             wins = [w for w in browser.sessions.values() if not w.waiting and not w.revoked
                     and (w.window_id == msg.get("windowId")
@@ -506,15 +513,6 @@ def bind_session(hub: ExtensionHub | None, wanted: str, session: SessionView) ->
 def wire(hub: ExtensionHub, sessions: Any, dispatcher: Any) -> None:
     """Connect the hub's browser-side happenings to sessions and operations."""
 
-    def interrupt(sid: str) -> None:
-        session = sessions.sessions.get(sid)
-        if session is None:
-            return
-        session.user_interrupted = True
-        for op in list(dispatcher.ops.values()):
-            if op.session_id == sid and not op.ended and op.state != "queued":
-                dispatcher.cancel(op.op_id, "user_interrupt")
-
     async def end_session(sid: str, reason: str) -> None:
         session = sessions.sessions.get(sid)
         if session is None:
@@ -540,7 +538,13 @@ def wire(hub: ExtensionHub, sessions: Any, dispatcher: Any) -> None:
         window_closed(sid, reason)
 
     hub.on_lost = dispatcher._link_lost
-    hub.on_interrupt = interrupt
+    hub.on_interrupt = dispatcher.interrupt  # the same path as a dashboard's take-over
+
+    def help_answer(sid: str, answer: str) -> None:
+        with contextlib.suppress(BskError):  # the request ended meanwhile
+            dispatcher.answer_help(sid, answer)
+
+    hub.on_help_answer = help_answer  # as the dashboard's Done / Decline
     hub.on_window_closed = window_closed
     hub.on_debugging_cancelled = debugging_cancelled
     hub.on_readopted = sessions.persist

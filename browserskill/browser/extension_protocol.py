@@ -45,7 +45,8 @@ OPS: dict[str, str] = {
     "tab_get": "one tab's window, index, URL",
     "tab_move": "move a borrowed tab into an Agent Window",
     "tab_restore": "put a borrowed tab back where it was",
-    "overlay": "show or hide the agent overlay (with Stop) in a tab",
+    "overlay": "show or hide the agent overlay in a tab: Stop, or with `help` a request "
+               "for help (Done / Decline)",
     "borrow_prompt": "ask the user in their tab whether the agent may borrow it",
     "prompt_cancel": "take a borrow prompt away",
     "session_bind": "remember a session's Agent Window (after a daemon restart)",
@@ -70,6 +71,8 @@ EXTENSION_MESSAGES: dict[str, str] = {
     "tab_removed": "a tab closed",
     "window_removed": "a window closed",
     "interrupt": "the user pressed Stop in an agent tab's overlay ({session_id})",
+    "help_answer": "the user pressed Done or Decline on a request for help in an agent "
+                   "tab's overlay ({session_id, answer})",
 }
 # Error codes of the extension's answers.
 ERROR_CODES: dict[str, str] = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -105,6 +105,8 @@ class Tab(Requester):
         self.webmcp = TabTools(handle.session_id, handle.target_id)  # its frames' page tools
         self.listeners.append(self.webmcp.on_event)
         self.starting: set[asyncio.Task[None]] = set()  # iframe sessions being set up
+        # Run for each new iframe session once it observes (routes install themselves).
+        self.child_setup: list[Callable[[str], Awaitable[None]]] = []
         self.popups_requested = 0  # new windows this page asked for (Page.windowOpen)
         self.drag_data: dict[str, Any] | None = None  # an intercepted HTML5 drag
         self.dialog: dict[str, Any] | None = None  # the JavaScript dialog open now
@@ -225,6 +227,8 @@ class Tab(Requester):
             await self.send("Page.setLifecycleEventsEnabled", {"enabled": True},
                             session_id=sid, timeout=10)
             await self._observe(sid, timeout=10)
+            for setup in list(self.child_setup):
+                await setup(sid)
             await self._enable_webmcp(sid, timeout=10)
             tree = await self.send("Page.getFrameTree", session_id=sid, timeout=10)
             self._record_frames(tree["frameTree"], sid)

@@ -159,6 +159,9 @@ def parse_tool_args(spec: ToolSpec, args: list[str]) -> dict[str, Any]:
             if p.type == "boolean":
                 out[p.name] = True
                 continue
+            if not eq and p.bare is not None and (i >= len(args) or args[i] not in p.choices):
+                out[p.name] = p.bare  # `--abort` alone; `--abort timedout` names one
+                continue
             if not eq:
                 if i >= len(args):
                     raise invalid(p.name, "needs a value")

@@ -214,6 +214,28 @@ def cmd_install_skill(client: Client, args: list[str]) -> Any:
     return cli_install(args)
 
 
+def cmd_show(client: Client, args: list[str]) -> Any:
+    """The dashboard's URL; opened in the default browser when there is a display."""
+    only_url = args == ["--url"]
+    _no_args("show [--url]", [] if only_url else args)
+    answer = client.call("POST", "/v1/dashboard")[2]
+    answer["opened"] = False
+    if not only_url and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                         or sys.platform == "darwin"):
+        import webbrowser
+
+        answer["opened"] = webbrowser.open(answer["url"])
+    return answer
+
+
+def cmd_replay(client: Client, args: list[str]) -> Any:
+    if len(args) != 1 or looks_like_option(args[0]):
+        raise invalid("file", "give the script's path", hint="usage: bsk replay FILE")
+    from browserskill.cli.replay import replay
+
+    return replay(client, args[0])
+
+
 def cmd_version(client: Client, args: list[str]) -> Any:
     _no_args("version", args)
     return {"version": __version__}
@@ -275,6 +297,15 @@ CONTROL: tuple[Control, ...] = (
             "install-skill [--harness NAME]… [--dir DIR] [--list]",
             "Install the agent skill (SKILL.md) where claude, codex, opencode or cursor "
             "look for it."),
+    Control(("show",), cmd_show, "show [--url]",
+            "The live dashboard: every session, its operations as they move, a live view "
+            "of its current tab, cancel, stop, take over. Prints the URL (with its token) "
+            "and opens it when there is a display; --url only prints it. Loopback only."),
+    Control(("replay",), cmd_replay, "replay FILE",
+            "Run a script that `bsk record stop FILE` wrote (one bsk command per line) as "
+            "ordinary operations in this session; stops at the first that does not "
+            "complete, with its line number and its honest result. ${VAR} comes from the "
+            "environment (recorded passwords: BSK_SECRET_N)."),
     Control(("version",), cmd_version, "version", "Print the version."),
 )
 CONTROL_BY_WORDS = {c.words: c for c in CONTROL}

@@ -114,6 +114,8 @@ def command_help(control: Any, spec: Any) -> str:
                 name = p.name.upper()
             elif p.type == "boolean":  # a switch: --x on (default off), --no-x off
                 name = p.flag if not p.default else f"--no-{p.flag[2:]}"
+            elif p.bare is not None:  # the value may be left out
+                name = f"{p.flag} [{p.type.upper()}]"
             else:
                 name = f"{p.flag} {p.type.upper()}"
             if p.positional and not p.required:

@@ -95,11 +95,14 @@ class Session:
     created_at: float | None = None
     # Where it runs: {"kind": "embedded", "isolated": …} or {"kind": "extension", …}.
     placement: dict[str, Any] | None = None
+    # Recordings running now, by kind ("video", "trace"): {"state", "tab_id", …}.
+    recordings: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Session:
         return cls(d["session_id"], d.get("label"), d.get("tabs", 0), d.get("current_tab"),
-                   d.get("busy"), d.get("queued", 0), d.get("created_at"), d.get("placement"))
+                   d.get("busy"), d.get("queued", 0), d.get("created_at"), d.get("placement"),
+                   d.get("recordings"))
 
 
 # -- errors: one class per code of the table ------------------------------------------------

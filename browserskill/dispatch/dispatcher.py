@@ -18,8 +18,8 @@ from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, Operation
-from browserskill.dispatch.queue import CANCELLED, TIMED_OUT
+from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, TAKE_OVER, Once, Operation
+from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
 from browserskill.dispatch.sessions import DEFAULT_SESSION, Session, SessionManager
 from browserskill.errors import SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog, downloads, handlers
@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 MAX_TIMEOUT_MS = 600_000
 _OP_ID = re.compile(r"^op_[A-Za-z0-9_-]{6,64}$")  # callers may name their operation
 RECENT_OPS = 1000  # ended operations kept in memory (the journal keeps the rest)
+TAKE_OVER_MAX_S = 3600.0  # a take-over forgotten in an open dashboard ends after an hour
 
 
 class Dispatcher:
@@ -52,6 +53,8 @@ class Dispatcher:
         # Keys whose first call is still making its operation (see `_claim_key`).
         self._claims: dict[tuple[str, str], asyncio.Future[None]] = {}
         self._starting: dict[str, asyncio.Future[Session]] = {}  # default session's start
+        # session id -> its person's take-over and the signal that hands it back
+        self._taken: dict[str, tuple[Operation, Once]] = {}
 
     # -- submit ----------------------------------------------------------------------
 
@@ -191,6 +194,8 @@ class Dispatcher:
                                     "ahead", details={"session_id": session.id})
             session.backend.before_dispatch(op.tool)
             await self._dispatch(op, session)
+            if session.script_recording is not None and op.status == "completed":
+                await self._record(session, op)
         except BskError as e:
             op.fail(e)
             if op.idempotency_key and e.code in SHOULD_RETRY and op.dispatched == "no":
@@ -239,11 +244,22 @@ class Dispatcher:
         if recovered and op.result is not None:
             op.result["browser_restarted"] = recovered
 
+    async def _record(self, session: Session, op: Operation) -> None:
+        """A recording session notes what the page alone can't tell (tools/recording.py)
+        and listens in the tabs the call opened."""
+        try:
+            session.script_recording.agent_did(op.tool, op.params, op.result or {})
+            await session.script_recording.follow(list(session.tabs.values()))
+        except Exception:  # the call itself is done: a recorder's trouble is only logged
+            log.exception("recording after %s", op.op_id)
+
     async def _handle(self, ctx: ToolContext, op: Operation) -> dict[str, Any]:
         try:  # the session's downloads land in the state dir and are reported
             await downloads.watch(ctx)
         except (LinkError, OSError, BskError) as e:
             log.warning("watching downloads of %s: %s", op.session_id, e)
+        for tab in list(ctx.session.tabs.values()):  # its routes reach every tab it has
+            await ctx.session.routes.attach(tab, ctx.remaining())
         return await self.handlers[op.tool](ctx, op.params)
 
     def _settle(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:
@@ -407,6 +423,93 @@ class Dispatcher:
 
     def busy(self) -> bool:
         return any(not op.ended for op in self.ops.values())
+
+    # -- a person in the loop (docs/dashboard.md) --------------------------------------
+
+    def interrupt(self, session_id: str) -> None:
+        """The user takes the session's tabs (the extension's Stop, a take-over from the
+        dashboard): the agent's dispatched call is cancelled, and its next change is
+        refused once with `user_interrupted`."""
+        session = self.sessions.sessions.get(session_id)
+        if session is None:
+            return
+        session.user_interrupted = True
+        for op in list(self.ops.values()):
+            if (op.session_id == session_id and not op.ended and op.state != "queued"
+                    and not op.by_person):
+                self.cancel(op.op_id, "user_interrupt")
+
+    def take_over(self, session_id: str) -> Operation:
+        """A person becomes the session's holder: an operation (`take_over`) that goes
+        first in the queue and holds the session until `hand_back`. Idempotent."""
+        session = self.sessions.get(session_id)
+        held = self._taken.get(session_id)
+        if held is not None and not held[0].ended:
+            return held[0]
+        op = Operation(session_id, TAKE_OVER, {})
+        op.deadline = asyncio.get_running_loop().time() + TAKE_OVER_MAX_S
+        released = Once()
+        self._taken[session_id] = (op, released)
+        self._remember(op)
+        self.interrupt(session_id)
+        op.task = asyncio.create_task(self._hold(op, session, released), name=op.op_id)
+        return op
+
+    def hand_back(self, session_id: str) -> Operation | None:
+        """End the person's take-over of the session (None: it had none)."""
+        held = self._taken.get(session_id)
+        if held is None or held[0].ended:
+            return None
+        held[1].set()
+        return held[0]
+
+    def answer_help(self, session_id: str, answer: str) -> str:
+        """The person's Done or Decline to the session's running `request_help`; its op id."""
+        session = self.sessions.get(session_id)
+        holder = session.queue.holder
+        if (session.help_answer is None or session.help_answer.done() or holder is None
+                or holder.tool != "request_help"):
+            raise BskError("invalid_params", f"session: {session_id} has no request for help "
+                           "open", details={"field": "session"})
+        session.help_answer.set_result(answer)
+        return holder.op_id
+
+    def taken_by_person(self, session_id: str) -> Operation | None:
+        """The person's take-over holding the session now, if any."""
+        held = self._taken.get(session_id)
+        if held is None or held[0].ended:
+            return None
+        return held[0]
+
+    async def _hold(self, op: Operation, session: Session, released: Once) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            got = await session.queue.acquire(op, wait=True, deadline=op.deadline, first=True,
+                                              on_queued=lambda: self.journal.record(op))
+            if got != ACQUIRED:
+                raise self._cancelled_before_dispatch(op) if got == CANCELLED else BskError(
+                    "cancelled", "the session stayed busy past the take-over's deadline",
+                    details={"reason": "deadline"})
+            op.state = DISPATCHED
+            op.note(DISPATCHED, "held by a person")
+            self.journal.record(op)
+            started = loop.time()
+            await asyncio.wait({released.future, op.tripped.future},
+                               timeout=max(0.0, op.deadline - loop.time()),
+                               return_when=asyncio.FIRST_COMPLETED)
+            ended_by = ("hand_back" if released.is_set()
+                        else op.cancel_reason or "deadline")
+            op.complete({"ended_by": ended_by, "held_s": round(loop.time() - started, 3)},
+                        retry_safe=False)
+        except BskError as e:
+            op.fail(e)
+        finally:
+            session.queue.release(op)
+            if not op.ended:
+                op.fail(BskError("cancelled", "the take-over ended before it began",
+                                 details={"reason": op.cancel_reason or "stopped"}))
+            self.journal.record(op)
+            op.done.set()
 
     async def shutdown(self) -> None:
         live = [op for op in self.ops.values() if not op.ended]

@@ -13,6 +13,14 @@ from browserskill.errors import CODES, STATUS_FOR_CODE, BskError, retry_safe_for
 
 QUEUED, DISPATCHED, CLEANING_UP, ENDED = "queued", "dispatched", "cleaning_up", "ended"
 
+# Operations that hand the session to a person (docs/dashboard.md): while one holds it,
+# agent calls are `session_busy` naming the holder `person`, and the person's input in
+# the dashboard's live view reaches the tab. `take_over` is the dashboard's own (not a
+# catalog tool: an agent can't take a session over as a person); `request_help` is the
+# agent's call.
+TAKE_OVER = "take_over"
+BY_PERSON = frozenset({TAKE_OVER, "request_help"})
+
 
 def new_op_id() -> str:
     return "op_" + secrets.token_hex(6)
@@ -138,6 +146,10 @@ class Operation:
             out["idempotency_key"] = self.idempotency_key
         return out
 
+    @property
+    def by_person(self) -> bool:
+        return self.tool in BY_PERSON
+
     def holder_summary(self) -> dict[str, Any]:
         return {"op_id": self.op_id, "tool": self.tool, "state": self.state,
-                "age_s": self.age_s()}
+                "age_s": self.age_s(), "holder": "person" if self.by_person else "agent"}

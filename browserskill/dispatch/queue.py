@@ -26,6 +26,9 @@ class SessionQueue:
     def busy_error(self, message: str | None = None) -> BskError:
         holder = self.holder
         assert holder is not None
+        if holder.by_person:
+            message = message or (f"session {self.session_id} is held by a person "
+                                  f"({holder.tool}, {holder.op_id})")
         return BskError(
             "session_busy",
             message or f"session {self.session_id} is busy with {holder.tool} ({holder.op_id})",
@@ -38,8 +41,9 @@ class SessionQueue:
         return [op for op, fut in self._waiting if not fut.done()]
 
     async def acquire(self, op: Operation, *, wait: bool, deadline: float,
-                      on_queued: Callable[[], None] | None = None) -> str:
-        """Take the slot: at once, or (with wait) FIFO until the deadline or a cancel."""
+                      on_queued: Callable[[], None] | None = None, first: bool = False) -> str:
+        """Take the slot: at once, or (with wait) FIFO until the deadline or a cancel.
+        `first`: ahead of those waiting (a person taking the session over)."""
         if op.tripped.is_set():
             return CANCELLED
         if self.holder is None and not self._waiting:
@@ -49,7 +53,10 @@ class SessionQueue:
             raise self.busy_error()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (op, fut)
-        self._waiting.append(entry)
+        if first:
+            self._waiting.appendleft(entry)
+        else:
+            self._waiting.append(entry)
         if on_queued is not None:
             on_queued()
         try:

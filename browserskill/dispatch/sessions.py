@@ -8,13 +8,14 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from browserskill.browser.backend import Backend
 from browserskill.browser.embedded import EmbeddedPlacement
 from browserskill.browser.link import LinkError
 from browserskill.browser.manager import BrowserManager
+from browserskill.browser.routing import RouteTable
 from browserskill.browser.storage_state import load_state
 from browserskill.browser.tab import Tab, TabGone
 from browserskill.dispatch.queue import SessionQueue
@@ -52,6 +53,16 @@ class HoverState:
     navigations: int  # the tab's document count then: a new document drops the hover
 
 
+class Recording(Protocol):
+    """Something a tool started that runs until stopped: a video, a trace."""
+
+    def summary(self) -> dict[str, Any]: ...
+
+    async def stop_with_session(self) -> dict[str, Any]:
+        """The session ends: stop, save what there is, say where (never raises)."""
+        ...
+
+
 @dataclass
 class Session:
     id: str
@@ -72,6 +83,15 @@ class Session:
     # their localStorage even when no tab has them open any more.
     origins: set[str] = field(default_factory=set)
     user_interrupted: bool = False  # the user pressed Stop: the next change is refused once
+    routes: RouteTable = field(default_factory=RouteTable)  # `route add`: mocks, blocks
+    # The person's answer to the running `request_help` (done | decline), while it runs.
+    help_answer: asyncio.Future[str] | None = None
+    # `record start` .. `record stop`: the replayable script being written (tools/recording.py)
+    script_recording: Any = None
+    # Long-running recordings (video, trace) by kind: shown in `session list`, stopped
+    # with the session (what they had is saved; `saved_recordings` says where).
+    recordings: dict[str, Recording] = field(default_factory=dict)
+    saved_recordings: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
@@ -126,6 +146,8 @@ class Session:
             "busy": holder.holder_summary() if holder else None,
             "queued": len(self.queue.queued),
             "placement": self.backend.describe(),
+            "routes": self.routes.describe(),
+            "recordings": {kind: r.summary() for kind, r in self.recordings.items()},
         }
 
 
@@ -208,6 +230,10 @@ class SessionManager:
             opener.mark_changed()
             return
         session.tabs[tab.tab_id] = tab
+        try:  # its first request may have gone out already: it was opened before this
+            await session.routes.attach(tab, timeout=5.0)
+        except Exception as e:
+            log.warning("routes in tab %s: %s", tab.tab_id, e)
         session.popups.setdefault(opener.tab_id, []).append(tab.tab_id)
         opener.mark_changed()
         current = session.tabs.get(session.current_tab_id or "")
@@ -315,6 +341,9 @@ class SessionManager:
         return session
 
     async def close(self, session: Session, reason: str = "stopped") -> list[str]:
+        for recording in list(session.recordings.values()):
+            session.saved_recordings.append(await recording.stop_with_session())
+        session.recordings.clear()
         closed = []
         for tab in list(session.tabs.values()):
             await session.backend.close_tab(tab)

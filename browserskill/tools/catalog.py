@@ -42,8 +42,10 @@ _ParamFields = namedtuple(
         "nargs",  # CLI nargs for positional arrays ("+" or "*")
         "path",  # a local file path: the CLI makes it absolute
         "blank_ok",  # a required string that may be empty or blank (text to type)
+        "bare",  # on the CLI: the value of the flag given alone (`--abort`); a value
+                 # follows it only if it is one of `choices`
     ],
-    defaults=(False, None, (), None, None, None, False, None, False, False),
+    defaults=(False, None, (), None, None, None, False, None, False, False, None),
 )
 
 
@@ -446,6 +448,38 @@ TOOLS: tuple[ToolSpec, ...] = (
         exactly_one=("text", "selector", "navigation", "network_idle", "ms"),
     ),
     ToolSpec(
+        "request_help", ("request-help",), _S,
+        "Hand the session to a person (a login with two-factor, a captcha, a choice the "
+        "agent must not make): it shows on the dashboard (bsk show) with the reason, "
+        "the person acts in its live view, and agent calls meanwhile are session_busy. "
+        "Ends completed when the person presses Done or the --until condition holds, "
+        "saying what changed (URL, title, new tabs); user_interrupted if they press "
+        "Decline; failed (reason timeout) at the call's deadline (--timeout, default 300 s).",
+        (Param("reason", "string", "what the person should do, shown to them",
+               required=True, positional=True, max_length=2000),
+         Param("until", "string", "also done when this holds in the current tab: text=TEXT "
+               "(visible text), url=TEXT (the URL contains it) or selector=CSS",
+               max_length=10_000)),
+        example='bsk request-help "Log in with your 2FA code" --until url=/inbox',
+        default_timeout_s=300.0,
+    ),
+    ToolSpec(
+        "record_start", ("record", "start"), _S,
+        "Record what happens in this session's tabs — a person's clicks and typing in the "
+        "dashboard's live view, and the agent's own calls: clicks, fills, selects, checks, "
+        "key presses, navigations, uploads — until `record stop FILE`.",
+        (), example="bsk record start",
+    ),
+    ToolSpec(
+        "record_stop", ("record", "stop"), _S,
+        "Stop recording and write the script: one bsk command per line, each target a "
+        "locator (role and name where unique, else css= or text=), passwords as "
+        "${BSK_SECRET_N}. The CLI's replay command runs it.",
+        (Param("path", "string", "file to write the script to", required=True,
+               positional=True, path=True),),
+        example="bsk record stop login.bsk",
+    ),
+    ToolSpec(
         "html", ("html",), _R, "The HTML of the page, or of one element (outerHTML).",
         (Param("ref", "string", "element ref or locator (default: the whole document)",
                positional=True, max_length=TARGET_MAX),
@@ -469,9 +503,15 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "emulate", ("emulate",), _M,
-        "Emulate a device in the current tab. Viewport size, device scale, mobile, user "
-        "agent; settings add up across calls until --off.",
-        (Param("width", "integer", "viewport width in CSS pixels", minimum=1,
+        "Emulate a device and its surroundings in the current tab: viewport, scale, mobile, "
+        "user agent, or a named --device; color scheme, reduced motion, print media; "
+        "offline or a slow network; a slower CPU; geolocation (its permission granted); "
+        "timezone and locale. Settings add up across calls until --reset; the result reads "
+        "back what the page now sees.",
+        (Param("device", "string", "a device from Playwright's device list, e.g. "
+               "\"iPhone 13\" or \"Pixel 7\" (viewport, scale, mobile, touch, user agent; "
+               "other flags given with it win)", max_length=200),
+         Param("width", "integer", "viewport width in CSS pixels", minimum=1,
                maximum=10_000),
          Param("height", "integer", "viewport height in CSS pixels", minimum=1,
                maximum=10_000),
@@ -479,8 +519,25 @@ TOOLS: tuple[ToolSpec, ...] = (
                maximum=10),
          Param("mobile", "boolean", "mobile viewport and touch events (--no-mobile: off)"),
          Param("user_agent", "string", "user agent string", max_length=2000),
-         Param("off", "boolean", "clear all emulation", default=False)),
-        example="bsk emulate --width 390 --height 844 --scale 3 --mobile",
+         Param("color_scheme", "string", "prefers-color-scheme",
+               choices=("light", "dark", "no-preference")),
+         Param("reduced_motion", "boolean", "prefers-reduced-motion: reduce "
+               "(--no-reduced-motion: no-preference)"),
+         Param("media", "string", "CSS media type", choices=("screen", "print")),
+         Param("offline", "boolean", "no network at all; navigator.onLine is false "
+               "(--no-offline: back online)"),
+         Param("network", "string", "network throttling, DevTools' presets",
+               choices=("slow-3g", "fast-3g", "off")),
+         Param("cpu", "number", "CPU slowdown factor (1: none, 4: four times slower)",
+               minimum=1, maximum=100),
+         Param("geolocation", "string", "LAT,LON[,ACCURACY_M]; also grants the geolocation "
+               "permission to the page's origin", max_length=100),
+         Param("timezone", "string", "IANA timezone, e.g. Europe/Berlin", max_length=100),
+         Param("locale", "string", "locale for Intl and navigator.language(s), e.g. de-DE",
+               max_length=100),
+         Param("reset", "boolean", "clear all emulation in this tab", default=False),
+         Param("off", "boolean", "the same as --reset", default=False)),
+        example="bsk emulate --device \"iPhone 13\" --color-scheme dark --timezone Asia/Tokyo",
     ),
     ToolSpec(
         "window_resize", ("window", "resize"), _M,
@@ -649,7 +706,151 @@ STATE_TOOLS: tuple[ToolSpec, ...] = (
         example="bsk state load login.json",
     ),
 )
-TOOLS = TOOLS + STATE_TOOLS
+
+_PERMISSION_NAMES = Param(
+    "names", "array", "permission names as the web knows them: geolocation, "
+    "notifications, camera, microphone, clipboard-read, clipboard-write, midi, …",
+    required=True, positional=True, nargs="+")
+_PERMISSION_ORIGIN = Param("origin", "string", "the origin they are for (default: the "
+                           "current tab's)", max_length=8192)
+_PERMISSION_NOTE = ("Permissions belong to the session's browser context: its own with "
+                    "--isolated, else the shared profile's.")
+
+# Evidence of what happened in a tab (PDF, video, trace) and the browser's permissions.
+EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "pdf", ("pdf",), _R,
+        "Print the current tab to a PDF file (print media, backgrounds included).",
+        (Param("path", "string", "PDF file to write", required=True, positional=True,
+               path=True),
+         Param("landscape", "boolean", "landscape orientation", default=False),
+         Param("format", "string", "paper size", default="A4", choices=("A4", "Letter"))),
+        example="bsk pdf page.pdf --format Letter",
+    ),
+    ToolSpec(
+        "video_start", ("video", "start"), _S,
+        "Start recording the current tab as video (its screencast frames, 25 fps). The "
+        "recording runs until `video stop PATH` or the session ends, and shows in "
+        "`session list`.",
+        (Param("size", "string", "frame size WxH, e.g. 800x600 (default: the viewport's; "
+               "the page is scaled to fit)", max_length=20),),
+        example="bsk video start --size 800x600",
+    ),
+    ToolSpec(
+        "video_stop", ("video", "stop"), _S,
+        "Stop the session's video recording and write it to PATH: .webm (VP8) or .mp4 "
+        "(H.264).",
+        (Param("path", "string", "video file to write (.webm or .mp4)", required=True,
+               positional=True, path=True),),
+        example="bsk video stop run.webm", default_timeout_s=120.0,
+    ),
+    ToolSpec(
+        "trace_start", ("trace", "start"), _S,
+        "Start a performance trace (Chrome's Tracing) from the current tab. It runs until "
+        "`trace stop PATH` or the session ends, and shows in `session list`. Chromium "
+        "traces the whole browser, one trace at a time: other sessions' pages show up "
+        "too, and another session's `trace start` is refused until this one stops.",
+        (Param("categories", "string", "trace categories, comma-separated (default: "
+               "DevTools' performance panel's)", max_length=4000),
+         Param("screenshots", "boolean", "include screenshots (filmstrip)", default=False)),
+        example="bsk trace start --screenshots",
+    ),
+    ToolSpec(
+        "trace_stop", ("trace", "stop"), _S,
+        "Stop the trace and write it to PATH as Chrome trace JSON (open it in Perfetto "
+        "or DevTools' Performance panel).",
+        (Param("path", "string", "trace file to write (.json)", required=True,
+               positional=True, path=True),),
+        example="bsk trace stop trace.json", default_timeout_s=120.0,
+    ),
+    ToolSpec(
+        "permissions_grant", ("permissions", "grant"), _M,
+        "Grant browser permissions to an origin (default: the current tab's). "
+        + _PERMISSION_NOTE,
+        (_PERMISSION_NAMES, _PERMISSION_ORIGIN),
+        example="bsk permissions grant geolocation notifications",
+    ),
+    ToolSpec(
+        "permissions_clear", ("permissions", "clear"), _M,
+        "Set permissions back to ask (the default) for an origin (default: the current "
+        "tab's). " + _PERMISSION_NOTE,
+        (_PERMISSION_NAMES, _PERMISSION_ORIGIN),
+        example="bsk permissions clear geolocation",
+    ),
+)
+TOOLS = TOOLS + STATE_TOOLS + EVIDENCE_TOOLS
+
+_ROUTE_PATTERN = Param("pattern", "string", "URL glob, Playwright's: * any characters "
+                       "but /, ** any characters, {a,b} either; matched against the whole "
+                       "URL, e.g. '**/api/*'", required=True, positional=True,
+                       max_length=8192)
+# Playwright's route.abort() names, mapped to CDP's by browser/routing.py.
+ABORT_REASONS = ("failed", "aborted", "timedout", "accessdenied", "connectionclosed",
+                 "connectionreset", "connectionrefused", "connectionaborted",
+                 "connectionfailed", "namenotresolved", "internetdisconnected",
+                 "addressunreachable", "blockedbyclient", "blockedbyresponse")
+
+NETWORK_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "network_show", ("network", "show"), _R,
+        "One request of the current tab's network buffer by id (from `bsk network`): "
+        "method, URL, status, timing, request and response headers, redirects; with "
+        "--body its response body (text as text, cut at --max-body chars with a note; "
+        "binary saved to a file), with --request-body what it sent.",
+        (Param("id", "string", "request id from `bsk network`, e.g. r12", required=True,
+               positional=True, max_length=64),
+         Param("body", "boolean", "include the response body", default=False),
+         Param("request_body", "boolean", "include the request body (POST data)",
+               default=False),
+         Param("max_body", "integer", "cut a text body at this many characters (the "
+               "whole body is saved to a file then)", default=100_000, minimum=100,
+               maximum=5_000_000)),
+        example="bsk network show r12 --body",
+    ),
+    ToolSpec(
+        "network_har", ("network", "har"), _R,
+        "Write the session's network buffer (every tab's) to PATH as HAR 1.2, which "
+        "Chrome DevTools and HAR viewers open; written 0600 (it holds headers and "
+        "cookies). --content embeds the response bodies Chromium still holds.",
+        (Param("path", "string", "file to write", required=True, positional=True,
+               path=True),
+         Param("content", "boolean", "embed response bodies (text as text, binary as "
+               "base64)", default=False)),
+        example="bsk network har session.har",
+    ),
+    ToolSpec(
+        "route_add", ("route", "add"), _M,
+        "Answer this session's requests whose URL matches PATTERN with a mock (--status, "
+        "--body or --file, --header, --content-type), or make them fail (--abort "
+        "[REASON]); --times N ends it after N requests. Only this session's tabs (their "
+        "iframes too) are affected; the same PATTERN again replaces the route; the newest "
+        "matching route wins.",
+        (_ROUTE_PATTERN,
+         Param("status", "integer", "HTTP status of the mock", default=200, minimum=100,
+               maximum=599),
+         Param("body", "string", "the mock's body, as text", max_length=5_000_000,
+               blank_ok=True),
+         Param("file", "string", "a file whose bytes are the mock's body (its type "
+               "guessed from its name unless --content-type)", path=True),
+         Param("header", "array", "a response header NAME:VALUE (repeat for more)"),
+         Param("content_type", "string", "the mock's Content-Type (default: from --file's "
+               "name, else text/plain)", max_length=1000),
+         Param("abort", "string", "fail the request instead, with this network error",
+               choices=ABORT_REASONS, bare="failed"),
+         Param("times", "integer", "answer only this many requests, then go away",
+               minimum=1, maximum=1_000_000)),
+        example="bsk route add '**/api/items' --body '[]' --content-type application/json",
+    ),
+    ToolSpec("route_list", ("route", "list"), _R,
+             "This session's routes, the one that wins first: pattern, what it answers, "
+             "hits, times left.", example="bsk route list"),
+    ToolSpec("route_remove", ("route", "remove"), _M,
+             "Remove this session's route for PATTERN (as given to `route add`).",
+             (_ROUTE_PATTERN,), example="bsk route remove '**/api/items'"),
+    ToolSpec("route_clear", ("route", "clear"), _M, "Remove all of this session's routes.",
+             example="bsk route clear"),
+)
+TOOLS = TOOLS + NETWORK_TOOLS
 
 # Starting a session is a control call, not an operation; its parameters are defined
 # here once for the CLI, the HTTP API and the OpenAPI document.

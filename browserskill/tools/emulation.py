@@ -1,25 +1,38 @@
-"""Device emulation and window size — emulate, window resize.
+"""Device emulation, permissions and window size — emulate, permissions, window resize.
 
 `emulate` settings belong to the tab (its CDP session) and add up across calls: a later
-`--scale 2` keeps an earlier `--width 390 --height 844`. `--off` clears them all. The
-result reads back what the page now sees (innerWidth, devicePixelRatio, userAgent).
+`--scale 2` keeps an earlier `--width 390 --height 844`; each call re-sends only the groups
+it touches (viewport, user agent and language, media, network, CPU, timezone,
+geolocation), computed from all the tab's settings. `--reset` clears them all. Input is
+checked before anything is sent. The result reads back what the page now sees.
+
+Permissions are the browser context's (`Browser.setPermission`, browser-level): the
+session's own context when isolated, else the shared profile's (docs/design.md,
+isolation).
 """
 
 from __future__ import annotations
 
 import weakref
+import zoneinfo
 from typing import Any
+from urllib.parse import urlsplit
 
 from browserskill.browser.extension_link import ExtensionOpError
-from browserskill.browser.link import CdpError, TargetHandle
+from browserskill.browser.link import CdpError, LinkError, TargetHandle
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
+from browserskill.tools.devices import device
 from browserskill.tools.registry import implements
 
 _SEEN = """({
   width: window.innerWidth, height: window.innerHeight, scale: window.devicePixelRatio,
   user_agent: navigator.userAgent, touch: navigator.maxTouchPoints > 0,
+  language: navigator.language, timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+  online: navigator.onLine, media: matchMedia("print").matches ? "print" : "screen",
+  color_scheme: matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light",
+  reduced_motion: matchMedia("(prefers-reduced-motion: reduce)").matches,
 })"""
 
 # After a window resize: the page's view once its window has the new outer size (the
@@ -38,9 +51,26 @@ _SEEN_RESIZED = """new Promise(resolve => {
   addEventListener("resize", check);
 })"""
 
-# Per tab: the emulation settings in force (gone with the tab).
+# Per tab: the emulation settings in force (gone with the tab), and the origin whose
+# geolocation permission `--geolocation` granted (set back to ask on --reset).
 _SETTINGS: weakref.WeakKeyDictionary[Tab, dict[str, Any]] = weakref.WeakKeyDictionary()
-_FIELDS = ("width", "height", "scale", "mobile", "user_agent")
+_GRANTED: weakref.WeakKeyDictionary[Tab, str] = weakref.WeakKeyDictionary()
+_FIELDS = ("device", "width", "height", "scale", "mobile", "user_agent", "color_scheme",
+           "reduced_motion", "media", "offline", "network", "cpu", "geolocation", "timezone",
+           "locale")
+_METRICS = {"device", "width", "height", "scale", "mobile"}
+_AGENT = {"device", "user_agent", "locale"}
+_MEDIA = {"media", "color_scheme", "reduced_motion"}
+_NETWORK = {"offline", "network"}
+
+# DevTools' throttling presets (front_end/core/sdk/NetworkManager.ts): bytes/s, ms.
+_THROTTLING: dict[str, dict[str, float]] = {
+    "slow-3g": {"downloadThroughput": 500 * 1000 / 8 * 0.8,
+                "uploadThroughput": 500 * 1000 / 8 * 0.8, "latency": 400 * 5},
+    "fast-3g": {"downloadThroughput": 1.6 * 1000 * 1000 / 8 * 0.9,
+                "uploadThroughput": 750 * 1000 / 8 * 0.9, "latency": 150 * 3.75},
+    "off": {"downloadThroughput": -1, "uploadThroughput": -1, "latency": 0},
+}
 
 
 async def page_view(ctx: ToolContext, tab: Tab) -> dict[str, Any]:
@@ -51,38 +81,205 @@ async def page_view(ctx: ToolContext, tab: Tab) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def parse_geolocation(text: str) -> dict[str, float]:
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        numbers = [float(p) for p in parts]
+    except ValueError:
+        numbers = []
+    if len(numbers) not in (2, 3):
+        raise invalid("geolocation", f"expected LAT,LON or LAT,LON,ACCURACY, got {text!r}",
+                      hint="e.g. --geolocation 48.8584,2.2945,10")
+    lat, lon, acc = numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else 10.0
+    if not -90 <= lat <= 90 or not -180 <= lon <= 180 or not 0 <= acc <= 1e7:
+        raise invalid("geolocation", "latitude must be within ±90, longitude within ±180, "
+                      "accuracy (metres) ≥ 0")
+    return {"latitude": lat, "longitude": lon, "accuracy": acc}
+
+
+def _check(given: dict[str, Any]) -> None:
+    """Refuse bad input before anything is sent."""
+    if "device" in given:
+        device(given["device"])
+    if "geolocation" in given:
+        parse_geolocation(given["geolocation"])
+    if "timezone" in given:
+        try:
+            zoneinfo.ZoneInfo(given["timezone"])
+        except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+            raise invalid("timezone", f"unknown timezone {given['timezone']!r}",
+                          hint="an IANA name, e.g. Europe/Berlin or America/New_York") from None
+    if given.get("offline") and given.get("network") not in (None, "off"):
+        raise invalid("network", "--offline already cuts the network; don't throttle it too")
+
+
+def web_origin(url: str) -> str | None:
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        return f"{parts.scheme}://{parts.netloc}"
+    return None
+
+
+async def set_permissions(ctx: ToolContext, names: list[str], origin: str | None,
+                          setting: str) -> None:
+    """Browser-level `Browser.setPermission` in the session's browser context."""
+    context = ctx.backend.context_id
+    link = ctx.tab.link
+    for name in names:
+        params: dict[str, Any] = {"permission": {"name": name}, "setting": setting}
+        if origin is not None:
+            params["origin"] = origin
+        if context is not None:
+            params["browserContextId"] = context
+        ctx.mark_dispatched()
+        try:
+            await link.send("Browser.setPermission", params, timeout=ctx.remaining())
+        except CdpError as e:
+            if e.code == -32602:  # Chromium's "Invalid PermissionDescriptor name: …"
+                raise invalid("names", f"{name}: {e.message}",
+                              hint="a permission name as in navigator.permissions.query, "
+                                   "e.g. geolocation, notifications, clipboard-read") from None
+            raise BskError("action_failed", f"the browser refused the permission: {e}",
+                           hint="permissions need the daemon's own browser: the extension "
+                                "reaches tabs only" if e.code == -32601 else "",
+                           details={"reason": "browser_error"}, dispatched="yes") from None
+        except LinkError as e:  # the extension's relay has no browser-level target
+            raise BskError("action_failed", f"can't set permissions here: {e}",
+                           hint="permissions need the daemon's own browser (embedded)",
+                           details={"reason": "unsupported"},
+                           dispatched="yes" if ctx.op.effect_sent else "no") from None
+
+
+async def _reset(ctx: ToolContext, tab: Tab) -> None:
+    await ctx.act("Emulation.clearDeviceMetricsOverride", tab=tab)
+    await ctx.act("Emulation.setTouchEmulationEnabled", {"enabled": False}, tab=tab)
+    await ctx.act("Emulation.setUserAgentOverride", {"userAgent": ""}, tab=tab)
+    await ctx.act("Emulation.setLocaleOverride", {}, tab=tab)
+    await ctx.act("Emulation.setEmulatedMedia", {"media": "", "features": []}, tab=tab)
+    await ctx.act("Network.emulateNetworkConditions", {"offline": False, **_THROTTLING["off"]},
+                  tab=tab)
+    await ctx.act("Emulation.setCPUThrottlingRate", {"rate": 1}, tab=tab)
+    await ctx.act("Emulation.setTimezoneOverride", {"timezoneId": ""}, tab=tab)
+    await ctx.act("Emulation.clearGeolocationOverride", tab=tab)
+    origin = _GRANTED.pop(tab, None)
+    if origin is not None:
+        await set_permissions(ctx, ["geolocation"], origin, "prompt")
+    _SETTINGS.pop(tab, None)
+
+
+async def _apply(ctx: ToolContext, tab: Tab, settings: dict[str, Any],
+                 given: dict[str, Any]) -> str | None:
+    """Send the groups `given` touches, from all of `settings`; a note, if any."""
+    dev = device(settings["device"]) if "device" in settings else {}
+    touched = set(given)
+    note = None
+    if _METRICS & touched:
+        viewport = dev.get("viewport") or {}
+        await ctx.act("Emulation.setDeviceMetricsOverride", {
+            "width": settings.get("width", viewport.get("width", 0)),
+            "height": settings.get("height", viewport.get("height", 0)),
+            "deviceScaleFactor": settings.get("scale", dev.get("deviceScaleFactor", 0)),
+            "mobile": bool(settings.get("mobile", dev.get("isMobile", False))),
+        }, tab=tab)
+    if {"mobile", "device"} & touched:
+        touch = settings.get("mobile", dev.get("hasTouch", False))
+        await ctx.act("Emulation.setTouchEmulationEnabled",
+                      {"enabled": bool(touch), "maxTouchPoints": 5}, tab=tab)
+    if _AGENT & touched:
+        agent: dict[str, Any] = {"userAgent": settings.get("user_agent",
+                                                           dev.get("userAgent", ""))}
+        if "locale" in settings:
+            agent["acceptLanguage"] = settings["locale"]
+        await ctx.act("Emulation.setUserAgentOverride", agent, tab=tab)
+    if "locale" in touched:
+        try:
+            await ctx.act("Emulation.setLocaleOverride", {"locale": given["locale"]}, tab=tab)
+        except CdpError as e:
+            raise invalid("locale", f"{given['locale']!r}: {e.message}",
+                          hint="a BCP 47 locale, e.g. de-DE or pt-BR") from None
+    if _MEDIA & touched:
+        features = []
+        if "color_scheme" in settings:
+            features.append({"name": "prefers-color-scheme", "value": settings["color_scheme"]})
+        if "reduced_motion" in settings:
+            features.append({"name": "prefers-reduced-motion",
+                             "value": "reduce" if settings["reduced_motion"] else "no-preference"})
+        await ctx.act("Emulation.setEmulatedMedia",
+                      {"media": settings.get("media", ""), "features": features}, tab=tab)
+    if _NETWORK & touched:
+        await ctx.act("Network.emulateNetworkConditions", {
+            "offline": bool(settings.get("offline")),
+            **_THROTTLING[settings.get("network", "off")]}, tab=tab)
+    if "cpu" in touched:
+        await ctx.act("Emulation.setCPUThrottlingRate", {"rate": settings["cpu"]}, tab=tab)
+    if "timezone" in touched:
+        await ctx.act("Emulation.setTimezoneOverride", {"timezoneId": settings["timezone"]},
+                      tab=tab)
+    if "geolocation" in touched:
+        await ctx.act("Emulation.setGeolocationOverride",
+                      parse_geolocation(settings["geolocation"]), tab=tab)
+        origin = web_origin(tab.url)
+        if origin is None:
+            note = ("the page has no web origin yet, so no geolocation permission was "
+                    "granted: open a page, then `bsk permissions grant geolocation`")
+        else:
+            await set_permissions(ctx, ["geolocation"], origin, "granted")
+            _GRANTED[tab] = origin
+    return note
+
+
 @implements("emulate")
 async def emulate(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     given = {k: params[k] for k in _FIELDS if params[k] is not None}
-    if params["off"]:
+    reset = params["reset"] or params["off"]
+    if reset:
         if given:
-            raise invalid("off", f"--off clears everything; don't combine it with "
+            raise invalid("reset", f"--reset clears everything; don't combine it with "
                           f"{', '.join('--' + k.replace('_', '-') for k in given)}")
     elif not given:
-        raise invalid("emulate", "nothing to emulate: give --width/--height, --scale, "
-                      "--mobile, --user-agent, or --off", hint="bsk emulate --help")
+        raise invalid("emulate", "nothing to emulate: give --device, --width/--height, "
+                      "--scale, --mobile, --user-agent, --color-scheme, --reduced-motion, "
+                      "--media, --offline, --network, --cpu, --geolocation, --timezone, "
+                      "--locale, or --reset", hint="bsk emulate --help")
+    _check(given)
     tab = ctx.tab
-    if params["off"]:
-        await ctx.act("Emulation.clearDeviceMetricsOverride", tab=tab)
-        await ctx.act("Emulation.setTouchEmulationEnabled", {"enabled": False}, tab=tab)
-        await ctx.act("Emulation.setUserAgentOverride", {"userAgent": ""}, tab=tab)
-        _SETTINGS.pop(tab, None)
+    if reset:
+        await _reset(ctx, tab)
         return {"tab_id": tab.tab_id, "emulation": None, "page": await page_view(ctx, tab)}
     settings = {**_SETTINGS.get(tab, {}), **given}
-    if {"width", "height", "scale", "mobile"} & set(given):
-        await ctx.act("Emulation.setDeviceMetricsOverride", {
-            "width": settings.get("width", 0), "height": settings.get("height", 0),
-            "deviceScaleFactor": settings.get("scale", 0),
-            "mobile": bool(settings.get("mobile")),
-        }, tab=tab)
-    if "mobile" in given:
-        await ctx.act("Emulation.setTouchEmulationEnabled",
-                      {"enabled": bool(given["mobile"]), "maxTouchPoints": 5}, tab=tab)
-    if "user_agent" in given:
-        await ctx.act("Emulation.setUserAgentOverride", {"userAgent": given["user_agent"]},
-                      tab=tab)
+    note = await _apply(ctx, tab, settings, given)
     _SETTINGS[tab] = settings
-    return {"tab_id": tab.tab_id, "emulation": settings, "page": await page_view(ctx, tab)}
+    out = {"tab_id": tab.tab_id, "emulation": settings, "page": await page_view(ctx, tab)}
+    if note:
+        out["note"] = note
+    return out
+
+
+async def _permissions(ctx: ToolContext, params: dict[str, Any], setting: str
+                       ) -> dict[str, Any]:
+    origin = params["origin"]
+    if origin is not None:
+        if web_origin(origin) is None:
+            raise invalid("origin", f"{origin!r} is not an http(s) origin")
+        origin = web_origin(origin)
+    else:
+        origin = web_origin(ctx.tab.url)
+        if origin is None:
+            raise invalid("origin", f"the current tab ({ctx.tab.url}) has no web origin",
+                          hint="open a page first, or give --origin https://example.com")
+    await set_permissions(ctx, list(dict.fromkeys(params["names"])), origin, setting)
+    return {"origin": origin, "permissions": params["names"],
+            "setting": setting, "context": "isolated" if ctx.backend.context_id else "shared"}
+
+
+@implements("permissions_grant")
+async def permissions_grant(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    return await _permissions(ctx, params, "granted")
+
+
+@implements("permissions_clear")
+async def permissions_clear(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    return await _permissions(ctx, params, "prompt")
 
 
 @implements("window_resize")

@@ -15,7 +15,8 @@ from browserskill.tools.registry import HANDLERS, Handler
 
 _MODULES = ("navigation", "evaluate", "snapshot", "screenshot", "input", "tabs", "session",
             "dialogs", "forms", "keyboard", "observe", "emulation", "webmcp", "borrow",
-            "state", "downloads", "mouse")
+            "state", "downloads", "mouse", "network", "routes", "help",
+            "recording", "evidence")
 
 
 def load() -> dict[str, Handler]:

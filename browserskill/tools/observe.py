@@ -223,6 +223,9 @@ async def _observe(ctx: ToolContext, tab: Tab, kind: str, needle: str,
     return found
 
 
+watch_for = _observe  # for request_help's --until (tools/help.py)
+
+
 async def _first_frame(ctx: ToolContext, tab: Tab, kind: str, needle: str, token: str,
                        end: float, armed: set[tuple[str, int]]) -> dict[str, Any] | None:
     loop = asyncio.get_running_loop()

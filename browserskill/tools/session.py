@@ -12,4 +12,7 @@ from browserskill.tools.registry import implements
 async def session_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     ctx.mark_dispatched()
     closed = await ctx.sessions.close(ctx.session)
-    return {"session_id": ctx.session.id, "stopped": True, "tabs_closed": closed}
+    out: dict[str, Any] = {"session_id": ctx.session.id, "stopped": True, "tabs_closed": closed}
+    if ctx.session.saved_recordings:  # videos and traces it was still recording
+        out["recordings_saved"] = ctx.session.saved_recordings
+    return out

@@ -589,6 +589,34 @@
     return hits.filter(h => h[1].toLowerCase().includes(lower)).map(h => h[0]);
   }
 
+  // A recorded action's target as a locator (tools/recording.py): role and name when
+  // they pick exactly this element, else a unique id, else its exact text, else a CSS path.
+  function locatorFor(el) {
+    const found = roleAndName(el);
+    if (found && found[1]) {
+      const hits = byRole(found[0], found[1]);
+      if (hits.length === 1 && hits[0] === el) return `role=${found[0]}[name=${JSON.stringify(found[1])}]`;
+    }
+    const uniqueId = (e) => e.id && /^[A-Za-z][\w-]*$/.test(e.id)
+      && document.querySelectorAll("#" + e.id).length === 1;
+    if (uniqueId(el)) return "css=#" + el.id;
+    const text = shownText(el);
+    if (text && text.length <= 80 && !text.includes("\n")) {
+      const hits = byText(text, true);
+      if (hits.length === 1 && hits[0] === el) return "text=" + text;
+    }
+    const parts = [];
+    for (let e = el; e && e.nodeType === 1 && e.localName !== "html"; e = e.parentElement) {
+      if (uniqueId(e)) { parts.unshift("#" + e.id); break; }
+      const same = e.parentElement ? [...e.parentElement.children]
+        .filter(c => c.localName === e.localName) : [e];
+      parts.unshift(same.length > 1 ? `${e.localName}:nth-of-type(${same.indexOf(e) + 1})`
+                                    : e.localName);
+    }
+    return "css=" + parts.join(" > ");
+  }
+  if (options.describe) return locatorFor(options.describe);
+
   if (options.locate) {
     const {kind, value, name} = options.locate;
     let found;

@@ -45,6 +45,7 @@ async def tab_new(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
         await ctx.backend.close_tab(tab)
 
     made = ctx.on_cancel("tab_closed", close_half_made_tab)
+    await ctx.session.routes.attach(tab, ctx.remaining())  # before its first request
     if url:
         try:
             await navigate(ctx, tab, url, params["wait_until"])

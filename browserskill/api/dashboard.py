@@ -1,0 +1,400 @@
+"""The dashboard (`bsk show`, docs/dashboard.md): a page served by the daemon on a
+loopback port of its own, started on first use, with one WebSocket feed carrying the
+sessions and their operations, the live view of one session's current tab, and the
+person's actions (cancel, stop, take over, hand back, input, answer a request for help).
+
+Invariants: nothing is reached without this daemon's dashboard token (given in the URL
+once, then an HttpOnly SameSite=Strict cookie), a `Host` naming this listener, and for
+the feed an `Origin` of this listener (a web page elsewhere can't open it). The feed's
+actions go through the same dispatcher calls as the API's (`cancel`, a queued
+`session_stop`, `interrupt`); none is a second path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import secrets
+import socket
+import struct
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from browserskill.browser.screencast import Screencast, send_input
+from browserskill.browser.tab import Tab
+from browserskill.dispatch.operations import BY_PERSON
+from browserskill.errors import BskError
+
+if TYPE_CHECKING:
+    from browserskill.daemon.core import Daemon
+    from browserskill.dispatch.operations import Operation
+    from browserskill.dispatch.sessions import Session
+
+log = logging.getLogger(__name__)
+
+COOKIE = "bsk_dashboard"
+STATE_EVERY_S = 0.25  # how often the feed looks for changes (a new op shows within this)
+OPS_SHOWN = 30  # per session, newest first
+PARAM_SUMMARY = 80  # characters of an operation's parameters shown in the timeline
+
+
+class DashboardGate:
+    """Host, token and Origin checks in front of the dashboard app (HTTP and WebSocket)."""
+
+    def __init__(self, app: Any, token: str, port: int) -> None:
+        self.app = app
+        self.token = token.encode()
+        self.hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
+        self.origins = {b"http://" + h for h in self.hosts}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        headers = scope.get("headers") or []
+        hosts = [v for k, v in headers if k == b"host"]
+        if len(hosts) != 1 or hosts[0] not in self.hosts:
+            return await _refuse(scope, send, 403, "Host must name this listener "
+                                 "(127.0.0.1:PORT or localhost:PORT)")
+        if scope["type"] == "websocket":
+            origins = [v for k, v in headers if k == b"origin"]
+            if len(origins) != 1 or origins[0] not in self.origins:
+                return await _refuse(scope, send, 403, "the feed is for the dashboard's own "
+                                     "page (Origin)")
+        query = parse_qs(scope.get("query_string", b"").decode())
+        given = query.get("token", [""])[0].encode()
+        if given and scope["type"] == "http" and hmac.compare_digest(given, self.token):
+            scope["bsk_token_in_url"] = True  # the page sets the cookie and drops it
+            return await self.app(scope, receive, send)
+        if not hmac.compare_digest(_cookie(headers, COOKIE), self.token):
+            return await _refuse(scope, send, 401, "no dashboard token: open the URL that "
+                                 "`bsk show` prints")
+        return await self.app(scope, receive, send)
+
+
+def _cookie(headers: list[tuple[bytes, bytes]], name: str) -> bytes:
+    for k, v in headers:
+        if k == b"cookie":
+            for part in v.split(b";"):
+                key, _, value = part.strip().partition(b"=")
+                if key == name.encode():
+                    return value
+    return b""
+
+
+async def _refuse(scope: Any, send: Any, status: int, message: str) -> None:
+    if scope["type"] == "websocket":  # closing before accepting answers the handshake 403
+        await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
+        return
+    body = json.dumps({"error": {"code": "invalid_params", "message": message,
+                                 "hint": "run `bsk show` for the dashboard's URL",
+                                 "details": {}}}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"x-should-retry", b"false")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def session_state(session: Session, op_holder: Operation | None) -> str:
+    """idle, busy with X, cleaning up, held by a person: what a person reads first."""
+    if op_holder is None:
+        return "idle"
+    if op_holder.by_person:
+        return "held by a person"
+    if op_holder.state == "cleaning_up":
+        return f"cleaning up {op_holder.tool}"
+    return f"busy with {op_holder.tool}"
+
+
+def op_row(op: Operation) -> dict[str, Any]:
+    given = {k: v for k, v in op.params.items() if v not in (None, False)}  # not defaults
+    params = json.dumps(given, ensure_ascii=False, separators=(",", ":"))
+    if len(params) > PARAM_SUMMARY:
+        params = params[:PARAM_SUMMARY - 1] + "…"
+    ended = op.ended_at or None
+    row: dict[str, Any] = {
+        "op_id": op.op_id, "tool": op.tool, "params": params, "state": op.state,
+        "status": op.status, "dispatched": op.dispatched,
+        "steps_sent": len(op.steps_sent), "started_at": op.created_at,
+        "duration_s": round((ended - op.created_at), 3) if ended else None,
+        "compensation": [e[2] for e in op.timeline if len(e) > 2 and e[1] == "compensation"],
+        "by_person": op.by_person,
+    }
+    if op.error:
+        row["error"] = {"code": op.error.get("code"), "message": op.error.get("message")}
+    if op.tool == "request_help":
+        row["reason"] = op.params.get("reason")
+    return row
+
+
+class Dashboard:
+    """The dashboard's listener, token and live views; started on the first `bsk show`."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.token = secrets.token_urlsafe(32)
+        self.port: int | None = None
+        self.casts: dict[Tab, Screencast] = {}
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._starting = asyncio.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/?token={self.token}"
+
+    async def start(self) -> str:
+        """The dashboard's URL (with its token), listening from now on."""
+        async with self._starting:
+            if self._task is None or self._task.done():
+                sock = socket.create_server(("127.0.0.1", 0))  # loopback only, by design
+                self.port = sock.getsockname()[1]
+                app = DashboardGate(self._app(), self.token, self.port)
+                config = uvicorn.Config(app, log_level="warning", access_log=False,
+                                        lifespan="off", http="httptools", ws="websockets",
+                                        ws_max_size=1 << 16, timeout_graceful_shutdown=2)
+                self._server = uvicorn.Server(config)
+                self._task = asyncio.create_task(self._server.serve(sockets=[sock]),
+                                                 name="dashboard")
+                log.info("dashboard on http://127.0.0.1:%d", self.port)
+        return self.url
+
+    async def stop(self) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._task, 4)
+
+    # -- what the page shows -------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        dispatcher = self.daemon.dispatcher
+        ops_by_session: dict[str, list[Operation]] = {}
+        for op in dispatcher.ops.values():
+            ops_by_session.setdefault(op.session_id, []).append(op)
+        sessions = []
+        for session in list(self.daemon.sessions.sessions.values()):
+            holder = session.queue.holder
+            ops = sorted(ops_by_session.get(session.id, []), key=lambda o: o.created_at,
+                         reverse=True)[:OPS_SHOWN]
+            help_op = holder if holder is not None and holder.tool == "request_help" else None
+            sessions.append({
+                "session_id": session.id, "label": session.label,
+                "placement": session.backend.describe(),
+                "state": session_state(session, holder),
+                "held_by_person": holder is not None and holder.by_person,
+                "taken_over": dispatcher.taken_by_person(session.id) is not None,
+                "help": ({"op_id": help_op.op_id, "reason": help_op.params.get("reason"),
+                          "until": help_op.params.get("until")} if help_op else None),
+                "queued": len(session.queue.queued),
+                "current_tab": session.current_tab_id,
+                "tabs": [{"tab_id": t.tab_id, "url": t.url, "title": t.title,
+                          "gone": bool(t.gone)} for t in session.tabs.values()],
+                "ops": [op_row(op) for op in ops],
+            })
+        return {"type": "state", "sessions": sessions}
+
+    # -- the app -----------------------------------------------------------------------
+
+    def _app(self) -> Starlette:
+        async def page(request: Request) -> Response:
+            if request.scope.get("bsk_token_in_url"):
+                # The token moves to a cookie and out of the address bar and history.
+                response: Response = RedirectResponse("/", status_code=303)
+                response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict",
+                                    path="/")
+                return response
+            html = resources.files("browserskill.api").joinpath("dashboard.html").read_text()
+            return HTMLResponse(html, headers={
+                "Cache-Control": "no-store",
+                "Content-Security-Policy": "default-src 'self'; img-src 'self' blob:; "
+                "style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; "
+                "connect-src 'self'; frame-ancestors 'none'"})
+
+        return Starlette(routes=[Route("/", page, methods=["GET"]),
+                                 WebSocketRoute("/feed", self._feed)])
+
+    async def _feed(self, ws: WebSocket) -> None:
+        await ws.accept()
+        self.daemon.requests_in_flight += 1  # an open dashboard keeps the daemon up
+        feed = _Feed(self, ws)
+        try:
+            await feed.run()
+        finally:
+            await feed.close()
+            self.daemon.requests_in_flight -= 1
+            self.daemon.touch()
+
+    async def watch(self, tab: Tab, viewer: Any) -> None:
+        cast = self.casts.get(tab)
+        if cast is None:
+            cast = self.casts[tab] = Screencast(tab)
+        await cast.watch(viewer)
+
+    async def unwatch(self, tab: Tab, viewer: Any) -> None:
+        cast = self.casts.get(tab)
+        if cast is None:
+            return
+        await cast.unwatch(viewer)
+        if not cast.viewers:
+            self.casts.pop(tab, None)
+
+
+class _Feed:
+    """One open dashboard page: state pushed when it changes, frames of the watched
+    session's current tab (the newest only), and the person's actions."""
+
+    def __init__(self, dash: Dashboard, ws: WebSocket) -> None:
+        self.dash = dash
+        self.ws = ws
+        self.watching: str | None = None  # session id
+        self.tab: Tab | None = None
+        self.frame: tuple[bytes, dict[str, Any]] | None = None
+        self.frame_ready = asyncio.Event()
+        self.seq = 0
+        self.send_lock = asyncio.Lock()
+
+    def _on_frame(self, data: bytes, meta: dict[str, Any]) -> None:
+        self.frame = (data, meta)
+        self.frame_ready.set()
+
+    async def _send_json(self, msg: dict[str, Any]) -> None:
+        async with self.send_lock:
+            await self.ws.send_text(json.dumps(msg))
+
+    async def run(self) -> None:
+        tasks = [asyncio.create_task(self._states()), asyncio.create_task(self._frames()),
+                 asyncio.create_task(self._commands())]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def close(self) -> None:
+        if self.tab is not None:
+            with contextlib.suppress(Exception):
+                await self.dash.unwatch(self.tab, self._on_frame)
+            self.tab = None
+
+    async def _states(self) -> None:
+        last = ""
+        while True:
+            state = self.dash.state()
+            text = json.dumps(state, sort_keys=True)
+            if text != last:
+                last = text
+                async with self.send_lock:
+                    await self.ws.send_text(text)
+            await self._follow_tab()
+            await asyncio.sleep(STATE_EVERY_S)
+
+    async def _follow_tab(self) -> None:
+        """Keep the live view on the watched session's current tab."""
+        session = self.dash.daemon.sessions.sessions.get(self.watching or "")
+        tab = session.tabs.get(session.current_tab_id or "") if session else None
+        if tab is not None and tab.gone:
+            tab = None
+        if tab is self.tab:
+            return
+        if self.tab is not None:
+            await self.dash.unwatch(self.tab, self._on_frame)
+        self.tab = tab
+        self.frame = None
+        if tab is not None:
+            try:
+                await self.dash.watch(tab, self._on_frame)
+            except Exception as e:  # a tab closing meanwhile: the next look retries
+                log.info("live view of %s: %s", tab.tab_id, e)
+                self.tab = None
+
+    async def _frames(self) -> None:
+        while True:
+            await self.frame_ready.wait()
+            self.frame_ready.clear()
+            if self.frame is None or self.tab is None:
+                continue
+            data, meta = self.frame
+            self.seq += 1
+            header = json.dumps({"session": self.watching, "tab": self.tab.tab_id,
+                                 "seq": self.seq, **meta}).encode()
+            async with self.send_lock:
+                await self.ws.send_bytes(struct.pack(">I", len(header)) + header + data)
+
+    async def _commands(self) -> None:
+        while True:
+            try:
+                raw = await self.ws.receive_text()
+            except (WebSocketDisconnect, KeyError, RuntimeError):
+                return
+            try:
+                msg = json.loads(raw)
+                if not isinstance(msg, dict):
+                    raise ValueError("a message is a JSON object")
+                answer = await self._act(msg)
+                await self._send_json({"type": "ack", "id": msg.get("id"), "ok": True,
+                                       **answer})
+            except BskError as e:
+                await self._send_json({"type": "ack", "id": _id(raw), "ok": False,
+                                       "error": e.to_dict()})
+            except (ValueError, TypeError) as e:
+                await self._send_json({"type": "ack", "id": _id(raw), "ok": False,
+                                       "error": {"code": "invalid_params", "message": str(e)}})
+
+    async def _act(self, msg: dict[str, Any]) -> dict[str, Any]:
+        daemon = self.dash.daemon
+        dispatcher = daemon.dispatcher
+        kind = msg.get("type")
+        sid = msg.get("session")
+        if kind == "watch":
+            self.watching = sid if isinstance(sid, str) else None
+            await self._follow_tab()
+            return {}
+        if kind == "cancel":
+            return {"op": dispatcher.cancel(str(msg.get("op_id")))}
+        if kind not in ("stop", "take_over", "hand_back", "input", "help"):
+            raise ValueError(f"unknown message type {kind!r}")
+        if not isinstance(sid, str):
+            raise ValueError("session: give the session id")
+        session = daemon.sessions.get(sid)
+        if kind == "stop":
+            dispatcher.hand_back(sid)  # a person stopping a session they hold lets go first
+            op = await dispatcher.submit(sid, "session_stop", {}, wait=True)
+            return {"op_id": op.op_id}
+        if kind == "take_over":
+            return {"op_id": dispatcher.take_over(sid).op_id}
+        if kind == "hand_back":
+            held = dispatcher.hand_back(sid)
+            return {"op_id": held.op_id if held else None}
+        if kind == "help":
+            answer = msg.get("answer")
+            if answer not in ("done", "decline"):
+                raise ValueError("answer must be done or decline")
+            return {"op_id": dispatcher.answer_help(sid, answer)}
+        # input: only while a person holds the session (take-over or a request for help)
+        holder = session.queue.holder
+        if holder is None or holder.tool not in BY_PERSON or holder.state != "dispatched":
+            raise BskError("session_busy", "take the session over first: input from the "
+                           "live view reaches the page only while a person holds it",
+                           details={"session_id": sid})
+        event = msg.get("event")
+        if not isinstance(event, dict):
+            raise ValueError("event must be an object")
+        await send_input(session.tab(), event)
+        return {}
+
+
+def _id(raw: str) -> Any:
+    with contextlib.suppress(ValueError, AttributeError):
+        return json.loads(raw).get("id")
+    return None

@@ -1,0 +1,74 @@
+"""`bsk replay FILE`: a recorded script (tools/recording.py) run line by line as ordinary
+operations, stopping at the first that does not complete with that line's number and
+the operation's own honest result (its exit code is the operation's)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+from browserskill.cli.args import parse_tool_args
+from browserskill.errors import BskError, invalid
+from browserskill.tools.catalog import BY_WORDS
+
+TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
+if TYPE_CHECKING:
+    from typing import Any
+
+    from browserskill.cli.daemon_client import Client
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _expand(word: str, line: int) -> str:
+    def value(m: re.Match[str]) -> str:
+        got = os.environ.get(m.group(1))
+        if got is None:
+            raise invalid("script", f"line {line}: ${{{m.group(1)}}} is not set",
+                          hint=f"export {m.group(1)}=… (a recorded password) and replay again")
+        return got
+
+    return _VAR.sub(value, word)
+
+
+def replay(client: Client, path: str) -> dict[str, Any]:
+    from browserskill.cli.main import local_file_url, tool_call
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise invalid("file", f"can't read {path}: {e.strerror}") from None
+    done: list[str] = []
+    for number, text in enumerate(lines, 1):
+        text = text.strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            try:
+                words = shlex.split(text)
+            except ValueError as e:
+                raise invalid("script", f"line {number}: {e}") from None
+            spec = next((BY_WORDS[tuple(words[:n])] for n in (2, 1)
+                         if tuple(words[:n]) in BY_WORDS), None)
+            if spec is None or spec.name in ("record_start", "record_stop", "session_stop"):
+                raise invalid("script", f"line {number}: {words[0]!r} is not a command a "
+                              "script can run", hint="one bsk tool command per line")
+            raw = parse_tool_args(spec, [_expand(w, number) for w in words[len(spec.words):]])
+            if isinstance(raw.get("url"), str):
+                raw["url"] = local_file_url(raw["url"])
+            answer = tool_call(client, spec, spec.validate(raw))
+        except BskError as e:
+            answer = {"op_id": None, "status": "failed", "dispatched": "no",
+                      "retry_safe": True, "result": None, "error": e.to_dict()}
+        answer["replay"] = {"file": path, "line": number, "command": text,
+                            "completed": len(done), "ops": done}
+        if answer.get("status") != "completed":
+            error = answer.get("error") or {}
+            error["message"] = f"line {number} ({text}): {error.get('message', '')}"
+            return answer
+        done.append(answer["op_id"])
+    return {"op_id": None, "status": "completed", "dispatched": "yes" if done else "no",
+            "retry_safe": False, "result": {"file": path, "completed": len(done),
+                                            "ops": done}, "error": None}

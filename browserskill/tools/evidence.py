@@ -1,0 +1,461 @@
+"""Evidence of what happened in a tab: pdf, video start|stop, trace start|stop.
+
+A video or a trace is a `Recording` of the session (dispatch/sessions.py): one of each
+kind at a time, on the tab that was current when it started, listed in `session list`,
+and stopped with the session (what it had is saved under $BSK_HOME/recordings/).
+
+- Video: the tab's screencast frames (`Page.startScreencast`, JPEG), each acknowledged
+  once written, paced to 25 fps (tools/pacing.py) and piped into ffmpeg, which encodes
+  VP8/WebM as they come; `video stop FILE.mp4` re-encodes to H.264.
+- Trace: `Tracing.start` in the tab's own CDP session, returned as a stream of Chrome
+  trace JSON at `Tracing.end`. Chromium traces the whole browser from there (other
+  sessions' pages show up too) and runs one trace at a time: a second session's
+  `trace start` is refused, naming the session that traces.
+- PDF: `Page.printToPDF`, streamed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from browserskill.browser.link import CdpError, LinkError
+from browserskill.browser.tab import Tab, TabGone
+from browserskill.errors import BskError, invalid
+from browserskill.tools.context import ToolContext
+from browserskill.tools.emulation import page_view
+from browserskill.tools.pacing import FramePacer
+from browserskill.tools.registry import implements
+from browserskill.tools.screenshot import _check_writable
+
+log = logging.getLogger(__name__)
+
+FPS = 25
+ACK_AHEAD = 3  # frames acknowledged before the encoder has them (see VideoRecording._write)
+_PAPER_INCHES = {"A4": (8.27, 11.69), "Letter": (8.5, 11.0)}
+# DevTools' Performance panel's categories (as Puppeteer's page.tracing uses them).
+DEFAULT_CATEGORIES = (
+    "-*", "devtools.timeline", "v8.execute", "disabled-by-default-devtools.timeline",
+    "disabled-by-default-devtools.timeline.frame", "toplevel", "blink.console",
+    "blink.user_timing", "latencyInfo", "disabled-by-default-devtools.timeline.stack",
+    "disabled-by-default-v8.cpu_profiler", "loading",
+)
+SCREENSHOT_CATEGORY = "disabled-by-default-devtools.screenshot"
+_VIDEO_SUFFIXES = (".webm", ".mp4")
+_SIZE = re.compile(r"^(\d{1,5})x(\d{1,5})$")
+
+
+def _target(params: dict[str, Any], suffixes: tuple[str, ...] = ()) -> Path:
+    path = Path(params["path"])
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise invalid("path", f"{path.name}: the file name must end in "
+                      f"{' or '.join(suffixes)} (that picks the format)")
+    _check_writable(path)
+    return path
+
+
+def _recordings_dir(ctx: ToolContext) -> Path:
+    folder = Path(ctx.state_dir) / "recordings"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+async def save_stream(tab: Tab, handle: str, path: Path, timeout: float) -> int:
+    """Copy a CDP stream (`IO.read`) of the tab's session into `path`; its size."""
+    size = 0
+    try:
+        async with asyncio.timeout(timeout):
+            with path.open("wb") as out:
+                while True:
+                    chunk = await tab.send("IO.read", {"handle": handle, "size": 1 << 20})
+                    data = chunk.get("data", "")
+                    raw = (base64.b64decode(data) if chunk.get("base64Encoded")
+                           else data.encode())
+                    out.write(raw)
+                    size += len(raw)
+                    if chunk.get("eof"):
+                        break
+    finally:
+        with contextlib.suppress(LinkError, TabGone):
+            await tab.send("IO.close", {"handle": handle}, timeout=2.0)
+    return size
+
+
+@implements("pdf")
+async def pdf(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    path = _target(params, (".pdf",))
+    width, height = _PAPER_INCHES[params["format"]]
+    tab = ctx.tab
+    try:
+        answer = await ctx.inspect("Page.printToPDF", {
+            "landscape": params["landscape"], "printBackground": True,
+            "paperWidth": width, "paperHeight": height, "transferMode": "ReturnAsStream"})
+    except CdpError as e:
+        raise BskError("action_failed", f"the browser did not print the page: {e}",
+                       hint="printing to PDF needs a Chromium that supports it (headless "
+                            "Chromium does; some headed builds don't)",
+                       details={"reason": "browser_error"}, dispatched="no") from None
+    try:
+        size = await save_stream(tab, answer["stream"], path, ctx.remaining())
+    except OSError as e:
+        raise invalid("path", f"can't write {path}: {e.strerror}") from None
+    return {"path": str(path), "bytes": size, "format": params["format"],
+            "landscape": params["landscape"], "tab_id": tab.tab_id, "url": tab.url}
+
+
+# -- video ------------------------------------------------------------------------------
+
+
+def _ffmpeg() -> str:
+    found = shutil.which("ffmpeg")
+    if found is None:
+        raise BskError("action_failed", "recording video needs ffmpeg, which is not installed",
+                       hint="run scripts/install.sh, or install it (Debian: apt-get install "
+                            "ffmpeg)", details={"reason": "no_ffmpeg"}, dispatched="no")
+    return found
+
+
+def _wxh(size: tuple[int, int]) -> str:
+    return f"{size[0]}x{size[1]}"
+
+
+def _even(n: int) -> int:
+    return max(2, n - n % 2)  # the encoders need even sizes
+
+
+class VideoRecording:
+    """One tab's screencast, encoded to WebM as it comes (see the module docstring)."""
+
+    def __init__(self, tab: Tab, size: tuple[int, int], file: Path) -> None:
+        self.tab = tab
+        self.size = size
+        self.file = file  # the WebM being written
+        self.started_at = time.time()
+        self.frames_in = 0
+        self.pacer = FramePacer(FPS)
+        self.queue: asyncio.Queue[tuple[bytes, float, int | None] | None] = asyncio.Queue()
+        self._acks: set[asyncio.Task[None]] = set()
+        self.failed: str | None = None
+        self.stopped_at: float | None = None  # when stop was asked: the film ends there
+        self.proc: asyncio.subprocess.Process | None = None
+        self.writer: asyncio.Task[None] | None = None
+
+    def summary(self) -> dict[str, Any]:
+        state = "failed" if self.failed else "tab_closed" if self.tab.gone else "recording"
+        return {"state": state, "tab_id": self.tab.tab_id,
+                "started_at": self.started_at, "size": _wxh(self.size),
+                "frames_received": self.frames_in, "frames_written": self.pacer.written}
+
+    async def start(self, ffmpeg: str, timeout: float) -> None:
+        w, h = self.size
+        self.proc = await asyncio.create_subprocess_exec(
+            ffmpeg, "-loglevel", "error", "-f", "image2pipe", "-framerate", str(FPS),
+            "-c:v", "mjpeg", "-i", "pipe:0",
+            "-vf", f"scale={w}:{h}:force_original_aspect_ratio=decrease,"
+                   f"pad={w}:{h}:(ow-iw)/2:(oh-ih)/2:color=white",
+            # Playwright's VP8 settings: real-time speed, one thread.
+            "-c:v", "libvpx", "-qmin", "0", "-qmax", "50", "-crf", "8", "-deadline",
+            "realtime", "-cpu-used", "8", "-b:v", "1M", "-threads", "1",
+            "-y", str(self.file),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE)
+        self.writer = asyncio.create_task(self._write(), name="video-writer")
+        self.tab.listeners.append(self._on_event)
+        try:
+            await self.tab.send("Page.startScreencast", {
+                "format": "jpeg", "quality": 80, "maxWidth": w, "maxHeight": h,
+                "everyNthFrame": 1}, timeout=timeout)
+        except BaseException:
+            await self._abandon()
+            raise
+
+    def _on_event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
+        if method != "Page.screencastFrame" or session_id != self.tab.session_id:
+            return
+        self.frames_in += 1
+        stamp = params.get("metadata", {}).get("timestamp") or time.time()
+        ack: int | None = params["sessionId"]
+        if self.queue.qsize() < ACK_AHEAD:
+            self._ack(params["sessionId"])
+            ack = None
+        self.queue.put_nowait((base64.b64decode(params["data"]), stamp, ack))
+
+    def _ack(self, frame: int) -> None:
+        """Acknowledge a frame: Chromium sends the next one only then."""
+        async def send() -> None:
+            with contextlib.suppress(LinkError, TabGone):
+                reply = await self.tab.request("Page.screencastFrameAck", {"sessionId": frame})
+                reply.add_done_callback(lambda f: f.cancelled() or f.exception())
+        task = asyncio.get_running_loop().create_task(send())
+        self._acks.add(task)
+        task.add_done_callback(self._acks.discard)
+
+    async def _write(self) -> None:
+        """Write frames as the pacer says. A frame is acknowledged as it arrives while
+        fewer than ACK_AHEAD wait for the encoder, else once written: a slow encoder slows
+        the screencast, and the daemon holds a few frames at most."""
+        assert self.proc is not None and self.proc.stdin is not None
+        stdin = self.proc.stdin
+        last: bytes | None = None
+        try:
+            while (item := await self.queue.get()) is not None:
+                frame, stamp, ack = item
+                repeat = self.pacer.push(stamp)
+                if last is not None and repeat:
+                    stdin.write(last * repeat)
+                    await stdin.drain()
+                last = frame
+                if ack is not None:
+                    self._ack(ack)
+            if last is not None:  # the encoder may lag: the film ends when stop was asked
+                stdin.write(last * self.pacer.finish(self.stopped_at or time.time()))
+                await stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as e:
+            self.failed = f"the encoder stopped: {e}"
+        finally:
+            stdin.close()
+
+    async def finish(self, timeout: float) -> None:
+        """Stop the screencast and the encoder; the WebM is complete when this returns."""
+        self.stopped_at = time.time()
+        with contextlib.suppress(ValueError):
+            self.tab.listeners.remove(self._on_event)
+        with contextlib.suppress(LinkError, TabGone):
+            await self.tab.send("Page.stopScreencast", timeout=min(timeout, 2.0))
+        self.queue.put_nowait(None)
+        assert self.proc is not None and self.writer is not None
+        try:
+            async with asyncio.timeout(timeout):
+                await self.writer
+                _, err = await self.proc.communicate()
+        except TimeoutError:
+            await self._abandon()
+            raise BskError("action_failed", "the video encoder did not finish in time",
+                           details={"reason": "encoder_timeout"}, dispatched="yes") from None
+        if self.proc.returncode != 0:
+            self.failed = f"ffmpeg exited {self.proc.returncode}: {err.decode()[-500:]}"
+        if self.failed:
+            raise BskError("action_failed", f"the video could not be encoded: {self.failed}",
+                           details={"reason": "encoder_failed"}, dispatched="yes")
+
+    async def _abandon(self) -> None:
+        """Stop everything at once, keeping no file (a failed start, a cancelled stop)."""
+        with contextlib.suppress(ValueError):
+            self.tab.listeners.remove(self._on_event)
+        if self.writer is not None:
+            self.writer.cancel()
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+        self.file.unlink(missing_ok=True)
+
+    async def stop_with_session(self) -> dict[str, Any]:
+        try:
+            await self.finish(10.0)
+        except BskError as e:
+            return {"kind": "video", "error": e.message}
+        return {"kind": "video", "path": str(self.file)}
+
+
+def _size(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    m = _SIZE.match(text)
+    if m is None or not all(16 <= int(v) <= 4096 for v in m.groups()):
+        raise invalid("size", f"expected WxH with each side 16-4096, e.g. 800x600, got {text!r}")
+    return _even(int(m[1])), _even(int(m[2]))
+
+
+def _already(ctx: ToolContext, kind: str, stop: str) -> None:
+    running = ctx.session.recordings.get(kind)
+    if running is not None:
+        raise BskError("action_failed", f"this session is already recording a {kind} "
+                       f"(tab {running.summary().get('tab_id')})",
+                       hint=f"stop it first: bsk {stop} FILE",
+                       details={"reason": "already_recording"}, dispatched="no")
+
+
+def _running(ctx: ToolContext, kind: str, start: str) -> Any:
+    running = ctx.session.recordings.get(kind)
+    if running is None:
+        raise BskError("action_failed", f"this session is not recording a {kind}",
+                       hint=f"start one with: bsk {start}",
+                       details={"reason": "not_recording"}, dispatched="no")
+    return running
+
+
+@implements("video_start")
+async def video_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    size = _size(params["size"])
+    _already(ctx, "video", "video stop")
+    ffmpeg = _ffmpeg()
+    tab = ctx.tab
+    if size is None:
+        view = await page_view(ctx, tab)
+        size = _even(int(view.get("width") or 800)), _even(int(view.get("height") or 600))
+    file = _recordings_dir(ctx) / f"{ctx.session.id}-{ctx.op.op_id}.webm"
+    recording = VideoRecording(tab, size, file)
+    ctx.mark_dispatched()
+    await recording.start(ffmpeg, ctx.remaining())
+    ctx.session.recordings["video"] = recording
+    return {"recording": "video", "tab_id": tab.tab_id, "size": _wxh(size), "fps": FPS}
+
+
+@implements("video_stop")
+async def video_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    path = _target(params, _VIDEO_SUFFIXES)
+    recording: VideoRecording = _running(ctx, "video", "video start")
+    ctx.mark_dispatched()
+    del ctx.session.recordings["video"]
+    try:
+        await recording.finish(ctx.remaining())
+    except BaseException:  # failed, timed out or cancelled: nothing half-written stays
+        await asyncio.shield(recording._abandon())
+        raise
+    if path.suffix.lower() == ".mp4":
+        await _to_mp4(recording.file, path, ctx.remaining())
+        recording.file.unlink()
+    else:
+        shutil.move(recording.file, path)
+    frames = recording.pacer.written
+    return {"path": str(path), "bytes": path.stat().st_size, "tab_id": recording.tab.tab_id,
+            "size": _wxh(recording.size), "fps": FPS, "frames": frames,
+            "duration_s": round(frames / FPS, 2), "frames_received": recording.frames_in}
+
+
+async def _to_mp4(source: Path, path: Path, timeout: float) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        _ffmpeg(), "-loglevel", "error", "-i", str(source), "-c:v", "libx264", "-preset",
+        "veryfast", "-pix_fmt", "yuv420p", "-movflags", "+faststart", "-y", str(path),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE)
+    try:
+        async with asyncio.timeout(timeout):
+            _, err = await proc.communicate()
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise BskError("action_failed", "re-encoding to MP4 did not finish in time; the "
+                       f"WebM is kept at {source}", hint="give a longer --timeout, or a "
+                       ".webm file", details={"reason": "encoder_timeout"},
+                       dispatched="yes") from None
+    if proc.returncode != 0:
+        raise BskError("action_failed", f"re-encoding to MP4 failed: {err.decode()[-500:]}",
+                       details={"reason": "encoder_failed"}, dispatched="yes")
+
+
+# -- trace ------------------------------------------------------------------------------
+
+
+class TraceRecording:
+    """A performance trace of one tab (see the module docstring)."""
+
+    def __init__(self, tab: Tab, categories: list[str], folder: Path, name: str) -> None:
+        self.tab = tab
+        self.categories = categories
+        self.folder = folder
+        self.name = name
+        self.started_at = time.time()
+        self.complete: asyncio.Future[dict[str, Any]] = \
+            asyncio.get_running_loop().create_future()
+
+    def summary(self) -> dict[str, Any]:
+        return {"state": "recording", "tab_id": self.tab.tab_id, "started_at": self.started_at,
+                "categories": self.categories}
+
+    def _on_event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
+        if (method == "Tracing.tracingComplete" and session_id == self.tab.session_id
+                and not self.complete.done()):
+            self.complete.set_result(params)
+
+    async def start(self, timeout: float) -> None:
+        included = [c for c in self.categories if not c.startswith("-")]
+        excluded = [c[1:] for c in self.categories if c.startswith("-")]
+        self.tab.listeners.append(self._on_event)
+        try:
+            await self.tab.send("Tracing.start", {
+                "transferMode": "ReturnAsStream", "streamFormat": "json",
+                "traceConfig": {"includedCategories": included,
+                                "excludedCategories": excluded}}, timeout=timeout)
+        except BaseException:
+            self.tab.listeners.remove(self._on_event)
+            raise
+
+    async def finish(self, path: Path, timeout: float) -> int:
+        try:
+            async with asyncio.timeout(timeout):
+                await self.tab.send("Tracing.end")
+                done = await self.complete
+            if "stream" not in done:
+                raise BskError("action_failed", "Chromium returned no trace data",
+                               details={"reason": "browser_error"}, dispatched="yes")
+            return await save_stream(self.tab, done["stream"], path, timeout)
+        except TimeoutError:
+            raise BskError("action_failed", "the trace did not finish in time",
+                           details={"reason": "trace_timeout"}, dispatched="yes") from None
+        except (LinkError, TabGone) as e:
+            raise BskError("action_failed", f"the trace is lost: {e}",
+                           hint="the traced tab closed or its browser went away",
+                           details={"reason": "tab_gone"}, dispatched="yes") from None
+        finally:
+            with contextlib.suppress(ValueError):
+                self.tab.listeners.remove(self._on_event)
+
+    async def stop_with_session(self) -> dict[str, Any]:
+        path = self.folder / f"{self.name}.json"
+        try:
+            await self.finish(path, 10.0)
+        except BskError as e:
+            return {"kind": "trace", "error": e.message}
+        return {"kind": "trace", "path": str(path)}
+
+
+@implements("trace_start")
+async def trace_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    if params["categories"] is not None:
+        categories = [c.strip() for c in params["categories"].split(",") if c.strip()]
+        if not categories:
+            raise invalid("categories", "give at least one category")
+    else:
+        categories = list(DEFAULT_CATEGORIES)
+    if params["screenshots"] and SCREENSHOT_CATEGORY not in categories:
+        categories.append(SCREENSHOT_CATEGORY)
+    _already(ctx, "trace", "trace stop")
+    for other in ctx.sessions.sessions.values():
+        if "trace" in other.recordings and other.backend.owner is ctx.backend.owner:
+            raise BskError("action_failed", f"session {other.id} is tracing this browser; "
+                           "Chromium runs one trace at a time",
+                           hint=f"wait for it, or: bsk -s {other.id} trace stop FILE",
+                           details={"reason": "trace_busy", "session": other.id},
+                           dispatched="no")
+    tab = ctx.tab
+    recording = TraceRecording(tab, categories, _recordings_dir(ctx),
+                               f"{ctx.session.id}-{ctx.op.op_id}")
+    ctx.mark_dispatched()
+    try:
+        await recording.start(ctx.remaining())
+    except CdpError as e:
+        raise BskError("action_failed", f"the browser did not start tracing: {e}",
+                       hint="a trace started by another DevTools client may be running; "
+                            "through the extension, tracing is not available",
+                       details={"reason": "browser_error"}, dispatched="yes") from None
+    ctx.session.recordings["trace"] = recording
+    return {"recording": "trace", "tab_id": tab.tab_id, "categories": categories}
+
+
+@implements("trace_stop")
+async def trace_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    path = _target(params)
+    recording: TraceRecording = _running(ctx, "trace", "trace start")
+    ctx.mark_dispatched()
+    del ctx.session.recordings["trace"]
+    size = await recording.finish(path, ctx.remaining())
+    return {"path": str(path), "bytes": size, "tab_id": recording.tab.tab_id,
+            "duration_s": round(time.time() - recording.started_at, 2)}

@@ -1,0 +1,87 @@
+"""`bsk record start` / `record stop FILE` / `bsk replay FILE` against the real browser:
+what the agent did becomes a script of locators that replays to the same page state."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from support.cli import Bsk
+
+STATE = ("[v => document.getElementById('out').textContent, v => "
+         "document.getElementById('name').value, v => document.getElementById('color').value,"
+         " v => document.getElementById('sub').checked].map(f => f())")
+
+
+def _record(bsk: Bsk, site: str, path: Path) -> dict:
+    bsk.ok("record", "start")
+    bsk.ok("open", f"{site}/rec.html")
+    bsk.ok("fill", "css=#name", "Ada")
+    bsk.ok("fill", "css=#pw", "hunter22")
+    bsk.ok("select", "css=#color", "green")
+    bsk.ok("check", "css=#sub")
+    bsk.ok("click", "role=button[name=\"Save\"]")
+    return bsk.ok("record", "stop", str(path))["result"]
+
+
+def _other(shared_bsk: Bsk) -> Bsk:
+    sid = "rec-" + uuid.uuid4().hex[:6]
+    shared_bsk.ok("session", "start", sid)
+    return shared_bsk.with_session(sid)
+
+
+def test_a_recording_replays_to_the_same_page_state(bsk: Bsk, shared_bsk: Bsk, site: str,
+                                                    tmp_path: Path) -> None:
+    script = tmp_path / "signup.bsk"
+    result = _record(bsk, site, script)
+    assert result["commands"] == 6 and result["secrets"] == ["BSK_SECRET_1"]
+    text = script.read_text()
+    assert "hunter22" not in text  # the password is a placeholder
+    commands = [line for line in text.splitlines() if not line.startswith("#")]
+    assert commands == [
+        f"open {site}/rec.html",
+        "fill 'role=textbox[name=\"Name\"]' Ada",
+        "fill 'role=textbox[name=\"Password\"]' '${BSK_SECRET_1}'",
+        "select 'role=combobox[name=\"Color\"]' green",
+        "check 'role=checkbox[name=\"Subscribe\"]'",
+        "click 'role=button[name=\"Save\"]'",
+    ], text
+    before = bsk("eval", STATE).value
+    assert before == ["saved Ada 8 green true", "Ada", "green", True]
+    other = _other(shared_bsk)
+    other.env = {**other.env, "BSK_SECRET_1": "hunter22"}
+    replayed = other.ok("replay", str(script))
+    assert replayed["status"] == "completed" and replayed["result"]["completed"] == 6
+    assert other("eval", STATE).value == before
+    other("session", "stop")
+
+
+def test_replay_stops_at_the_line_whose_target_is_gone(bsk: Bsk, shared_bsk: Bsk, site: str,
+                                                       tmp_path: Path) -> None:
+    script = tmp_path / "signup.bsk"
+    _record(bsk, site, script)
+    script.write_text(script.read_text().replace("/rec.html", "/rec.html?nosave"))
+    other = _other(shared_bsk)
+    other.env = {**other.env, "BSK_SECRET_1": "pw"}
+    r = other("replay", str(script))
+    assert r.code == 4, r.stdout
+    answer = r.json
+    assert answer["error"]["code"] == "ref_not_found" and answer["dispatched"] == "no"
+    lines = script.read_text().splitlines()
+    assert answer["replay"]["line"] == len(lines) and lines[-1].startswith("click ")
+    assert answer["replay"]["completed"] == 5 and f"line {len(lines)}" in answer["error"]["message"]
+    assert other("eval", STATE).value == ["", "Ada", "green", True]  # nothing more was sent
+    other("session", "stop")
+
+
+def test_replay_needs_the_recorded_secret(bsk: Bsk, shared_bsk: Bsk, site: str,
+                                          tmp_path: Path) -> None:
+    script = tmp_path / "signup.bsk"
+    _record(bsk, site, script)
+    other = _other(shared_bsk)
+    other.env.pop("BSK_SECRET_1", None)
+    r = other("replay", str(script))
+    assert r.code == 2 and "BSK_SECRET_1" in r.json["error"]["message"]
+    assert r.json["replay"]["completed"] == 2  # open and the name went; the password did not
+    assert other("eval", "document.getElementById('pw').value").value == ""
+    other("session", "stop")
