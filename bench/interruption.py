@@ -14,8 +14,9 @@ after a restart.
                      the 2 s cleanup deadline: compensation end → next dispatch ≤ 20 ms
   browser kill       SIGKILL of the browser's process group with an eval in flight → the
                      caller's outcome_unknown answer                         ≤ 200 ms
-  socket close       the CDP socket aborted under the daemon (test seam BSK_TEST_FAULTS=1,
-                     `POST /v1/test/faults/drop-link`; the browser keeps running) → the
+  socket close       the CDP socket aborted under the daemon (the tests' fault seam,
+                     BSK_TEST_HOOK=tests/support/faults.py, `POST
+                     /v1/test/faults/drop-link`; the browser keeps running) → the
                      caller's outcome_unknown answer                         ≤ 200 ms
   restart            a journal of 100,000 operations written with the Journal class (10 of
                      them left queued/dispatched, as a killed daemon leaves them): daemon
@@ -46,6 +47,9 @@ from pathlib import Path
 from typing import Any
 
 import common
+
+# The tests' fault seam, which a daemon loads when BSK_TEST_HOOK names it.
+FAULT_SEAM = Path(__file__).resolve().parent.parent / "tests" / "support" / "faults.py"
 
 N = 30
 N_SLOW = 5  # compensation, kill, socket close: each costs a second or so
@@ -450,7 +454,7 @@ def cancels_and_lost(n: int) -> bool:
             cancels = asyncio.run(run_cancels(bsk.socket, base, n))
             killed = asyncio.run(run_lost(bsk.socket, base, "kill"))
         seam = common.BskDaemon()
-        seam.env["BSK_TEST_FAULTS"] = "1"
+        seam.env["BSK_TEST_HOOK"] = str(FAULT_SEAM)
         with seam:
             dropped = asyncio.run(run_lost(seam.socket, base, "drop"))
     q, d, c = cancels["queued"], cancels["dispatched"], cancels["compensated"]

@@ -30,8 +30,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from browserskill import __version__, contract
-from browserskill.cli import render
+from browserskill import __version__, contract, render
 from browserskill.client import AsyncClient, BrowserSkillError, Result
 from browserskill.tools import catalog
 

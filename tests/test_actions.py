@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Bsk, ref_of
+from support.cli import Bsk
+from support.pages import ref_of
 
 
 def canvas_events(bsk: Bsk) -> list[dict[str, Any]]:

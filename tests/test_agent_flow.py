@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import Bsk, ref_of
+from support.cli import Bsk
+from support.pages import ref_of
 
 
 def test_open_snapshot_click_eval_screenshot(bsk: Bsk, site: str, tmp_path: Path) -> None:

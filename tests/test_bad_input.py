@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Bsk, Result
+from support.cli import Bsk, CliRun
 
 from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS
 from browserskill.errors import CODES, SHOULD_RETRY
@@ -142,7 +142,7 @@ def ids(case: Any) -> str:
     return case.id if isinstance(case, Case) else str(case)
 
 
-def assert_rejected(r: Result, case: Case) -> dict[str, Any]:
+def assert_rejected(r: CliRun, case: Case) -> dict[str, Any]:
     """The call was refused before dispatch, by the table, naming what was wrong."""
     out = r.stdout + r.stderr
     assert "Traceback" not in out, out
@@ -174,8 +174,8 @@ def agent(shared_bsk: Bsk) -> Iterator[Bsk]:
 # -- the CLI -------------------------------------------------------------------------
 
 
-def run_all(run: Callable[[tuple[str, ...]], Result],
-            arg_lists: Iterable[tuple[str, ...]]) -> dict[tuple[str, ...], Result]:
+def run_all(run: Callable[[tuple[str, ...]], CliRun],
+            arg_lists: Iterable[tuple[str, ...]]) -> dict[tuple[str, ...], CliRun]:
     """Run many independent `bsk` calls a few at a time (each is a process start-up)."""
     unique = list(dict.fromkeys(arg_lists))
     with ThreadPoolExecutor(max_workers=6) as pool:
@@ -191,22 +191,22 @@ ID_CASES = [*unknown_session_cases(), *OP_CASES]
 
 
 @pytest.fixture(scope="module")
-def rejected(agent: Bsk) -> dict[tuple[str, ...], Result]:
+def rejected(agent: Bsk) -> dict[tuple[str, ...], CliRun]:
     return run_all(lambda args: agent(*args), case_args(REJECT_CASES))
 
 
 @pytest.fixture(scope="module")
-def unknown(shared_bsk: Bsk) -> dict[tuple[str, ...], Result]:
+def unknown(shared_bsk: Bsk) -> dict[tuple[str, ...], CliRun]:
     return run_all(lambda args: shared_bsk(*args), case_args(ID_CASES))
 
 
 @pytest.mark.parametrize("case", REJECT_CASES, ids=ids)
-def test_cli_rejects_bad_arguments(rejected: dict[tuple[str, ...], Result], case: Case) -> None:
+def test_cli_rejects_bad_arguments(rejected: dict[tuple[str, ...], CliRun], case: Case) -> None:
     assert_rejected(rejected[case.args], case)
 
 
 @pytest.mark.parametrize("case", ID_CASES, ids=ids)
-def test_cli_unknown_ids(unknown: dict[tuple[str, ...], Result], case: Case) -> None:
+def test_cli_unknown_ids(unknown: dict[tuple[str, ...], CliRun], case: Case) -> None:
     answer = assert_rejected(unknown[case.args], case)
     key = "session_id" if case.code == "session_not_found" else "op_id"
     assert answer["error"]["details"][key] == case.mention
@@ -231,12 +231,12 @@ def test_cli_ids_that_are_not_ids(shared_bsk: Bsk, args: tuple[str, ...], key: s
 
 
 @pytest.fixture(scope="module")
-def bad_timeout(shared_bsk: Bsk) -> dict[tuple[str, ...], Result]:
+def bad_timeout(shared_bsk: Bsk) -> dict[tuple[str, ...], CliRun]:
     return run_all(lambda args: shared_bsk(*args, "--timeout", "-1", as_json=False), COMMANDS)
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
-def test_cli_bad_timeout_for_every_command(bad_timeout: dict[tuple[str, ...], Result],
+def test_cli_bad_timeout_for_every_command(bad_timeout: dict[tuple[str, ...], CliRun],
                                            command: tuple[str, ...]) -> None:
     r = bad_timeout[command]
     assert r.code == CODES["invalid_params"].exit, r.stdout + r.stderr

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 
-from conftest import PAGES, Bsk, ref_of
+from support.cli import Bsk
+from support.pages import ref_of
+from support.site import PAGES
 
 
 def test_group_help_lists_the_group(bsk: Bsk) -> None:

@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from conftest import Bsk, wait_until
+from support.cli import Bsk
+from support.wait import wait_until
 
 from browserskill import client as bc
 from browserskill.client import AsyncClient, BrowserSkillError, Client, Result

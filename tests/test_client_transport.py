@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Bsk
+from support.cli import Bsk
 
 import browserskill.client as bc
 from browserskill import AsyncClient

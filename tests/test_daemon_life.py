@@ -15,7 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from conftest import Bsk, Chromium, alive, wait_until
+from support.chromium import Chromium
+from support.cli import Bsk, alive
+from support.wait import wait_until
 
 import browserskill
 from browserskill.browser import launcher

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import Bsk, ExtensionBrowser, agent_session, wait_until
+from support.cli import Bsk
 from support.dashboard import Viewer, dashboard_viewer, seconds_since
+from support.extension import BrowserWithExtension, agent_session
+from support.wait import wait_until
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
@@ -228,7 +230,7 @@ def test_a_persons_input_in_take_over_is_recorded(bsk: Bsk, site: str, viewer: V
     assert commands == ["click 'css=#clicks'", "fill 'role=textbox[name=\"Name\"]' hi"], commands
 
 
-def test_an_extension_session_is_listed_and_watched_live(ext_browser: ExtensionBrowser,
+def test_an_extension_session_is_listed_and_watched_live(ext_browser: BrowserWithExtension,
                                                          site: str, tmp_path: Path) -> None:
     s = agent_session(ext_browser)
     s.ok("open", f"{site}/dash.html")

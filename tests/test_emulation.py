@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import Bsk
+from support.cli import Bsk
 
 
 def view(bsk: Bsk) -> dict[str, Any]:

@@ -8,7 +8,8 @@ import os
 from typing import Any
 
 import pytest
-from conftest import Bsk, in_ci
+from support.cli import Bsk
+from support.wait import in_ci
 
 from browserskill.tools.devices import devices_file
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Bsk, in_ci, wait_until
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from support.cli import Bsk
+from support.wait import in_ci, wait_until
 
 from browserskill.client import AsyncClient
 

@@ -10,31 +10,25 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from conftest import (
-    Bsk,
-    ExtensionBrowser,
-    PageDevTools,
+from support.chromium import PageDevTools, browser_cdp
+from support.cli import Bsk, alive, answer_of, daemon_pid, live_ops
+from support.extension import (
+    BrowserWithExtension,
     agent_session,
-    alive,
-    answer_of,
     answer_prompt,
-    browser_cdp,
-    clicks_report_the_state_they_left,
-    daemon_pid,
-    live_ops,
     log_in_through_the_relay,
-    ref_of,
     stop_button_interrupts,
     the_connected_browser,
-    wait_until,
 )
+from support.pages import clicks_report_the_state_they_left, ref_of
+from support.wait import wait_until
 
 
-def test_handshake_lists_the_browser(ext_browser: ExtensionBrowser) -> None:
+def test_handshake_lists_the_browser(ext_browser: BrowserWithExtension) -> None:
     the_connected_browser(ext_browser)
 
 
-def test_session_tools_through_the_relay(ext_browser: ExtensionBrowser, site: str) -> None:
+def test_session_tools_through_the_relay(ext_browser: BrowserWithExtension, site: str) -> None:
     before = {t["targetId"] for t in ext_browser.page_targets()}
     s = agent_session(ext_browser)
     log_in_through_the_relay(s, site)
@@ -47,7 +41,7 @@ def test_session_tools_through_the_relay(ext_browser: ExtensionBrowser, site: st
                what="the Agent Window's tab to close")
 
 
-def test_restricted_pages_are_refused(ext_browser: ExtensionBrowser) -> None:
+def test_restricted_pages_are_refused(ext_browser: BrowserWithExtension) -> None:
     s = agent_session(ext_browser)
     r = s("open", "chrome://settings")
     assert r.code == 11, r.stdout
@@ -55,7 +49,7 @@ def test_restricted_pages_are_refused(ext_browser: ExtensionBrowser) -> None:
     assert s("eval", "1 + 1").value == 2  # the session goes on
 
 
-def user_tab(ext: ExtensionBrowser, site: str, page: str) -> tuple[str, PageDevTools]:
+def user_tab(ext: BrowserWithExtension, site: str, page: str) -> tuple[str, PageDevTools]:
     """The user's own tab (the browser's first one) showing `page`, driven directly."""
     target = next(t for t in ext.page_targets() if t["url"] == "about:blank")["targetId"]
     hand = PageDevTools(ext.chromium, target)
@@ -74,7 +68,7 @@ def listed(s: Bsk, page: str) -> dict[str, Any]:
                 if t["url"].endswith(page))
 
 
-def test_borrow_approved_then_returned(ext_browser: ExtensionBrowser, site: str) -> None:
+def test_borrow_approved_then_returned(ext_browser: BrowserWithExtension, site: str) -> None:
     _, hand = user_tab(ext_browser, site, "counter.html")
     s = agent_session(ext_browser)
     before = listed(s, "counter.html")
@@ -107,7 +101,7 @@ def test_borrow_approved_then_returned(ext_browser: ExtensionBrowser, site: str)
     hand.close()
 
 
-def test_session_stop_returns_borrowed_tabs(ext_browser: ExtensionBrowser, site: str) -> None:
+def test_session_stop_returns_borrowed_tabs(ext_browser: BrowserWithExtension, site: str) -> None:
     _, hand = user_tab(ext_browser, site, "counter.html")
     s = agent_session(ext_browser)
     before = listed(s, "counter.html")
@@ -124,7 +118,7 @@ def test_session_stop_returns_borrowed_tabs(ext_browser: ExtensionBrowser, site:
     hand.close()
 
 
-def test_borrow_denied_or_unanswered_leaves_the_tab(ext_browser: ExtensionBrowser,
+def test_borrow_denied_or_unanswered_leaves_the_tab(ext_browser: BrowserWithExtension,
                                                     site: str) -> None:
     _, hand = user_tab(ext_browser, site, "counter.html")
     s = agent_session(ext_browser)
@@ -145,11 +139,11 @@ def test_borrow_denied_or_unanswered_leaves_the_tab(ext_browser: ExtensionBrowse
 
 
 def test_user_interrupt_stops_the_call_and_refuses_the_next_change_once(
-        ext_browser: ExtensionBrowser, site: str) -> None:
+        ext_browser: BrowserWithExtension, site: str) -> None:
     stop_button_interrupts(ext_browser, agent_session(ext_browser), site)
 
 
-def slow_press(ext: ExtensionBrowser, site: str) -> tuple[Bsk, Any, str]:
+def slow_press(ext: BrowserWithExtension, site: str) -> tuple[Bsk, Any, str]:
     """A session clicking a button whose mousedown blocks the page for 1.5 s; returned
     once the click's steps are recorded as sent: (session, the CLI process, its op id)."""
     s = agent_session(ext)
@@ -163,7 +157,7 @@ def slow_press(ext: ExtensionBrowser, site: str) -> tuple[Bsk, Any, str]:
 
 
 def test_lost_websocket_mid_click_is_outcome_unknown_then_readopted(
-        ext_browser: ExtensionBrowser, site: str) -> None:
+        ext_browser: BrowserWithExtension, site: str) -> None:
     s, clicking, _ = slow_press(ext_browser, site)
     ext_browser.worker_eval("bsk.reconnectNow(), true")  # the WebSocket drops
     code, answer = answer_of(clicking)
@@ -177,7 +171,7 @@ def test_lost_websocket_mid_click_is_outcome_unknown_then_readopted(
 
 
 def test_a_click_cancelled_mid_sequence_never_sends_its_release_on_the_element(
-        ext_browser: ExtensionBrowser, site: str) -> None:
+        ext_browser: BrowserWithExtension, site: str) -> None:
     # The extension runs move/press/release itself; the cancel must stop it before the
     # release, which then goes off the page: the element is never clicked.
     s, clicking, op_id = slow_press(ext_browser, site)
@@ -194,13 +188,13 @@ def test_a_click_cancelled_mid_sequence_never_sends_its_release_on_the_element(
     assert s("eval", "window.pressedNow").value is False  # and no button is held
 
 
-def test_clicks_report_their_state_through_the_relay(ext_browser: ExtensionBrowser,
+def test_clicks_report_their_state_through_the_relay(ext_browser: BrowserWithExtension,
                                                      site: str) -> None:
     # The read rides in the click's own sequence through the extension.
     clicks_report_the_state_they_left(agent_session(ext_browser), site)
 
 
-def test_only_the_extension_may_connect(ext_browser: ExtensionBrowser, site: str) -> None:
+def test_only_the_extension_may_connect(ext_browser: BrowserWithExtension, site: str) -> None:
     from websockets.exceptions import InvalidStatus
     from websockets.sync.client import connect
 
@@ -229,7 +223,7 @@ def test_only_the_extension_may_connect(ext_browser: ExtensionBrowser, site: str
         assert refused["type"] == "refused" and "protocol" in refused["reason"]
 
 
-def test_borrow_cancelled_while_asking_is_undone(ext_browser: ExtensionBrowser,
+def test_borrow_cancelled_while_asking_is_undone(ext_browser: BrowserWithExtension,
                                                  site: str) -> None:
     _, hand = user_tab(ext_browser, site, "counter.html")
     s = agent_session(ext_browser)
@@ -253,7 +247,7 @@ def test_borrow_cancelled_while_asking_is_undone(ext_browser: ExtensionBrowser,
     hand.close()
 
 
-def test_webmcp_list_and_invoke_through_the_relay(ext_browser: ExtensionBrowser,
+def test_webmcp_list_and_invoke_through_the_relay(ext_browser: BrowserWithExtension,
                                                   site: str) -> None:
     s = agent_session(ext_browser)
     s.ok("open", f"{site}/webmcp.html")
@@ -274,7 +268,7 @@ def test_webmcp_list_and_invoke_through_the_relay(ext_browser: ExtensionBrowser,
     assert r.json["error"]["details"]["tool_status"] == "Canceled"
 
 
-def test_daemon_killed_then_extension_sessions_are_readopted(ext_browser: ExtensionBrowser,
+def test_daemon_killed_then_extension_sessions_are_readopted(ext_browser: BrowserWithExtension,
                                                               site: str) -> None:
     s = agent_session(ext_browser)
     s.ok("open", f"{site}/counter.html")
@@ -314,7 +308,7 @@ def test_daemon_killed_then_extension_sessions_are_readopted(ext_browser: Extens
 
 
 def test_gone_tab_versus_gone_browser_is_judged_by_the_sessions_own_link(
-        ext_browser: ExtensionBrowser, site: str) -> None:
+        ext_browser: BrowserWithExtension, site: str) -> None:
     s = agent_session(ext_browser)
     s.ok("open", f"{site}/counter.html")
     second = s.ok("tab", "new", f"{site}/login.html")["result"]["tab_id"]
@@ -347,7 +341,7 @@ def test_gone_tab_versus_gone_browser_is_judged_by_the_sessions_own_link(
     assert s("eval", "document.title").value == "Counter"
 
 
-def test_tabs_the_agents_page_opens_join_its_session(ext_browser: ExtensionBrowser,
+def test_tabs_the_agents_page_opens_join_its_session(ext_browser: BrowserWithExtension,
                                                      site: str) -> None:
     before = {t["targetId"] for t in ext_browser.page_targets()}
     s = agent_session(ext_browser)
@@ -401,7 +395,7 @@ def test_session_store_gains_the_browser_column_on_an_older_database() -> None:
 
 
 def test_popup_window_opened_by_the_agents_page_joins_its_session(
-        ext_browser: ExtensionBrowser, site: str) -> None:
+        ext_browser: BrowserWithExtension, site: str) -> None:
     s = agent_session(ext_browser)
     s.ok("open", f"{site}/counter.html")
     s.ok("eval", "window.open('/other.html', 'pop', 'popup,width=320,height=240'), 1")
@@ -421,7 +415,7 @@ def test_popup_window_opened_by_the_agents_page_joins_its_session(
                what="the popup to close with the session")
 
 
-def test_window_resize_resizes_the_agent_window_only(ext_browser: ExtensionBrowser,
+def test_window_resize_resizes_the_agent_window_only(ext_browser: BrowserWithExtension,
                                                      site: str) -> None:
     def window_of(target_id: str) -> dict[str, Any]:  # as the browser itself says
         return browser_cdp(ext_browser.chromium, "Browser.getWindowForTarget",
@@ -467,7 +461,8 @@ GRACE_S = 3  # the extension grace of the daemons below (BSK_EXTENSION_GRACE)
 
 def grace_browser(make_bsk: Any, tmp_path: Any, idle_s: float = 1800) -> Any:
     """ext_browser with a short reconnect grace (and idle timeout) in the daemon's env."""
-    from conftest import extension_browser, free_port
+    from support.chromium import free_port
+    from support.extension import extension_browser
 
     port = free_port()
     runner = make_bsk(BSK_EXTENSION_PORT=str(port), BSK_EXTENSION_GRACE=str(GRACE_S),
@@ -532,7 +527,7 @@ def test_a_browser_that_reconnects_within_the_grace_keeps_its_sessions(
             "agent"]
 
 
-def test_state_tools_through_the_relay(ext_browser: ExtensionBrowser, site: str,
+def test_state_tools_through_the_relay(ext_browser: BrowserWithExtension, site: str,
                                        tmp_path: Path) -> None:
     """Cookies, storage and state save/load work in the user's browser too (its profile:
     an extension session is never isolated)."""

@@ -1,6 +1,6 @@
 """The extension in a *headed* Chromium, as in the user's own browser: real windows on a
 virtual X server (the session's Xvfb). One browser and daemon for the whole module; the
-scenarios shared with test_extension.py (headless) come from conftest."""
+scenarios shared with test_extension.py (headless) come from tests/support/extension.py."""
 
 from __future__ import annotations
 
@@ -13,33 +13,30 @@ import subprocess
 from typing import Any
 
 import pytest
-from conftest import (
-    ExtensionBrowser,
-    PageDevTools,
+from support.chromium import PageDevTools, browser_cdp
+from support.cli import answer_of, live_ops
+from support.extension import (
+    BrowserWithExtension,
     agent_session,
-    answer_of,
     answer_prompt,
-    browser_cdp,
-    in_ci,
-    live_ops,
     log_in_through_the_relay,
-    ref_of,
     stop_button_interrupts,
     the_connected_browser,
-    wait_until,
 )
+from support.pages import ref_of
+from support.wait import in_ci, wait_until
 
 WINDOWS = ("chrome.windows.getAll({populate: true}).then(ws => ws.map(w => ({id: w.id, "
            "type: w.type, state: w.state, focused: w.focused, width: w.width, "
            "height: w.height, tabs: w.tabs.map(t => t.url)})))")
 
 
-def windows(ext: ExtensionBrowser) -> dict[int, dict[str, Any]]:
+def windows(ext: BrowserWithExtension) -> dict[int, dict[str, Any]]:
     """The browser's windows as the extension sees them (chrome.windows), by id."""
     return {w["id"]: w for w in ext.worker_eval(WINDOWS)}
 
 
-def test_handshake_in_a_headed_browser(headed_ext_browser: ExtensionBrowser) -> None:
+def test_handshake_in_a_headed_browser(headed_ext_browser: BrowserWithExtension) -> None:
     b = the_connected_browser(headed_ext_browser)
     listed = headed_ext_browser.bsk("browsers", as_json=False)
     assert listed.code == 0 and b["browser_id"] in listed.stdout, listed.stdout
@@ -49,7 +46,7 @@ def test_handshake_in_a_headed_browser(headed_ext_browser: ExtensionBrowser) -> 
     assert (user["type"], user["state"]) == ("normal", "normal")
 
 
-def test_agent_window_is_a_window_of_its_own(headed_ext_browser: ExtensionBrowser,
+def test_agent_window_is_a_window_of_its_own(headed_ext_browser: BrowserWithExtension,
                                             site: str) -> None:
     ext = headed_ext_browser
     before = windows(ext)
@@ -79,7 +76,7 @@ def test_agent_window_is_a_window_of_its_own(headed_ext_browser: ExtensionBrowse
     assert set(windows(ext)) == set(before)
 
 
-def test_overlay_stop_interrupts_in_a_headed_browser(headed_ext_browser: ExtensionBrowser,
+def test_overlay_stop_interrupts_in_a_headed_browser(headed_ext_browser: BrowserWithExtension,
                                                      site: str) -> None:
     s = agent_session(headed_ext_browser, "stop")
     stop_button_interrupts(headed_ext_browser, s, site)
@@ -106,7 +103,7 @@ def xdotool(xvfb: str) -> Any:
     return run
 
 
-def test_a_click_leaves_the_focus_with_the_user(headed_ext_browser: ExtensionBrowser,
+def test_a_click_leaves_the_focus_with_the_user(headed_ext_browser: BrowserWithExtension,
                                                xdotool: Any, site: str,
                                                cross_site: str) -> None:
     """Chrome activates the window a DevTools press lands in; the extension gives the
@@ -254,7 +251,7 @@ def cancel_button(display: str, bounds: dict[str, Any]) -> tuple[int, int] | Non
     return None
 
 
-def test_cancel_on_the_debugging_bar_ends_the_sessions(headed_ext_browser: ExtensionBrowser,
+def test_cancel_on_the_debugging_bar_ends_the_sessions(headed_ext_browser: BrowserWithExtension,
                                                       xvfb: str, xdotool: Any,
                                                       site: str) -> None:
     """The user presses Cancel on '"BrowserSkill" started debugging this browser': Chrome

@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Bsk, ExtensionBrowser, extension_browser, free_port, wait_until
+from support.chromium import free_port
+from support.cli import Bsk
+from support.extension import BrowserWithExtension, extension_browser
+from support.wait import wait_until
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
@@ -23,7 +26,7 @@ from browserskill.browser.extension_protocol import EXTENSION_ORIGIN
 
 
 @pytest.fixture
-def unpaired(make_bsk: Callable[..., Bsk], tmp_path: Path) -> Iterator[ExtensionBrowser]:
+def unpaired(make_bsk: Callable[..., Bsk], tmp_path: Path) -> Iterator[BrowserWithExtension]:
     """A daemon with its extension listener, and a Chromium whose extension is pointed at
     it (port saved in its options page) but not paired."""
     port = free_port()
@@ -32,7 +35,7 @@ def unpaired(make_bsk: Callable[..., Bsk], tmp_path: Path) -> Iterator[Extension
         yield ext
 
 
-def refused_in_popup(ext: ExtensionBrowser, *words: str) -> dict[str, str]:
+def refused_in_popup(ext: BrowserWithExtension, *words: str) -> dict[str, str]:
     """Wait until the popup shows the daemon's refusal (with these words); return it."""
     def shown() -> dict[str, str] | None:
         popup = ext.popup()
@@ -43,7 +46,7 @@ def refused_in_popup(ext: ExtensionBrowser, *words: str) -> dict[str, str]:
 
 
 def test_an_unpaired_browser_is_refused_and_told_how_to_pair(
-        unpaired: ExtensionBrowser) -> None:
+        unpaired: BrowserWithExtension) -> None:
     popup = refused_in_popup(unpaired, "not paired", "bsk extension pair")
     assert popup["port"] == f"127.0.0.1:{unpaired.port}"
     assert "bsk extension pair" in popup["pairing"]  # the popup says what to do
@@ -59,7 +62,7 @@ def test_an_unpaired_browser_is_refused_and_told_how_to_pair(
 
 
 def test_pairing_with_the_code_then_reconnects_on_the_secret_alone(
-        unpaired: ExtensionBrowser) -> None:
+        unpaired: BrowserWithExtension) -> None:
     ext = unpaired
     refused_in_popup(ext, "not paired")
     wrong = ext.pair_in_options_page("ABCDE-FGHJK")  # no code pending yet
@@ -90,7 +93,7 @@ def test_pairing_with_the_code_then_reconnects_on_the_secret_alone(
     assert s("eval", "1 + 1").value == 2
 
 
-def test_a_wrong_secret_is_refused_and_unpair_disconnects(unpaired: ExtensionBrowser) -> None:
+def test_a_wrong_secret_is_refused_and_unpair_disconnects(unpaired: BrowserWithExtension) -> None:
     ext = unpaired
     assert ext.pair_in_options_page(ext.bsk.ok("extension", "pair")["code"]).startswith(
         "paired")
@@ -123,7 +126,7 @@ def handshake(ws: ClientConnection, instance: str, **proof: Any) -> dict[str, An
 
 
 def test_a_forged_origin_from_a_plain_websocket_client_is_refused(
-        ext_browser: ExtensionBrowser) -> None:
+        ext_browser: BrowserWithExtension) -> None:
     ext = ext_browser
     (real,) = ext.connected()
     url = f"ws://127.0.0.1:{ext.port}/"
@@ -163,7 +166,7 @@ def test_a_forged_origin_from_a_plain_websocket_client_is_refused(
 
 
 def test_the_extension_obeys_no_daemon_that_cannot_prove_the_secret(
-        ext_browser: ExtensionBrowser) -> None:
+        ext_browser: BrowserWithExtension) -> None:
     """A process that took the port (the daemon's or another) and answers like a daemon:
     the extension sends no secret, checks the welcome's proof, and runs nothing it asks."""
     from websockets.sync.server import ServerConnection, serve

@@ -1,4 +1,4 @@
-"""docs/design.md §4 through the test-only fault seam (browserskill/dispatch/faults.py): a handler
+"""docs/design.md §4 through the test-only fault seam (tests/support/faults.py): a handler
 paused between two named steps, a compensation that fails or outlives the cleanup
 deadline, a cancel racing the last step, a CDP socket dropped under the daemon, and the
 recording link's log of every command each operation sent.
@@ -19,23 +19,19 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import (
-    Bsk,
-    Chromium,
-    alive,
-    live_ops,
-    short_home,
-    stop_for_good,
-    wait_until,
-)
-
-from browserskill.dispatch.faults import page_changing
+import support.faults
+from support.chromium import Chromium
+from support.cli import Bsk, alive, live_ops, short_home, stop_for_good
+from support.faults import page_changing
+from support.wait import wait_until
 
 CLEANUP_S = 1.0  # the faulty daemon's cleanup deadline (BSK_CLEANUP_TIMEOUT)
+FAULT_SEAM = str(Path(support.faults.__file__))  # the daemon loads it (BSK_TEST_HOOK)
 
 
 # -- fixtures and helpers --------------------------------------------------------------
@@ -49,7 +45,7 @@ def http_client(home: Any) -> httpx.Client:
 @pytest.fixture(scope="module")
 def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bsk]:
     """A daemon of this module's own with the fault seam on."""
-    runner = Bsk(short_home(tmp_path_factory, "faults"), BSK_TEST_FAULTS="1",
+    runner = Bsk(short_home(tmp_path_factory, "faults"), BSK_TEST_HOOK=FAULT_SEAM,
                  BSK_CLEANUP_TIMEOUT=str(CLEANUP_S))
     runner.ok("daemon", "start")
     yield runner
@@ -369,7 +365,7 @@ def test_a_cancelled_queued_operation_sent_no_command_at_all(
 
 def test_dropped_cdp_socket_ends_calls_at_once_and_the_next_call_relaunches(
         tmp_path_factory: pytest.TempPathFactory, site: str) -> None:
-    runner = Bsk(short_home(tmp_path_factory, "drop"), BSK_TEST_FAULTS="1")
+    runner = Bsk(short_home(tmp_path_factory, "drop"), BSK_TEST_HOOK=FAULT_SEAM)
     try:
         s = runner.with_session("dropped")
         s.ok("session", "start", "dropped")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import Bsk
+from support.cli import Bsk
 
 
 def test_same_key_returns_the_first_result_and_acts_once(bsk: Bsk, site: str) -> None:
@@ -59,7 +59,8 @@ def test_keys_survive_a_daemon_restart(fresh_bsk: Bsk, site: str) -> None:
 
 
 def test_a_key_refused_as_busy_stays_free_for_the_retry(bsk: Bsk, site: str) -> None:
-    from conftest import live_ops, wait_until
+    from support.cli import live_ops
+    from support.wait import wait_until
 
     bsk.ok("open", f"{site}/counter.html")
     holder = bsk.popen("eval", "await slow('holder', 2000)")

@@ -20,10 +20,11 @@ from unittest import mock
 
 import httpx
 import test_interleavings as ti
-from conftest import Bsk
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import Bsk
 
+from browserskill.browser.manager import BrowserConfig, BrowserManager
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.session_store import SessionStore
@@ -40,22 +41,17 @@ class KeyedCall:
     wait: bool = True  # queue behind a busy session (else: session_busy, key freed)
 
 
-class SlowLaunchBrowser(ti.FakeBrowser):
-    """The fake browser, taking `launch_s` (virtual) to start: the window in which a
-    first call waits for the default session while others arrive."""
-
-    launch_s = 0.0
-
-    async def _connect(self) -> Any:
-        await asyncio.sleep(self.launch_s)
-        return await super()._connect()
-
-
 async def race(calls: list[KeyedCall], launch_s: float, home: Path) -> None:
     world = ti.World()
     journal = Journal(home / "journal.db")
-    browser = SlowLaunchBrowser(world, home)
-    browser.launch_s = launch_s
+
+    async def slow_launch() -> Any:
+        """The fake browser, taking `launch_s` (virtual) to start: the window in which a
+        first call waits for the default session while others arrive."""
+        await asyncio.sleep(launch_s)
+        return await world.connect()
+
+    browser = BrowserManager(BrowserConfig(), home, connect=slow_launch)
     sessions = SessionManager(browser, SessionStore(journal.db))
     dispatcher = Dispatcher(journal, sessions, browser, home)
     world.dispatcher = dispatcher

@@ -32,18 +32,12 @@ from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import faults
+from support.fake_links import FakeLink, RelayingFakeLink
 
 from browserskill.browser import launcher
-from browserskill.browser.link import (
-    CdpError,
-    Command,
-    LinkClosed,
-    PendingSequence,
-    TargetHandle,
-    await_reply,
-)
+from browserskill.browser.link import CdpError
 from browserskill.browser.manager import BrowserConfig, BrowserManager
-from browserskill.dispatch import faults
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, ENDED, Operation
@@ -133,6 +127,7 @@ class World:
     log: list[tuple[str | None, str]] = field(default_factory=list)  # (op, method) as sent
     violations: list[str] = field(default_factory=list)
     targets: itertools.count[int] = field(default_factory=itertools.count)
+    live: dict[str, None] = field(default_factory=dict)  # the browser's tabs, in order
 
     def reply_for(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "Target.createTarget":
@@ -171,164 +166,31 @@ class World:
             self.violations.append(f"{op_id} sent {method} before the journal said dispatched "
                                    f"({row and row['state']})")
 
-    def new_link(self) -> FakeLink:
+    def answer(self, link: FakeLink, method: str, params: dict[str, Any],
+               reply: asyncio.Future[dict[str, Any]]) -> None:
+        """Held for the test to answer (an operation's slow command), else at once."""
+        if method == "Target.closeTarget":
+            self.live.pop(params.get("targetId", ""), None)
+        op_id = faults.CURRENT_OP.get()
+        if op_id is not None and method in HELD:
+            self.held.append(Held(link, method, op_id, reply))
+        else:
+            answer = self.reply_for(method, params)
+            if method == "Target.createTarget":
+                self.live[answer["targetId"]] = None
+            asyncio.get_running_loop().call_soon(
+                lambda: reply.done() or reply.set_result(answer))
+
+    async def connect(self) -> FakeLink:
+        """The browser manager's `connect`: each launch is a new link (a new browser,
+        nothing of the last one lives on), or a launch error when scripted so."""
+        if self.launch_fails:
+            raise launcher.LaunchError("no browser (scripted)")
+        self.live.clear()
         kind = RelayingFakeLink if self.relays else FakeLink
         link = kind(self, f"fake://{len(self.links)}")
         self.links.append(link)
         return link
-
-
-class FakeLink:
-    """A `BrowserLink` whose answers the test gives (or withholds)."""
-
-    relays_sequences = False
-
-    def __init__(self, world: World, endpoint: str) -> None:
-        self.world = world
-        self.endpoint = endpoint
-        self.close_reason: str | None = None
-        self._pending: set[asyncio.Future[dict[str, Any]]] = set()
-        self._subscribers: dict[str | None, list[Any]] = {}
-        self._close_handlers: list[Any] = []
-
-    @property
-    def closed(self) -> bool:
-        return self.close_reason is not None
-
-    async def request(self, method: str, params: dict[str, Any] | None = None, *,
-                      session_id: str | None = None) -> asyncio.Future[dict[str, Any]]:
-        if self.close_reason is not None:
-            raise LinkClosed(self.close_reason)
-        self.world.sent(method)
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self._pending.add(fut)
-        fut.add_done_callback(self._pending.discard)
-        op_id = faults.CURRENT_OP.get()
-        if op_id is not None and method in HELD:
-            self.world.held.append(Held(self, method, op_id, fut))
-        else:
-            reply = self.world.reply_for(method, params or {})
-            loop.call_soon(lambda: fut.done() or fut.set_result(reply))
-        return fut
-
-    async def send(self, method: str, params: dict[str, Any] | None = None, *,
-                   session_id: str | None = None, timeout: float = 30.0) -> dict[str, Any]:
-        fut = await self.request(method, params, session_id=session_id)
-        return await await_reply(method, fut, timeout)
-
-    def subscribe(self, session_id: str | None, handler: Any) -> Any:
-        handlers = self._subscribers.setdefault(session_id, [])
-        handlers.append(handler)
-        return lambda: handler in handlers and handlers.remove(handler)
-
-    def on_close(self, handler: Any) -> None:
-        self._close_handlers.append(handler)
-
-    def emit(self, session_id: str | None, method: str, params: dict[str, Any]) -> None:
-        for handler in list(self._subscribers.get(session_id, ())):
-            handler(method, params)
-
-    async def create_tab(self, url: str = "about:blank", *, new_window: bool = False,
-                         context_id: str | None = None,
-                         window_size: tuple[int, int] | None = None) -> TargetHandle:
-        created = await self.send("Target.createTarget", {"url": url,
-                                                          "newWindow": new_window})
-        attached = await self.send("Target.attachToTarget",
-                                   {"targetId": created["targetId"], "flatten": True})
-        return TargetHandle(created["targetId"], attached["sessionId"])
-
-    async def attach(self, target_id: str) -> TargetHandle:
-        attached = await self.send("Target.attachToTarget", {"targetId": target_id})
-        return TargetHandle(target_id, attached["sessionId"])
-
-    async def close_tab(self, target_id: str) -> None:
-        await self.send("Target.closeTarget", {"targetId": target_id})
-
-    async def version(self) -> dict[str, Any]:
-        return await self.send("Browser.getVersion")
-
-    async def close(self) -> None:
-        self.drop("closed by the daemon")
-
-    def drop(self, reason: str) -> None:
-        """The socket is gone: every pending command fails at once, then the handlers."""
-        if self.close_reason is not None:
-            return
-        self.close_reason = reason
-        for fut in list(self._pending):
-            if not fut.done():
-                fut.set_exception(LinkClosed(reason))
-        for handler in self._close_handlers:
-            handler(reason)
-
-
-class RelayingFakeLink(FakeLink):
-    """A link that runs a command sequence itself, as the extension's worker does: each
-    command once the one before was answered (unless it says otherwise); an abort stops
-    it before its next command. Every command it sends is checked (`World.sent`) for the
-    operation that asked, even after that one ended."""
-
-    relays_sequences = True
-
-    async def request_sequence(self, commands: list[Command], *,
-                               session_id: str) -> PendingSequence:
-        loop = asyncio.get_running_loop()
-        reply: asyncio.Future[list[dict[str, Any]]] = loop.create_future()
-        stop = asyncio.Event()
-        in_flight: list[asyncio.Future[dict[str, Any]]] = []
-
-        async def worker() -> list[dict[str, Any]]:
-            answers: list[asyncio.Future[dict[str, Any]]] = []
-            for command in commands:
-                if stop.is_set():
-                    break
-                # Past the seam's recorder, which logged the sequence as a whole (the
-                # daemon never sees the worker's own commands); `World.sent` sees each.
-                fut = await FakeLink.request(self, command.method, command.params,
-                                             session_id=session_id)
-                answers.append(fut)
-                if command.answered_first:
-                    in_flight[:] = [fut]
-                    try:
-                        await fut
-                    except asyncio.CancelledError:
-                        break  # aborted: Chrome's answer no longer matters here
-            return [a.result() if a.done() and not a.cancelled() and a.exception() is None
-                    else {} for a in answers]
-
-        def settle(task: asyncio.Task[list[dict[str, Any]]]) -> None:
-            if reply.done():
-                return
-            if task.exception() is not None:
-                reply.set_exception(task.exception())  # type: ignore[arg-type]
-            else:
-                reply.set_result(task.result())
-
-        running = loop.create_task(worker())
-        running.add_done_callback(settle)
-
-        async def abort() -> None:
-            if not running.done():
-                stop.set()
-                for fut in in_flight:
-                    fut.cancel()  # the fake browser's stand-in for its late answer
-
-        return PendingSequence(reply, abort)
-
-
-class FakeBrowser(BrowserManager):
-    """The real manager (tabs, lost-link handling, relaunch on the next call) over fake
-    links: each launch is a new `FakeLink`, or a launch error when scripted so."""
-
-    def __init__(self, world: World, state_dir: Path) -> None:
-        super().__init__(BrowserConfig(), state_dir)
-        self.world = world
-
-    async def _connect(self) -> Any:
-        if self.world.launch_fails:
-            raise launcher.LaunchError("no browser (scripted)")
-        return self.world.new_link()
 
 
 # -- handlers that need no real page ---------------------------------------------------------
@@ -385,7 +247,9 @@ def check_one_at_a_time(d: Dispatcher, violations: list[str]) -> None:
 
 
 @dataclass(frozen=True)
-class Call:
+class Submit:
+    """A tool call submitted to the dispatcher."""
+
     session: int
     tool: str
     wait: bool
@@ -430,7 +294,7 @@ class DaemonDeath:
     daemon would, and what that says is checked against what really happened."""
 
 
-calls = st.builds(Call, st.integers(0, SESSIONS - 1), st.sampled_from(sorted(PARAMS)),
+calls = st.builds(Submit, st.integers(0, SESSIONS - 1), st.sampled_from(sorted(PARAMS)),
                   st.booleans(), st.sampled_from([None, 1, 40, 400, 1500, 5000]))
 actions = st.lists(st.one_of(
     calls, calls, calls,
@@ -450,7 +314,7 @@ async def scenario(steps: list[Any], home: Path, relays: bool,
     world = World(relays=relays, log=sent)
     journal = CheckingJournal(home / "journal.db")
     journal.world, journal.dispatch_order = world, []
-    browser = FakeBrowser(world, home)
+    browser = BrowserManager(BrowserConfig(), home, connect=world.connect)
     sessions = SessionManager(browser, SessionStore(journal.db))
     dispatcher = Dispatcher(journal, sessions, browser, home, cleanup_timeout_s=CLEANUP_S)
     seam = faults.install(dispatcher)
@@ -463,7 +327,7 @@ async def scenario(steps: list[Any], home: Path, relays: bool,
     ops: list[Operation] = []
     waited: dict[str, list[str]] = {f"s{i}": [] for i in range(SESSIONS)}
     for step in steps:
-        if isinstance(step, Call):
+        if isinstance(step, Submit):
             sid = f"s{step.session}"
             op = await dispatcher.submit(sid, step.tool, dict(PARAMS[step.tool]),
                                          wait=step.wait, timeout_ms=step.timeout_ms)
@@ -483,10 +347,10 @@ async def scenario(steps: list[Any], home: Path, relays: bool,
         elif isinstance(step, Advance):
             await asyncio.sleep(step.seconds)
         elif isinstance(step, DropLink):
-            seam.drop_link("socket closed (scripted)")
+            seam.drop_link()
         elif isinstance(step, Crash):
             link = browser.link
-            tabs = list(browser._tabs)
+            tabs = list(world.live)
             if link is not None and not link.closed and tabs:
                 link.emit(None, "Target.targetCrashed",
                           {"targetId": tabs[step.index % len(tabs)]})
@@ -624,7 +488,7 @@ def test_random_interleavings_keep_every_promise(steps: list[Any], relays: bool)
 
 
 def test_a_lost_link_while_nothing_was_sent_is_browser_unavailable_not_cancelled() -> None:
-    (waiting,) = run([Call(0, "wait", False, None), DropLink()])
+    (waiting,) = run([Submit(0, "wait", False, None), DropLink()])
     assert (waiting["status"], waiting["dispatched"], waiting["retry_safe"]) == (
         "failed", "no", True)
     assert waiting["error"]["code"] == "browser_unavailable"
@@ -633,15 +497,15 @@ def test_a_lost_link_while_nothing_was_sent_is_browser_unavailable_not_cancelled
 def test_a_deadline_that_a_read_hits_first_is_still_the_deadline() -> None:
     # The click's read and the call share one deadline; whichever timer fires first,
     # the answer is the deadline's: nothing was sent, so cancelled / not dispatched.
-    (click,) = run([Call(0, "click", False, 40), Advance(0.001), Advance(0.05)])
+    (click,) = run([Submit(0, "click", False, 40), Advance(0.001), Advance(0.05)])
     assert (click["status"], click["dispatched"]) == ("cancelled", "no"), click
     assert click["error"]["details"]["reason"] == "deadline"
 
 
 def test_cancel_mid_press_with_an_unanswered_release_times_out_its_cleanup() -> None:
     click, queued_click, queued_eval = run([
-        Call(0, "click", False, None), Reply(0, False), Reply(0, False), Cancel(0, "cancel"),
-        Call(0, "click", True, 40), Call(0, "eval", True, None), Advance(3.0)])
+        Submit(0, "click", False, None), Reply(0, False), Reply(0, False), Cancel(0, "cancel"),
+        Submit(0, "click", True, 40), Submit(0, "eval", True, None), Advance(3.0)])
     assert (click["status"], click["dispatched"]) == ("outcome_unknown", "yes")
     details = click["error"]["details"]
     assert details["steps_sent"] == ["mouseMoved", "mousePressed"]
@@ -659,7 +523,7 @@ def test_a_relayed_click_cancelled_mid_press_never_sends_its_release() -> None:
     # cancel arrives while the press is unanswered; the worker must not go on to the
     # release, and the button is released off the page by the compensation instead.
     sent: list[tuple[str | None, str]] = []
-    (click,) = run([Call(0, "click", False, None), Reply(0, False),  # the hit test
+    (click,) = run([Submit(0, "click", False, None), Reply(0, False),  # the hit test
                     Cancel(0, "cancel"),
                     # then the browser answers all it holds: the worker's move, and the
                     # compensation's move and release, one after the other

@@ -11,7 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Bsk, cdp, live_ops, ref_of, wait_until
+from support.chromium import cdp
+from support.cli import Bsk, live_ops
+from support.pages import ref_of
+from support.wait import wait_until
 
 
 def answer_of(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:

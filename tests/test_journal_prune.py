@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import Bsk, wait_until
+from support.cli import Bsk
+from support.wait import wait_until
 
 from browserskill import paths
 from browserskill.dispatch.journal import _COLUMNS, Journal

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Bsk, ref_of
+from support.cli import Bsk
+from support.pages import ref_of
 
 from browserskill.browser import keys
 

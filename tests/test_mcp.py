@@ -10,8 +10,10 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-from conftest import Bsk, ref_of, wait_until
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from support.cli import Bsk
+from support.pages import ref_of
+from support.wait import wait_until
 
 from browserskill import client as bc
 from browserskill.tools import catalog

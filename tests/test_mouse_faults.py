@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import Bsk
+from support.cli import Bsk
 from test_faults import (  # the faulty daemon and its helpers
     answer_of,
     assert_answer,

@@ -17,9 +17,10 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import PAGES, Bsk
 from jsonschema import Draft6Validator, FormatChecker
 from referencing import Registry, Resource
+from support.cli import Bsk
+from support.site import PAGES
 
 from browserskill.browser.routing import RouteTable, chromium_pattern, glob_regex
 from browserskill.client import Client

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Bsk, answer_of, live_ops, ref_of, wait_until
+from support.cli import Bsk, answer_of, live_ops
+from support.pages import ref_of
+from support.wait import wait_until
 
 from browserskill.tools.screenshot import png_size
 

@@ -7,7 +7,8 @@ import re
 from typing import Any
 
 import pytest
-from conftest import Bsk, clicks_report_the_state_they_left, ref_of
+from support.cli import Bsk
+from support.pages import clicks_report_the_state_they_left, ref_of
 
 
 @pytest.fixture

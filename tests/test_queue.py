@@ -8,7 +8,8 @@ import subprocess
 from itertools import pairwise
 from typing import Any
 
-from conftest import Bsk, live_ops, wait_until
+from support.cli import Bsk, live_ops
+from support.wait import wait_until
 
 
 def finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, dict[str, Any]]]:

@@ -10,7 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import Bsk, ref_of
+from support.cli import Bsk
+from support.pages import ref_of
 
 
 def interactive(bsk: Bsk) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from conftest import Bsk
+from support.cli import Bsk
 
 STATE = ("[v => document.getElementById('out').textContent, v => "
          "document.getElementById('name').value, v => document.getElementById('color').value,"

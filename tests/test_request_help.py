@@ -9,15 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import (
-    Bsk,
-    ExtensionBrowser,
-    PageDevTools,
-    agent_session,
-    answer_prompt,
-    wait_until,
-)
+from support.chromium import PageDevTools
+from support.cli import Bsk
 from support.dashboard import Viewer, dashboard_viewer
+from support.extension import BrowserWithExtension, agent_session, answer_prompt
+from support.wait import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +109,7 @@ def test_it_is_cancellable_and_checks_its_condition(bsk: Bsk, site: str) -> None
 
 
 def test_an_extension_session_asks_in_its_agent_tabs_overlay(
-        ext_browser: ExtensionBrowser, site: str) -> None:
+        ext_browser: BrowserWithExtension, site: str) -> None:
     s = agent_session(ext_browser)
     s.ok("open", f"{site}/dash.html")
     (tab,) = s.ok("tab", "list")["result"]["tabs"]

@@ -10,7 +10,8 @@ import time
 from typing import Any
 
 import pytest
-from conftest import Bsk, live_ops, wait_until
+from support.cli import Bsk, live_ops
+from support.wait import wait_until
 
 TERMINATED = {"action": "script_terminated", "undoes_effect": False, "ok": True}
 

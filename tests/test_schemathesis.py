@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Bsk
+from support.cli import Bsk
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 CONFIG = Path(__file__).with_name("schemathesis.toml")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Bsk, stop_for_good
+from support.cli import Bsk, stop_for_good
 
 
 def loose_entries(home: Path) -> list[str]:
@@ -107,7 +107,7 @@ def test_two_host_headers_on_the_tcp_listener_are_refused(
 
 def test_two_origin_headers_on_the_extension_port_are_refused(
         make_bsk: Callable[..., Bsk]) -> None:
-    from conftest import free_port
+    from support.chromium import free_port
 
     from browserskill.browser.extension_protocol import EXTENSION_ORIGIN
 

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Bsk, alive, ref_of, wait_until
+from support.cli import Bsk, alive
+from support.pages import ref_of
+from support.wait import wait_until
 from test_mcp import mcp, structured
 
 # Page-side workload: visibility, how long a 300 ms timer really takes, and how many of

@@ -12,7 +12,7 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 
-from conftest import BSK, Bsk
+from support.cli import BSK, Bsk
 
 from browserskill import skill
 from browserskill.cli.commands import CONTROL_BY_WORDS

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx
-from conftest import Bsk
+from support.cli import Bsk
 
 
 def test_tcp_listener_requires_token_and_host(make_bsk: Callable[..., Bsk]) -> None:

@@ -19,7 +19,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Bsk, live_ops, wait_until
+from support.cli import Bsk, live_ops
+from support.wait import wait_until
 from websockets.sync.client import connect
 
 PAGE = "webmcp.html"

@@ -22,6 +22,7 @@ from browserskill.errors import CODES, LASTING, SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog
 
 if TYPE_CHECKING:
+    from browserskill.api.dashboard import Dashboard
     from browserskill.daemon.core import Daemon
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-def build_app(daemon: Daemon) -> Any:
+def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
     dispatcher = daemon.dispatcher
 
     async def finish(op: Operation, detach: bool, request: Request) -> Response:
@@ -296,9 +297,9 @@ def build_app(daemon: Daemon) -> Any:
         return respond({"stopping": True, "pid": daemon.pid})
 
     @guarded
-    async def dashboard(request: Request) -> Response:
-        url = await daemon.dashboard.start()
-        return respond({"url": url, "port": daemon.dashboard.port})
+    async def show_dashboard(request: Request) -> Response:
+        url = await dashboard.start()
+        return respond({"url": url, "port": dashboard.port})
 
     @guarded
     async def tools(request: Request) -> Response:
@@ -342,7 +343,7 @@ def build_app(daemon: Daemon) -> Any:
         Route("/v1/extension/pair", extension_pair, methods=["POST"]),
         Route("/v1/extension/pairings/{browser_id}", extension_unpair, methods=["DELETE"]),
         Route("/v1/tools", tools, methods=["GET"]),
-        Route("/v1/dashboard", dashboard, methods=["POST"]),
+        Route("/v1/dashboard", show_dashboard, methods=["POST"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
         Route("/v1/sessions", create_session, methods=["POST"]),
         Route("/v1/sessions", list_sessions, methods=["GET"]),
@@ -355,8 +356,7 @@ def build_app(daemon: Daemon) -> Any:
         Route("/v1/ops/{op_id}/cancel", cancel_op, methods=["POST"]),
         Route("/v1/ops/{op_id}/wait", wait_op, methods=["GET"]),
     ]
-    if getattr(daemon, "faults", None) is not None:  # test-only (BSK_TEST_FAULTS=1)
-        routes += daemon.faults.routes()
+    routes += daemon.test_routes  # a test hook's (docs/design.md, test hooks); none otherwise
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
     return _Activity(app, daemon)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from browserskill.browser.extension_link import RestrictedPage, restricted_error
+from browserskill.browser.extension_link import ExtensionLink, RestrictedPage
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError
@@ -17,8 +17,29 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from browserskill.browser.backend import SessionView
-    from browserskill.browser.extension import ExtensionBrowser
-    from browserskill.browser.extension_link import ExtensionLink
+
+
+class ExtensionBrowserView(Protocol):
+    """What an Agent Window uses of its browser (`extension.ExtensionBrowser`, which
+    holds the windows: named here by shape, so neither module imports the other)."""
+
+    instance_id: str
+    link: ExtensionLink | None
+    sessions: dict[str, AgentWindow]
+    leftovers: dict[str, AgentWindow]
+    borrows: dict[int, str]  # chrome tab id -> session id
+
+    @property
+    def connected(self) -> bool: ...
+
+    def describe(self) -> str: ...
+
+
+def restricted_error(e: RestrictedPage) -> BskError:
+    """The link's refusal of a browser page, as the session's caller hears it."""
+    return BskError("action_failed", str(e), hint="BrowserSkill never touches chrome:// "
+                    "pages, the extension store or other extensions' pages",
+                    details={"reason": "restricted_page"}, dispatched="no")
 
 
 @dataclass
@@ -38,7 +59,7 @@ class AgentWindow:
     placement = "extension"
     context_id: str | None = None  # the user's own profile
 
-    def __init__(self, browser: ExtensionBrowser, session: SessionView) -> None:
+    def __init__(self, browser: ExtensionBrowserView, session: SessionView) -> None:
         self.ext = browser
         self.session = session
         self.window_id: int | None = None

@@ -22,8 +22,9 @@ from browserskill.browser.link import (
     CdpError,
     CommandTimeout,
     EventHandler,
-    LinkClosed,
     LinkError,
+    Requester,
+    SendObserver,
     TargetHandle,
     await_reply,
 )
@@ -39,13 +40,14 @@ PROBE_DEADLINE_S = 2.0
 PROBE_PATIENCE_S = 10.0  # the most a probe waits on a peer that is still sending
 
 
-class CdpLink:
+class CdpLink(Requester):
     relays_sequences = False
 
     def __init__(self, ws: Any, endpoint: str) -> None:
         self._ws = ws
         self.endpoint = endpoint
-        self._conv = Conversation()
+        self._conv = Conversation(ws.send, lost=(websockets.ConnectionClosed, ConnectionError),
+                                  name="connection")
         self._reader = asyncio.create_task(self._read_loop(), name="cdp-reader")
         self._prober: asyncio.Task[None] | None = None
         self._last_heard = 0.0  # loop time of the last message from the peer
@@ -104,11 +106,14 @@ class CdpLink:
                 except LinkError:
                     return
 
-    def abort(self, reason: str) -> None:
-        """Give up on the peer now: pending commands fail with `reason`; the socket is
-        dropped without waiting for a closing handshake it may never answer."""
-        self._conv.close(reason)
-        self._reader.cancel()
+    def abort(self, reason: str | None = None) -> None:
+        """Drop the connection without a close handshake, as a failed network or a dead
+        peer does. With a `reason` (the daemon gave up on the peer): pending commands fail
+        with it now; without (a test's dropped socket): the reader sees the socket end,
+        and every reply still owed fails at once."""
+        if reason is not None:
+            self._conv.close(reason)
+            self._reader.cancel()
         transport = getattr(self._ws, "transport", None)
         if transport is not None:
             transport.abort()
@@ -129,36 +134,20 @@ class CdpLink:
 
         Whoever holds the future may fail it early (a tab whose page opened a dialog);
         the reply, if it still comes, is then dropped."""
-        msg_id, fut = self._conv.open(method)
-        message: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
+        message: dict[str, Any] = {"method": method, "params": params or {}}
         if session_id:
             message["sessionId"] = session_id
-        try:
-            await self._ws.send(json.dumps(message, separators=(",", ":")))
-        except (websockets.ConnectionClosed, ConnectionError) as e:
-            self._conv.close(f"connection closed: {e}")
-            raise LinkClosed(self._conv.closed_reason or "closed") from None
-        except BaseException:
-            fut.cancel()
-            raise
-        return fut
-
-    async def send(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        session_id: str | None = None,
-        timeout: float = 30.0,
-    ) -> dict[str, Any]:
-        fut = await self.request(method, params, session_id=session_id)
-        return await await_reply(method, fut, timeout)
+        self._conv.sending(method, session_id)
+        return (await self._conv.post(method, message))[1]
 
     def subscribe(self, session_id: str | None, handler: EventHandler) -> Callable[[], None]:
         return self._conv.subscribe(session_id, handler)
 
     def on_close(self, handler: Callable[[str], None]) -> None:
         self._conv.on_close(handler)
+
+    def on_send(self, observer: SendObserver) -> None:
+        self._conv.on_send(observer)
 
     async def create_tab(self, url: str = "about:blank", *, new_window: bool = False,
                          context_id: str | None = None,

@@ -1,7 +1,8 @@
 """What a CDP-style conversation is, apart from how its messages travel.
 
-Message ids, the replies still owed, event subscribers keyed by session, and the one way
-a conversation ends: every reply still owed fails at once with `LinkClosed`. `CdpLink`
+Message ids, the one way a numbered message goes out (`post`), the replies still owed,
+event subscribers keyed by session, who watches commands go out, and the one way a
+conversation ends: every reply still owed fails at once with `LinkClosed`. `CdpLink`
 (Chromium's DevTools WebSocket) and `ExtensionLink` (the extension's relay) are two
 transports around this same core, the way `websockets` keeps its protocol apart from I/O.
 """
@@ -9,17 +10,25 @@ transports around this same core, the way `websockets` keeps its protocol apart 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from browserskill.browser.link import EventHandler, LinkClosed
+from browserskill.browser.link import EventHandler, LinkClosed, SendObserver
 
 log = logging.getLogger(__name__)
 
 
 class Conversation:
-    def __init__(self) -> None:
+    def __init__(self, write: Callable[[str], Awaitable[None]], *,
+                 lost: tuple[type[BaseException], ...], name: str) -> None:
+        """`write` sends one text message; it raising one of `lost` means the transport
+        is gone (the conversation then ends, "{name} closed: …")."""
+        self._write = write
+        self._lost = lost
+        self._name = name
+        self._send_observers: list[SendObserver] = []
         self._next_id = 0
         self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
         self._subscribers: dict[str | None, list[EventHandler]] = {}
@@ -40,6 +49,31 @@ class Conversation:
         self._pending[msg_id] = (what, fut)
         fut.add_done_callback(lambda _: self._pending.pop(msg_id, None))
         return msg_id, fut
+
+    async def post(self, what: str, message: dict[str, Any]
+                   ) -> tuple[int, asyncio.Future[dict[str, Any]]]:
+        """Number `message`, send it, and return its id and the future of its reply.
+
+        A transport found gone ends the conversation (`LinkClosed`); a send cancelled
+        midway forgets its reply (nobody will wait for it)."""
+        msg_id, fut = self.open(what)
+        try:
+            await self._write(json.dumps({"id": msg_id, **message}, separators=(",", ":")))
+        except self._lost as e:
+            self.close(f"{self._name} closed: {e}")
+            raise LinkClosed(self.closed_reason or "closed") from None
+        except BaseException:
+            fut.cancel()
+            raise
+        return msg_id, fut
+
+    def on_send(self, observer: SendObserver) -> None:
+        self._send_observers.append(observer)
+
+    def sending(self, method: str, session_id: str | None) -> None:
+        """A CDP command is about to go out: tell the observers (in the sender's context)."""
+        for observer in self._send_observers:
+            observer(method, session_id)
 
     def answer(self, msg_id: int, result: dict[str, Any] | None = None, *,
                error: Callable[[str], Exception] | None = None) -> None:

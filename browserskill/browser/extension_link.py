@@ -9,7 +9,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import websockets
 from websockets.asyncio.server import ServerConnection
@@ -20,34 +20,43 @@ from browserskill.browser.link import (
     CdpError,
     Command,
     EventHandler,
-    LinkClosed,
     LinkError,
     PendingSequence,
+    Requester,
+    SendObserver,
     TargetClosed,
     TargetHandle,
     await_reply,
 )
-from browserskill.errors import BskError
-
-if TYPE_CHECKING:
-    from browserskill.browser.extension import ExtensionBrowser
 
 log = logging.getLogger(__name__)
+
+
+class ExtensionPeer(Protocol):
+    """The browser at the far end, as far as the link needs it (for `version()` and its
+    log lines); `extension.ExtensionBrowser` is one."""
+
+    instance_id: str
+    name: str
+    version: str
+    extension_version: str
+
 
 def tab_session(chrome_tab_id: int) -> str:
     return f"tab-{chrome_tab_id}"
 
 
-class ExtensionLink:
+class ExtensionLink(Requester):
     """One WebSocket connection to the extension: a BrowserLink over chrome.debugger."""
 
     relays_sequences = True
 
-    def __init__(self, ws: ServerConnection, browser: ExtensionBrowser) -> None:
+    def __init__(self, ws: ServerConnection, browser: ExtensionPeer) -> None:
         self._ws = ws
         self.browser = browser
         self.endpoint = f"extension:{browser.instance_id}"
-        self._conv = Conversation()
+        self._conv = Conversation(ws.send, lost=(websockets.ConnectionClosed,),
+                                  name="extension connection")
         self._children: dict[str, int] = {}  # iframe CDP session id -> chrome tab id
         self._last_heard = time.monotonic()
         self.message_handler: Callable[[dict[str, Any]], None] | None = None
@@ -64,20 +73,7 @@ class ExtensionLink:
 
     async def _post(self, message: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
         """Send one message that expects an answer; return the answer's future."""
-        return (await self._post_numbered(message))[1]
-
-    async def _post_numbered(self, message: dict[str, Any]
-                             ) -> tuple[int, asyncio.Future[dict[str, Any]]]:
-        msg_id, fut = self._conv.open(message.get("method") or message["op"])
-        try:
-            await self._ws.send(json.dumps({"id": msg_id, **message}))
-        except websockets.ConnectionClosed as e:
-            self._conv.close(f"extension connection closed: {e}")
-            raise LinkClosed(self._conv.closed_reason or "closed") from None
-        except BaseException:
-            fut.cancel()
-            raise
-        return msg_id, fut
+        return (await self._conv.post(message.get("method") or message["op"], message))[1]
 
     async def call(self, message: dict[str, Any], *, timeout: float = 30.0) -> dict[str, Any]:
         """One tab/window operation of the extension (`op`), answered or failed."""
@@ -98,6 +94,7 @@ class ExtensionLink:
             return fut
         message: dict[str, Any] = {"op": "cdp", "method": method, "params": params or {},
                                    **self._target(method, session_id)}
+        self._conv.sending(method, session_id)
         return await self._post(message)
 
     def _target(self, method: str, session_id: str) -> dict[str, Any]:
@@ -113,7 +110,9 @@ class ExtensionLink:
         """The extension runs the commands one after another itself: one hop for all."""
         message = {"op": "cdp_sequence", **self._target(commands[0].method, session_id),
                    "commands": [c._asdict() for c in commands]}
-        msg_id, answer = await self._post_numbered(message)
+        for command in commands:
+            self._conv.sending(command.method, session_id)
+        msg_id, answer = await self._conv.post("cdp_sequence", message)
         reply: asyncio.Future[list[dict[str, Any]]] = (
             asyncio.get_running_loop().create_future())
 
@@ -141,22 +140,14 @@ class ExtensionLink:
 
         return PendingSequence(reply, abort)
 
-    async def send(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        session_id: str | None = None,
-        timeout: float = 30.0,
-    ) -> dict[str, Any]:
-        return await await_reply(method, await self.request(method, params,
-                                                            session_id=session_id), timeout)
-
     def subscribe(self, session_id: str | None, handler: EventHandler) -> Callable[[], None]:
         return self._conv.subscribe(session_id, handler)
 
     def on_close(self, handler: Callable[[str], None]) -> None:
         self._conv.on_close(handler)
+
+    def on_send(self, observer: SendObserver) -> None:
+        self._conv.on_send(observer)
 
     async def create_tab(self, url: str = "about:blank") -> TargetHandle:
         made = await self.call({"op": "tab_create", "url": url})
@@ -301,11 +292,4 @@ class ExtensionOpError(LinkError):
 
 class RestrictedPage(LinkError):
     """The extension refuses browser pages, the extension store and other extensions."""
-
-
-def restricted_error(e: RestrictedPage) -> BskError:
-    return BskError("action_failed", str(e), hint="BrowserSkill never touches chrome:// "
-                    "pages, the extension store or other extensions' pages",
-                    details={"reason": "restricted_page"}, dispatched="no")
-
 

@@ -55,6 +55,29 @@ async def await_reply(method: str, fut: asyncio.Future[T], timeout: float) -> T:
             fut.cancel()
 
 
+SendObserver = Callable[[str, str | None], None]  # (method, link session id)
+
+
+class Requester:
+    """`send` for whatever has `request` (the links, a tab): the one definition of "send
+    a command, then await its reply within a deadline"; `request` says how it goes out."""
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, *,
+        session_id: str | None = None,
+    ) -> asyncio.Future[dict[str, Any]]:
+        raise NotImplementedError
+
+    async def send(
+        self, method: str, params: dict[str, Any] | None = None, *,
+        session_id: str | None = None, timeout: float = 30.0,
+    ) -> dict[str, Any]:
+        """Send; the reply, or `CommandTimeout` after `timeout` seconds (the late reply is
+        then dropped), or whatever failed the reply's future early."""
+        fut = await self.request(method, params, session_id=session_id)
+        return await await_reply(method, fut, timeout)
+
+
 @dataclass(frozen=True)
 class TargetHandle:
     target_id: str
@@ -120,6 +143,11 @@ class BrowserLink(Protocol):
     def subscribe(self, session_id: str | None, handler: EventHandler) -> Callable[[], None]: ...
 
     def on_close(self, handler: Callable[[str], None]) -> None: ...
+
+    def on_send(self, observer: SendObserver) -> None:
+        """Call `observer(method, session_id)` as each CDP command goes out (each command
+        of a relayed sequence too), in the sender's context."""
+        ...
 
     async def create_tab(self, url: str = "about:blank") -> TargetHandle: ...
 

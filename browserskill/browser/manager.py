@@ -13,7 +13,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,10 @@ class BrowserConfig:
 
 
 class BrowserManager:
-    def __init__(self, config: BrowserConfig, state_dir: Path) -> None:
+    def __init__(self, config: BrowserConfig, state_dir: Path, *,
+                 connect: Callable[[], Awaitable[CdpLink]] | None = None) -> None:
+        """`connect` makes a link when there is none (default: launch the embedded
+        browser, or attach to `config.cdp_url`); a test may give one of its own."""
         self.config = config
         self.state_dir = state_dir
         self.link: CdpLink | None = None
@@ -53,12 +56,19 @@ class BrowserManager:
         self._tabs: dict[str, Tab] = {}  # target id -> tab
         self._temp_profile: Path | None = None
         self._lost_handlers: list[Callable[[str], None]] = []
+        self._link_handlers: list[Callable[[CdpLink], None]] = []
+        self._connect = connect or self._launch_or_attach
         # Called with (opener tab, target info) when one of our tabs opens a new tab.
         self.popup_handler: Callable[[Tab, dict[str, Any]], None] | None = None
 
     def on_lost(self, handler: Callable[[str], None]) -> None:
         """Called when the link dies, after its tabs are marked gone."""
         self._lost_handlers.append(handler)
+
+    def on_link(self, handler: Callable[[CdpLink], None]) -> None:
+        """Called with each link adopted (launched, attached, re-adopted), before any
+        command of the manager's goes through it."""
+        self._link_handlers.append(handler)
 
     @property
     def mode(self) -> str:
@@ -82,6 +92,8 @@ class BrowserManager:
             return self.link
 
     async def _adopt_link(self, link: CdpLink) -> None:
+        for handler in self._link_handlers:
+            handler(link)
         self.link = link
         self.generation += 1
         link.subscribe(None, self._on_browser_event)
@@ -137,7 +149,7 @@ class BrowserManager:
         targets = await link.send("Target.getTargets")
         return {t["targetId"] for t in targets["targetInfos"] if t["type"] == "page"}
 
-    async def _connect(self) -> CdpLink:
+    async def _launch_or_attach(self) -> CdpLink:
         if self.config.cdp_url:
             ws_url = await launcher.resolve_cdp_url(self.config.cdp_url)
             return await CdpLink.connect(ws_url)

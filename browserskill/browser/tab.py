@@ -24,6 +24,7 @@ from browserskill.browser.link import (
     Command,
     LinkClosed,
     LinkError,
+    Requester,
     SequenceRelay,
     TargetHandle,
     await_reply,
@@ -71,7 +72,7 @@ class ChildSession:
     unsubscribe: Callable[[], None]
 
 
-class Tab:
+class Tab(Requester):
     def __init__(self, link: BrowserLink, tab_id: str, handle: TargetHandle) -> None:
         self.link = link
         self.tab_id = tab_id
@@ -152,22 +153,12 @@ class Tab:
         for child in node.get("childFrames", ()):
             self._record_frames(child, session_id)
 
-    async def send(
-        self, method: str, params: dict[str, Any] | None = None, *, timeout: float = 30.0,
-        session_id: str | None = None,
-    ) -> dict[str, Any]:
-        """Send a command; if the page opens a dialog meanwhile, raise `DialogOpened`.
-
-        A page blocked on alert/confirm/prompt/beforeunload answers nothing until the
-        dialog is handled, so waiting for the reply would hang the call.
-        """
-        return await await_reply(method, await self.request(method, params,
-                                                            session_id=session_id), timeout)
-
     async def request(self, method: str, params: dict[str, Any] | None = None, *,
-                    session_id: str | None = None) -> asyncio.Future[dict[str, Any]]:
-        """Send a command; return its answer's future (failed early, like `send`'s, if the
-        page opens a dialog or goes away). Await it with `await_reply`."""
+                      session_id: str | None = None) -> asyncio.Future[dict[str, Any]]:
+        """Send a command in this tab (its page's session unless told); return its
+        answer's future, failed early if the page goes away or opens a dialog (`send`
+        then raises `DialogOpened`: a page blocked on alert/confirm/prompt/beforeunload
+        answers nothing until the dialog is handled, so waiting would hang the call)."""
         if self.gone:
             raise TabGone(self.gone)
         reply = await self.link.request(method, params, session_id=session_id or self.session_id)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from starlette.routing import Route
 
 from browserskill import __version__, paths
 from browserskill.browser import launcher
@@ -16,6 +21,22 @@ from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.session_store import SessionStore
 from browserskill.dispatch.sessions import SessionManager
+
+# A test names a Python file here (tests/support/faults.py) to reach inside the daemon.
+TEST_HOOK = "BSK_TEST_HOOK"
+
+
+def load_test_hook(path: str) -> Callable[[Daemon], list[Route]]:
+    """The `install_in_daemon(daemon) -> routes` of the file `path` names: run once,
+    before any request, with the daemon's parts wired; what it returns is served."""
+    spec = importlib.util.spec_from_file_location("bsk_test_hook", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"{TEST_HOOK}={path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import would (dataclasses look it up there)
+    spec.loader.exec_module(module)
+    install: Callable[[Daemon], list[Route]] = module.install_in_daemon
+    return install
 
 
 class Daemon:
@@ -41,11 +62,10 @@ class Daemon:
         self.dispatcher = Dispatcher(self.journal, self.sessions, self.browser, home,
                                      cleanup_timeout_s=cleanup_timeout_s)
         self.readopted: dict[str, list[str]] = {}
-        self.faults: Any = None  # the test-only fault seam, on with BSK_TEST_FAULTS=1
-        if os.environ.get("BSK_TEST_FAULTS") == "1":
-            from browserskill.dispatch import faults
-
-            self.faults = faults.install(self.dispatcher)
+        # Routes a test hook adds (docs/design.md, test hooks); none in production.
+        self.test_routes: list[Route] = []
+        if os.environ.get(TEST_HOOK):
+            self.test_routes = load_test_hook(os.environ[TEST_HOOK])(self)
         self.extensions = None  # the extension listener (ExtensionHub), when asked for
         if extension_port is not None:
             from browserskill.browser.extension import ExtensionHub, wire
@@ -54,9 +74,6 @@ class Daemon:
             self.extensions = ExtensionHub(extension_port, Pairings(home),
                                            grace_s=extension_grace_s)
             wire(self.extensions, self.sessions, self.dispatcher)
-        from browserskill.api.dashboard import Dashboard
-
-        self.dashboard = Dashboard(self)  # listens from the first `bsk show`
         self.requests_in_flight = 0
         self.tcp_port: int | None = None  # the optional loopback TCP listener
         self._last_activity = time.monotonic()

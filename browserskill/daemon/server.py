@@ -16,6 +16,7 @@ import uvicorn
 
 from browserskill import paths
 from browserskill.api.app import build_app
+from browserskill.api.dashboard import Dashboard
 from browserskill.api.tcp_guard import TcpGuard, load_token
 from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
@@ -81,7 +82,8 @@ async def serve(
     if daemon.extensions is not None:
         await daemon.extensions.start()  # a port already taken stops the start: say so
     sockets = [bind_socket(sock_path)]
-    app = build_app(daemon)
+    dashboard = Dashboard(daemon)  # listens from the first `bsk show`
+    app = build_app(daemon, dashboard)
     if tcp_port is not None:
         tcp = socket.create_server(("127.0.0.1", tcp_port))  # loopback only, by design
         daemon.tcp_port = tcp.getsockname()[1]
@@ -114,7 +116,7 @@ async def serve(
             log.warning("pruning the journal failed: %s", prune_task.exception())
         await daemon.dispatcher.shutdown()
         with contextlib.suppress(Exception):
-            await daemon.dashboard.stop()
+            await dashboard.stop()
         for session in list(daemon.sessions.sessions.values()):
             with contextlib.suppress(Exception):
                 await daemon.sessions.close(session, "the daemon was stopped")

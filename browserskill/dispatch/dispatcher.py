@@ -31,7 +31,7 @@ from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
 from browserskill.dispatch.scope import Once
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
-from browserskill.tools import catalog, downloads, registry
+from browserskill.tools import catalog, downloads, handlers
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ TAKE_OVER_MAX_S = 3600.0  # a take-over forgotten in an open dashboard ends afte
 
 
 class Dispatcher:
-    # What handlers get; the test-only fault seam (dispatch/faults.py) swaps in a subclass.
+    # What handlers get; a test's fault seam (tests/support/faults.py) swaps in a subclass.
     context_class: type[ToolContext] = ToolContext
 
     def __init__(
@@ -52,7 +52,7 @@ class Dispatcher:
         self.sessions = sessions
         self.browser = browser
         self.state_dir = state_dir
-        self.handlers = registry.load()
+        self.handlers = handlers.load()
         self.ops: dict[str, Operation] = {}  # live and recently ended, by id
         self.cleanup_timeout_s = cleanup_timeout_s
         browser.on_lost(self._link_lost)

@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from conftest import launched_chromium, wait_until
 from websockets.sync.client import ClientConnection, connect
+
+from support.chromium import launched_chromium
+from support.wait import wait_until
 
 
 class Viewer:

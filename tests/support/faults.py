@@ -1,13 +1,17 @@
-"""Test-only fault injection and command recording (issue 4's deterministic seam).
+"""Fault injection and command recording for tests (issue 4's deterministic seam).
 
-Off unless the daemon starts with `BSK_TEST_FAULTS=1`. Then, and only then, `install`:
+Not part of the package: a daemon loads this file only when a test starts it with
+`BSK_TEST_HOOK=<this file>` (docs/design.md, test hooks), and calls `install_in_daemon`;
+an in-process test calls `install(dispatcher)`. It uses only public hooks:
 
-* makes the dispatcher build a `FaultContext` (a `ToolContext` with hook points) instead
-  of the plain one, so the normal path pays nothing: no check, no indirection;
-* records every CDP command the daemon's browser link sends, with the operation that sent
-  it and how (`act`, `step`, `inspect`, `compensation`, or `other` for the link's own
-  set-up), by overriding `request` on each link the browser manager adopts;
-* adds `/v1/test/...` routes to drive it (the OpenAPI document does not list them).
+* `Dispatcher.context_class`: the dispatcher builds a `FaultContext` (a `ToolContext`
+  with hook points) instead of the plain one, so the normal path pays nothing;
+* `BrowserManager.on_link` and each link's `on_send`: every CDP command the daemon's
+  browser link sends is recorded, with the operation that sent it and how (`act`,
+  `step`, `inspect`, `compensation`, or `other` for the link's own set-up);
+* the link's `abort()`: a dropped socket;
+* the routes `install_in_daemon` returns, under `/v1/test/...` (not in the OpenAPI
+  document).
 
 Rules (`PUT /v1/test/faults {"rules": [...]}`) fire at named points:
 
@@ -38,14 +42,15 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from browserskill.browser.link import BrowserLink
+from browserskill.browser.manager import BrowserManager
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import Compensation, ToolContext
 
 if TYPE_CHECKING:
+    from browserskill.daemon.core import Daemon
     from browserskill.dispatch.dispatcher import Dispatcher
     from browserskill.dispatch.operations import Operation
-
-ENV = "BSK_TEST_FAULTS"
 
 # The operation whose task is running (set in its runner task, inherited by its handler),
 # and how the command being sent was asked for.
@@ -126,7 +131,7 @@ class Faults:
         self.rules: list[Rule] = []
         self.paused: dict[str, Paused] = {}
         self.commands: list[dict[str, Any]] = []
-        self.links: list[Any] = []  # every link recorded, newest last
+        self.links: list[Any] = []  # every link recorded, newest last (has `abort()`)
         self.context_class = type("BoundFaultContext", (FaultContext,), {"faults": self})
 
     # -- rules ------------------------------------------------------------------------
@@ -150,7 +155,7 @@ class Faults:
         for rule in self._take(op, at, "drop_link", "pause", "delay"):
             op.note("fault", f"{rule.do} at {at}")
             if rule.do == "drop_link":
-                self.drop_link(f"dropped by a fault rule at {at}")
+                self.drop_link()
             elif rule.do == "delay":
                 await asyncio.sleep(rule.seconds)
             else:
@@ -202,59 +207,26 @@ class Faults:
 
     # -- the link -----------------------------------------------------------------------
 
-    def record(self, link: Any) -> Any:
-        """Log every command `link` sends (its own `send`, `create_tab`, … go through
-        `request`, so overriding it on the instance catches them all)."""
-        if getattr(link, "_bsk_recorded", False):
-            return link
-        original = link.request
+    def record(self, link: BrowserLink) -> None:
+        """Log every command `link` sends (its own `send`, `create_tab`, … included)."""
+        if any(known is link for known in self.links):
+            return
 
-        def log(method: str, session_id: str | None) -> None:
+        def sending(method: str, session_id: str | None) -> None:
             self.commands.append({"op_id": CURRENT_OP.get(), "method": method,
                                   "kind": SENDING.get(), "session_id": session_id,
                                   "t": time.time()})
 
-        async def request(method: str, params: dict[str, Any] | None = None, *,
-                          session_id: str | None = None) -> asyncio.Future[dict[str, Any]]:
-            log(method, session_id)
-            reply: asyncio.Future[dict[str, Any]] = await original(method, params,
-                                                                   session_id=session_id)
-            return reply
-
-        link.request = request
-        if link.relays_sequences:
-            original_sequence = link.request_sequence
-
-            async def request_sequence(commands: list[Any], *, session_id: str) -> Any:
-                for command in commands:
-                    log(command.method, session_id)
-                return await original_sequence(commands, session_id=session_id)
-
-            link.request_sequence = request_sequence
-        link._bsk_recorded = True
+        link.on_send(sending)
         self.links.append(link)
-        return link
 
-    def record_browser(self, browser: Any) -> None:
-        """Record each link the browser manager adopts (launched, relaunched, re-adopted)."""
-        adopt = browser._adopt_link
-
-        async def adopt_recorded(link: Any) -> None:
-            await adopt(self.record(link))
-
-        browser._adopt_link = adopt_recorded
-
-    def drop_link(self, reason: str = "dropped by the test seam") -> bool:
-        """Abort the newest link's socket, as a network drop would: no close handshake,
+    def drop_link(self) -> bool:
+        """Drop the newest link's socket, as a network failure would: no close handshake,
         the browser keeps running."""
         link = self.links[-1] if self.links else None
         if link is None or link.closed:
             return False
-        ws = getattr(link, "_ws", None)
-        if ws is not None and getattr(ws, "transport", None) is not None:
-            ws.transport.abort()
-        else:  # a fake link in an in-process test
-            link.drop(reason)
+        link.abort()
         return True
 
     def commands_of(self, op_id: str | None) -> list[dict[str, Any]]:
@@ -380,9 +352,15 @@ class FaultContext(ToolContext):
                                  undoes_effect=undoes_effect, after_step=after_step)
 
 
-def install(dispatcher: Dispatcher) -> Faults:
-    """Turn the seam on for this dispatcher and its browser manager."""
+def install(dispatcher: Dispatcher, browser: BrowserManager | None = None) -> Faults:
+    """Turn the seam on for this dispatcher and the browser manager whose links it
+    records (the dispatcher's own, unless told)."""
     faults = Faults()
     dispatcher.context_class = faults.context_class
-    faults.record_browser(dispatcher.browser)
+    (browser or dispatcher.browser).on_link(faults.record)
     return faults
+
+
+def install_in_daemon(daemon: Daemon) -> list[Any]:
+    """The daemon's test hook (`BSK_TEST_HOOK`): the seam on, and its routes."""
+    return install(daemon.dispatcher, daemon.browser).routes()

@@ -1,0 +1,45 @@
+"""Every tool's handler, loaded: the tool modules register themselves with
+`registry.implements` as they are imported; those whose tool takes a target get its
+locators bound first. Apart from `registry` because the locators use tool modules (the
+snapshot's script) that register through it: one module doing both was an import cycle."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from browserskill.tools.catalog import BY_NAME, TARGET_PARAMS
+from browserskill.tools.context import ToolContext
+from browserskill.tools.locators import bind_locators
+from browserskill.tools.registry import HANDLERS, Handler
+
+_MODULES = ("navigation", "evaluate", "snapshot", "screenshot", "input", "tabs", "session",
+            "dialogs", "forms", "keyboard", "observe", "emulation", "webmcp", "borrow",
+            "state", "downloads", "mouse", "network", "routes", "help",
+            "recording", "evidence")
+
+
+def load() -> dict[str, Handler]:
+    """Every tool's handler; those that take a target also take a locator for it."""
+    for module in _MODULES:
+        importlib.import_module(f"browserskill.tools.{module}")
+    missing = set(BY_NAME) - set(HANDLERS)
+    if missing:
+        raise RuntimeError(f"tools without an implementation: {sorted(missing)}")
+    return {name: _with_locators(name, fn) if any(
+        p.name in TARGET_PARAMS for p in BY_NAME[name].params) else fn
+        for name, fn in HANDLERS.items()}
+
+
+def _with_locators(name: str, fn: Handler) -> Handler:
+    """The handler, run on the refs its locators name (resolved once, before it starts)."""
+    spec = BY_NAME[name]
+
+    async def run(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+        params, located = await bind_locators(ctx, spec, params)
+        result = await fn(ctx, params)
+        if located and isinstance(result, dict):
+            result = {**result, "located": located}
+        return result
+
+    return run

@@ -1,0 +1,29 @@
+"""Reading snapshots the way an agent does, and scenarios shared by several tests."""
+
+from __future__ import annotations
+
+from support.cli import Bsk
+
+
+def ref_of(snapshot: str, role: str, name: str) -> str:
+    """The ref of the node with this role and name in a snapshot's text."""
+    import re
+
+    match = re.search(rf'- {role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
+    assert match, f"no {role} {name!r} in:\n{snapshot}"
+    return match.group(1)
+
+
+def clicks_report_the_state_they_left(s: Bsk, site: str) -> None:
+    """A click answers with what it left the element as (read right after its release):
+    expanded, checked, or gone (the page re-rendered it)."""
+    s.ok("open", f"{site}/click.html")
+    snap = s.ok("snapshot")["result"]["snapshot"]
+    details = ref_of(snap, "button", "Details")
+    assert s.ok("click", details)["result"]["element"] == {"expanded": True}
+    assert s.ok("click", details)["result"]["element"] == {"expanded": False}
+    assert s.ok("click", ref_of(snap, "checkbox", "Agree"))["result"]["element"] == {
+        "checked": True}
+    rerender = s.ok("click", ref_of(snap, "button", "Re-render me"))["result"]
+    assert rerender["element"] == {"removed": True}
+    assert s("eval", "document.querySelectorAll('#rerender').length").value == 1

@@ -1,0 +1,47 @@
+"""The test pages in tests/pages, served over loopback HTTP (a couple of paths act)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+PAGES = Path(__file__).resolve().parent.parent / "pages"
+
+
+class PagesHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        if path == "/act_nocontent":  # a navigation that makes no page
+            self.send_response(204)
+            self.end_headers()
+            return
+        if path == "/act_slow":  # a navigation still loading at a short deadline
+            time.sleep(3)
+            with contextlib.suppress(OSError):  # the browser may have given up by now
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            return
+        super().do_GET()
+
+
+@contextlib.contextmanager
+def serve_pages(host: str = "127.0.0.1") -> Iterator[str]:
+    """tests/pages on a free loopback port, as `http://{host}:PORT` (`localhost` names
+    the same server as another site)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(PagesHandler, directory=str(PAGES)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{server.server_address[1]}"
+    finally:
+        server.shutdown()

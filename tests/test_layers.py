@@ -1,0 +1,189 @@
+"""docs/design.md, shape: layers point one way, and no two modules need each other.
+
+The package's imports are read with `ast` — every `import`, at module level, inside a
+function (lazy) or under `if TYPE_CHECKING:` (type-only) — so a cycle can't hide behind
+a deferred import, and a module can't reach up a layer just for a type.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "browserskill"
+
+# Top first. A module may import from its own layer and the layers below it, never above.
+# A module is in the layer of its longest listed prefix.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("surfaces", ("browserskill.__main__", "browserskill.cli", "browserskill.mcp_server",
+                  "browserskill.docgen")),
+    ("daemon", ("browserskill.daemon",)),  # the process: server, entry point
+    ("api and client", ("browserskill.api", "browserskill.client")),
+    # The daemon's parts wired together (the API's handlers reach the dispatcher here).
+    ("wiring", ("browserskill.daemon.core",)),
+    ("dispatch", ("browserskill.dispatch",)),
+    ("tools", ("browserskill.tools", "browserskill.webmcp.client")),
+    # What tools act on and the dispatcher runs: sessions with their queue and operations.
+    ("session state", ("browserskill.dispatch.sessions", "browserskill.dispatch.queue",
+                       "browserskill.dispatch.operations", "browserskill.dispatch.session_store")),
+    ("browser", ("browserskill.browser", "browserskill.webmcp")),
+    # Shared by everyone, importing nothing above: data, paths, text.
+    ("base", ("browserskill.errors", "browserskill.paths", "browserskill.contract",
+              "browserskill.render", "browserskill.skill", "browserskill.daemon.spawn")),
+]
+
+
+# The one import allowed up the layers: the package's facade (`from browserskill import
+# Client`) loads the client on first use; nothing inside the package goes through it.
+FACADE = ("browserskill", "browserskill.client")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _owner(name: str) -> str | None:
+    """The package module that `name` (a module, or a name in one) lives in."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str) -> dict[str, int]:
+    """Every package module `module` imports, anywhere in it, with a line of each."""
+    path = MODULES[module]
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found: dict[str, int] = {}
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+            # `from pkg import mod` imports the submodule; `from mod import name`, the module.
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
+                       for a in node.names]
+        for target in targets:
+            owner = _owner(target) if target.startswith("browserskill") else None
+            if owner is not None and owner != module:
+                found.setdefault(owner, node.lineno)
+    return found
+
+
+GRAPH = {module: imports_of(module) for module in MODULES}
+
+
+def layer_of(module: str) -> int:
+    best, rank = -1, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), i
+    if module == "browserskill":  # `__version__`; its facade is below (FACADE)
+        return len(LAYERS) - 1
+    assert rank >= 0, f"{module} is in no layer: add it to LAYERS in {Path(__file__).name}"
+    return rank
+
+
+def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_reader_sees_every_kind_of_import() -> None:
+    # Each kind, on a module known to use it (if these move, pick others: the point is
+    # that lazy and type-only imports are edges too).
+    assert "browserskill.browser.link" in GRAPH["browserskill.browser.cdp"]  # module level
+    assert "browserskill.client" in GRAPH["browserskill"]  # inside a function
+    assert "browserskill.browser.backend" in GRAPH["browserskill.browser.agent_window"]  # type-only
+    assert "browserskill.render" in GRAPH["browserskill.cli.render"]  # `from pkg import mod`
+    assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
+
+
+# Cycles known and owned elsewhere, each with its way out; one that is gone must leave
+# this list too (the test says so).
+KNOWN_CYCLES: dict[tuple[str, ...], str] = {
+    ("browserskill.cli.commands", "browserskill.cli.main", "browserskill.cli.replay"):
+        "`bsk replay` (issue 16) calls cli.main's tool_call; that call path is being "
+        "reshaped with the CLI's cancel-then-outcome rule (issue 11, item 1): it moves "
+        "out of cli/main.py there",
+}
+
+
+def test_no_import_cycles() -> None:
+    found = [c for c in cycles(GRAPH) if tuple(c) not in KNOWN_CYCLES]
+    gone = set(KNOWN_CYCLES) - {tuple(c) for c in cycles(GRAPH)}
+    assert not gone, f"no longer cycles: take them out of KNOWN_CYCLES: {sorted(gone)}"
+    described = ["; ".join(f"{m} -> {', '.join(sorted(set(GRAPH[m]) & set(c)))}" for m in c)
+                 for c in found]
+    assert not found, "import cycles (lazy and type-only imports count):\n" + "\n".join(described)
+
+
+def test_layers_point_one_way() -> None:
+    wrong = []
+    for module, imported in sorted(GRAPH.items()):
+        for target, line in sorted(imported.items()):
+            if layer_of(target) < layer_of(module) and (module, target) != FACADE:
+                wrong.append(f"{MODULES[module].relative_to(ROOT)}:{line} "
+                             f"({LAYERS[layer_of(module)][0]}) imports {target} "
+                             f"({LAYERS[layer_of(target)][0]})")
+    assert not wrong, "imports up the layers:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize(("lower", "upper"), [
+    ("browserskill.browser", ("browserskill.dispatch", "browserskill.tools",
+                              "browserskill.cli", "browserskill.api", "browserskill.client")),
+    ("browserskill.client", ("browserskill.cli",)),
+    ("browserskill.render", ("browserskill.cli",)),
+    ("browserskill.mcp_server", ("browserskill.cli",)),
+])
+def test_named_boundaries(lower: str, upper: tuple[str, ...]) -> None:
+    """The boundaries issue 11 named, spelled out (the layer table implies them)."""
+    for module, imported in GRAPH.items():
+        if module == lower or module.startswith(lower + "."):
+            bad = [t for t in imported if any(t == u or t.startswith(u + ".") for u in upper)]
+            assert not bad, f"{module} imports {bad}"
