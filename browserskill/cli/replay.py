@@ -10,6 +10,7 @@ import shlex
 
 from browserskill import contract
 from browserskill.cli.args import parse_tool_args
+from browserskill.cli.calls import local_file_url, tool_call
 from browserskill.errors import BskError, invalid
 from browserskill.tools.catalog import BY_WORDS
 
@@ -34,8 +35,6 @@ def _expand(word: str, line: int) -> str:
 
 
 def replay(client: Client, path: str) -> dict[str, Any]:
-    from browserskill.cli.main import local_file_url, tool_call
-
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()

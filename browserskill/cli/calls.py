@@ -1,0 +1,100 @@
+"""One tool call from the CLI: sent with its op id named up front, so that Ctrl-C cancels
+it and a dying daemon's replacement can say how it ended (docs/design.md, interruption).
+Shared by `bsk TOOL …` and `bsk replay`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from browserskill import contract
+from browserskill.cli.daemon_client import Client
+from browserskill.cli.transport import DaemonLost, DaemonUnreachable, request
+from browserskill.errors import BskError, invalid
+from browserskill.tools.catalog import ToolSpec, default_timeout_s
+
+TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[str, Any]:
+    g = client.g
+    if g.timeout and spec.timeout_range_s:
+        contract.check_timeout_s(str(g.timeout), " ".join(spec.words), spec.timeout_range_s)
+    body = dict(params)
+    if g.wait:
+        body["wait"] = True
+    if g.timeout:
+        body["timeout_ms"] = int(g.timeout * 1000)
+    # Naming the operation up front lets Ctrl-C cancel it and report how it ended.
+    op_id = contract.new_op_id()
+    headers = {"X-Op-Id": op_id}
+    if g.key:
+        headers["Idempotency-Key"] = g.key
+    try:
+        _, _, answer = client.call(
+            "POST", f"/v1/sessions/{g.session}/tools/{spec.name}", body,
+            headers=headers, timeout=g.timeout or default_timeout_s(spec, params),
+        )
+    except KeyboardInterrupt:
+        return interrupted(client, op_id, spec.name)
+    except DaemonLost:
+        return lost_daemon(client, op_id, spec.name)
+    return answer
+
+
+def lost_daemon(client: Client, op_id: str, tool: str | None = None) -> dict[str, Any]:
+    """The daemon died mid-call: a new one reconciles the journal and says what it knows."""
+    print(f"bsk: the daemon went away during {op_id}; asking a new one what happened",
+          file=sys.stderr)
+    import time
+
+    status, answer = 0, None
+    for _ in range(50):  # the dying daemon's socket may still reset a connection or two
+        try:
+            status, _, answer = client.call("GET", f"/v1/ops/{op_id}")
+            break
+        except DaemonLost:
+            time.sleep(0.1)
+        except (BskError, DaemonUnreachable):
+            break
+    if status == 200 and isinstance(answer, dict):
+        return answer
+    return contract.refused(
+        contract.error_dict("outcome_unknown", "the daemon went away before answering",
+                            f"`bsk op show {op_id}` once the daemon is back; inspect the "
+                            "page before acting again"),
+        op_id=op_id, session_id=client.g.session, tool=tool, dispatched="unknown")
+
+
+def interrupted(client: Client, op_id: str, tool: str | None = None) -> dict[str, Any]:
+    """Ctrl-C or SIGTERM: cancel our operation, then report how it really ended."""
+    import time
+
+    print(f"bsk: interrupted; cancelling {op_id}…", file=sys.stderr)
+    plan = contract.CancelThenWait(op_id, time.monotonic())
+    while True:
+        status, _, _ = request(client.sock, "POST", plan.cancel_path,
+                               timeout=contract.CANCEL_GRACE_S)
+        if not plan.again(status, time.monotonic()):
+            break
+        time.sleep(contract.CANCEL_POLL_S)
+    if status == 404:
+        return plan.never_arrived(client.g.session, tool)
+    return request(client.sock, "GET", plan.wait_path, timeout=contract.CANCEL_GRACE_S + 5)[2]
+
+
+def local_file_url(url: str) -> str:
+    """`bsk open page.html` / `~/x.html` / `/tmp/x.html`: an existing local file is a
+    file:// URL (the daemon would otherwise read it as a host name)."""
+    if "://" in url or url.startswith(("data:", "about:", "chrome:", "view-source:")):
+        return url
+    path = os.path.expanduser(url)
+    if not os.path.exists(path):
+        if url.startswith(("./", "../", "~/")):  # a path, never a host name
+            raise invalid("url", f"no such file: {os.path.abspath(path)}")
+        return url
+    from pathlib import Path
+
+    return Path(os.path.abspath(path)).as_uri()
