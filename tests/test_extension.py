@@ -5,13 +5,11 @@ test_extension_headed.py runs the core of it in a headed Chromium (on Xvfb)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
 from support.chromium import PageDevTools, browser_cdp
-from support.cli import Bsk, alive, answer_of, daemon_pid, live_ops
+from support.cli import Bsk, alive, answer_of, daemon_pid, kill_daemon_hard, live_ops
 from support.extension import (
     BrowserWithExtension,
     agent_session,
@@ -276,10 +274,7 @@ def test_daemon_killed_then_extension_sessions_are_readopted(ext_browser: Browse
     (tab,) = s.ok("tab", "list")["result"]["tabs"]
     gone = agent_session(ext_browser, "gone")
     (gone_tab,) = gone.ok("tab", "list")["result"]["tabs"]
-    pid = daemon_pid(ext_browser.bsk.home)
-    assert pid is not None
-    os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not alive(pid), what="the daemon to die")
+    pid = kill_daemon_hard(ext_browser.bsk.home)
     # While no daemon runs, the user closes one session's Agent Window.
     browser_cdp(ext_browser.chromium, "Target.closeTarget", {"targetId": gone_tab["target_id"]})
     wait_until(lambda: gone_tab["target_id"] not in {t["targetId"] for t in

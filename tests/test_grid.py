@@ -8,13 +8,12 @@ what the assertions check, as a user would.
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from conftest import Bsk, Chromium, daemon_pid, in_ci, stop_for_good, wait_until
+from support.cli import kill_daemon_hard
 from support.grid import Grid, missing
 
 
@@ -174,10 +173,7 @@ def test_a_daemon_killed_hard_readopts_its_grid_session(fresh_bsk: Bsk, grid: Gr
     s = fresh_bsk.with_session("g-kill")
     s.ok("open", f"{site}/click.html")
     s.ok("eval", "window.marker = 42")
-    pid = daemon_pid(fresh_bsk.home)
-    assert pid is not None
-    os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: daemon_pid(fresh_bsk.home) is None, 10, "the daemon to die")
+    kill_daemon_hard(fresh_bsk.home)
 
     # The next call starts a new daemon, which re-adopts the session: same session, same
     # tab, the very page (its script state too), the same WebDriver session.

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from conftest import Bsk, Chromium, daemon_pid, wait_until
+from conftest import Bsk, Chromium, wait_until
+from support.cli import kill_daemon_hard
 from websockets.asyncio.server import ServerConnection, serve
 
 from browserskill.browser import launcher
@@ -124,10 +123,7 @@ def test_a_restarted_daemon_readopts_a_session_on_a_remote_browser(
     s = fresh_bsk.with_session("far")
     s.ok("open", f"{site}/click.html")
     s.ok("eval", "window.marker = 7")
-    pid = daemon_pid(fresh_bsk.home)
-    assert pid is not None
-    os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: daemon_pid(fresh_bsk.home) is None, 10, "the daemon to die")
+    kill_daemon_hard(fresh_bsk.home)
     assert s.ok("eval", "window.marker")["result"]["value"] == 7
     listed = {x["session_id"]: x for x in fresh_bsk.ok("session", "list")["sessions"]}
     assert listed["far"]["placement"]["kind"] == "cdp"

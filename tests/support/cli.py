@@ -122,6 +122,16 @@ def daemon_pid(home: Path) -> int | None:
 alive = launcher.process_alive
 
 
+def kill_daemon_hard(home: Path) -> int:
+    """SIGKILL the state dir's daemon (no shutdown of any kind), wait until it is gone;
+    its pid."""
+    pid = daemon_pid(home)
+    assert pid is not None, f"no daemon runs for {home}"
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not alive(pid), 10, f"daemon {pid} to die")
+    return pid
+
+
 def live_ops(bsk: Bsk, state: str) -> list[dict[str, Any]]:
     """This session's operations in a given state (a control call: it never queues)."""
     return [o for o in bsk.ok("op", "list")["ops"] if o["state"] == state]
