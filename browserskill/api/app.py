@@ -192,10 +192,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
     @guarded
     async def create_session(request: Request) -> Response:
         body = await json_body(request)
-        timeout_ms = body.pop("timeout_ms", None)
-        if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(
-                timeout_ms, int) or not 1 <= timeout_ms <= 600_000):
-            raise invalid("timeout_ms", "must be an integer from 1 to 600000")
+        timeout_ms = contract.check_timeout_ms(body.pop("timeout_ms", None))
         params = catalog.SESSION_START.validate(body)
         state = (await asyncio.to_thread(read_state_file, params["state"])
                  if params["state"] else None)

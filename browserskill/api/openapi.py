@@ -116,7 +116,7 @@ def _session_start() -> dict[str, Any]:
     schema = spec.input_schema()
     schema["properties"]["session_id"]["pattern"] = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
     schema["properties"]["timeout_ms"] = {
-        "type": "integer", "minimum": 1, "maximum": 600_000,
+        **contract.CALL_OPTIONS["timeout_ms"],
         "description": "deadline for the start (a Grid's free slot is awaited up to it; "
                        "default 60000)"}
     # A saved state starts an isolated session only.
