@@ -162,6 +162,35 @@ def test_permissions_grant_and_clear(bsk: Bsk, page: str) -> None:
     bsk.ok("permissions", "clear", "notifications", "--origin", "https://example.com")
 
 
+def test_permissions_for_an_insecure_origin_say_so_honestly(bsk: Bsk, page: str) -> None:
+    # Chromium grants powerful permissions to secure contexts only: the error names the
+    # origin (not the permission's name), and a partial grant is not reported as nothing.
+    r = bsk("permissions", "grant", "notifications", "--origin", "http://example.com")
+    assert r.code == 2 and r.json["error"]["details"]["field"] == "origin", r.stdout
+    assert "secure" in r.json["error"]["message"] and r.json["dispatched"] == "no"
+    partial = bsk("permissions", "grant", "geolocation", "teleport")
+    assert partial.code == 2 and partial.json["error"]["details"]["field"] == "names"
+    assert bsk("eval", PERMISSION % "geolocation").value == "granted"
+    assert partial.json["dispatched"] == "yes"  # geolocation was granted before teleport
+    assert "geolocation" in partial.json["error"]["message"]
+    bsk.ok("permissions", "clear", "geolocation")
+
+
+def test_geolocation_on_an_insecure_page_notes_it(bsk: Bsk, page: str) -> None:
+    # A plain-http page that is not on loopback is no secure context; a route serves one.
+    bsk.ok("route", "add", "http://insecure.test/**", "--body", "<title>plain</title>",
+           "--content-type", "text/html")
+    try:
+        bsk.ok("open", "http://insecure.test/")
+        assert bsk("eval", "isSecureContext").value is False
+        r = bsk.ok("emulate", "--geolocation", "1,2", "--timezone", "Europe/Berlin")["result"]
+        assert "secure" in r["note"] and r["emulation"]["timezone"] == "Europe/Berlin"
+        assert seen(bsk)["timezone"] == "Europe/Berlin"
+    finally:
+        bsk.ok("emulate", "--reset")
+        bsk.ok("route", "clear")
+
+
 def test_bad_input_sends_nothing(bsk: Bsk, page: str) -> None:
     for args in [("--timezone", "Mars/Olympus_Mons"), ("--reset", "--cpu", "2"),
                  ("--cpu", "0.5"), ("--network", "5g"), ("--color-scheme", "blue")]:
