@@ -147,6 +147,20 @@ def test_routes_reach_new_tabs_workers_and_iframes(bsk: Bsk, site: str,
     assert got == "200 mocked"
 
 
+def test_a_navigation_a_route_fails_names_the_route(page: Bsk, site: str) -> None:
+    bsk = page
+    bsk.ok("route", "add", "**/other.html", "--abort", "--times", "1")
+    r = bsk("open", f"{site}/other.html")
+    assert r.code == 11 and r.json["error"]["details"]["route"] == "**/other.html"
+    assert "route remove" in r.json["error"]["hint"]
+    assert "server is up" not in r.json["error"]["hint"]
+    # the route is spent: the same page loads, and a failure without a route says so
+    assert bsk.ok("open", f"{site}/other.html")["result"]["url"].endswith("/other.html")
+    gone = bsk("open", "http://127.0.0.1:9/")
+    assert gone.code == 11 and "route" not in gone.json["error"]["details"]
+    assert "server is up" in gone.json["error"]["hint"]
+
+
 def test_route_bad_input_is_refused_naming_the_field(bsk: Bsk, tmp_path: Path) -> None:
     cases = {
         ("**/x", "--abort", "--body", "y"): "body",

@@ -54,11 +54,16 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dic
             return {**page_state(tab), "title": tab.title,
                     "downloads": await downloads.settle(ctx, before)}
     if answer.get("errorText"):
+        # The document's Network request id is its loader id; a route of this session
+        # may be what failed it (or answered it with a status that is no page).
+        route = tab.buffers.route_of(answer.get("loaderId") or "")
         raise BskError(
-            "action_failed", f"navigation to {url} failed: {answer['errorText']}",
-            hint="check the address and that the server is up",
+            "action_failed", f"navigation to {url} failed: {answer['errorText']}"
+            + (f" (this session's route {route} answered it)" if route else ""),
+            hint=(f"`bsk route remove '{route}'` if the page should load" if route
+                  else "check the address and that the server is up"),
             details={"reason": "navigation_error", "error_text": answer["errorText"],
-                     "url": url},
+                     "url": url, **({"route": route} if route else {})},
             dispatched="yes",
         )
     loader_id = answer.get("loaderId")
