@@ -169,7 +169,8 @@ def test_route_bad_input_is_refused_naming_the_field(bsk: Bsk, tmp_path: Path) -
         ("**/x", "--file", str(tmp_path / "missing")): "file",
         ("**/x", "--header", "no colon"): "header",
         ("**/{x", "--body", "y"): "pattern",
-        ("**/x", "--abort", "nonsense"): "arguments",  # not a reason: a second pattern
+        ("**/x", "--abort", "nonsense"): "abort",  # no reason: named with the reasons
+        ("**/x", "--body", "y", "nonsense"): "arguments",  # a second pattern
         ("**/x", "--status", "99"): "status",
     }
     (tmp_path / "f").write_text("f")
@@ -178,6 +179,10 @@ def test_route_bad_input_is_refused_naming_the_field(bsk: Bsk, tmp_path: Path) -
         assert r.code == 2, (args, r.stdout, r.stderr)
         assert r.json["error"]["details"]["field"] == field, (args, r.json)
     assert routes(bsk) == []
+    reason = bsk("route", "add", "**/x", "--abort", "timeout")
+    assert "timedout" in reason.json["error"]["message"], reason.json
+    alone = bsk.ok("route", "add", "--abort", "**/x")["result"]["route"]  # a pattern after
+    assert alone == {"pattern": "**/x", "abort": "failed", "hits": 0}
 
 
 def test_every_surface_drives_the_same_routes(page: Bsk, api: httpx.Client) -> None:
