@@ -176,6 +176,21 @@ def test_permissions_for_an_insecure_origin_say_so_honestly(bsk: Bsk, page: str)
     bsk.ok("permissions", "clear", "geolocation")
 
 
+def test_reset_leaves_a_geolocation_permission_someone_granted(bsk: Bsk, page: str) -> None:
+    # The shared profile's permission may be another session's (or the caller's) choice:
+    # --reset takes back only what --geolocation itself granted.
+    bsk.ok("permissions", "grant", "geolocation")
+    bsk.ok("emulate", "--geolocation", "1,2")
+    bsk.ok("emulate", "--reset")
+    assert bsk("eval", PERMISSION % "geolocation").value == "granted"
+    bsk.ok("permissions", "clear", "geolocation")
+    bsk.ok("emulate", "--geolocation", "1,2")  # granted by emulate, then made the caller's
+    bsk.ok("permissions", "grant", "geolocation")
+    bsk.ok("emulate", "--reset")
+    assert bsk("eval", PERMISSION % "geolocation").value == "granted"
+    bsk.ok("permissions", "clear", "geolocation")
+
+
 def test_geolocation_on_an_insecure_page_notes_it(bsk: Bsk, page: str) -> None:
     # A plain-http page that is not on loopback is no secure context; a route serves one.
     bsk.ok("route", "add", "http://insecure.test/**", "--body", "<title>plain</title>",

@@ -52,7 +52,8 @@ _SEEN_RESIZED = """new Promise(resolve => {
 })"""
 
 # Per tab: the emulation settings in force (gone with the tab), and the origin whose
-# geolocation permission `--geolocation` granted (set back to ask on --reset).
+# geolocation permission `--geolocation` granted (set back to ask on --reset; one granted
+# before, or by `permissions grant|clear` since, is someone's choice and stays).
 _SETTINGS: weakref.WeakKeyDictionary[Tab, dict[str, Any]] = weakref.WeakKeyDictionary()
 _GRANTED: weakref.WeakKeyDictionary[Tab, str] = weakref.WeakKeyDictionary()
 _FIELDS = ("device", "width", "height", "scale", "mobile", "user_agent", "color_scheme",
@@ -236,6 +237,11 @@ async def _apply(ctx: ToolContext, tab: Tab, settings: dict[str, Any],
             note = ("the page has no web origin yet, so no geolocation permission was "
                     "granted: open a page, then `bsk permissions grant geolocation`")
         else:
+            before = await ctx.inspect("Runtime.evaluate", {
+                "expression": "navigator.permissions.query({name: 'geolocation'})"
+                              ".then(s => s.state, () => null)",
+                "awaitPromise": True, "returnByValue": True}, tab=tab)
+            granted_before = before.get("result", {}).get("value") == "granted"
             try:
                 await set_permissions(ctx, ["geolocation"], origin, "granted")
             except BskError as e:
@@ -246,7 +252,8 @@ async def _apply(ctx: ToolContext, tab: Tab, settings: dict[str, Any],
                         "geolocation (and Chromium grants it no permission): open the "
                         "site over https:// or on localhost")
             else:
-                _GRANTED[tab] = origin
+                if not granted_before:
+                    _GRANTED[tab] = origin
     return note
 
 
@@ -290,6 +297,9 @@ async def _permissions(ctx: ToolContext, params: dict[str, Any], setting: str
             raise invalid("origin", f"the current tab ({ctx.tab.url}) has no web origin",
                           hint="open a page first, or give --origin https://example.com")
     await set_permissions(ctx, list(dict.fromkeys(params["names"])), origin, setting)
+    if "geolocation" in params["names"]:  # now the caller's choice: --reset leaves it
+        for tab in [t for t, o in _GRANTED.items() if o == origin]:
+            del _GRANTED[tab]
     return {"origin": origin, "permissions": params["names"],
             "setting": setting, "context": "isolated" if ctx.backend.context_id else "shared"}
 
