@@ -96,6 +96,23 @@ def test_offline_and_slow_network(bsk: Bsk, page: str) -> None:
     assert both.code == 2 and both.json["dispatched"] == "no"
 
 
+def test_offline_pages_fail_saying_why(bsk: Bsk, page: str, site: str) -> None:
+    # A navigation that ends on Chromium's error page is a failure (reload too), and the
+    # tab's own --offline is named as the cause, not the server.
+    bsk.ok("emulate", "--offline")
+    try:
+        opened = bsk("open", f"{site}/other.html?offline")
+        assert opened.code == 11, opened.stdout
+        assert "--no-offline" in opened.json["error"]["hint"]
+        reloaded = bsk("reload")
+        assert reloaded.code == 11, reloaded.stdout
+        assert reloaded.json["error"]["details"]["error_text"] == "net::ERR_INTERNET_DISCONNECTED"
+        assert "--no-offline" in reloaded.json["error"]["hint"]
+    finally:
+        bsk.ok("emulate", "--reset")
+    assert bsk.ok("reload")["result"]["url"] == f"{site}/other.html?offline"  # online again
+
+
 def test_cpu_throttling(bsk: Bsk, page: str) -> None:
     # The same work, timed by the page: 6x throttled takes clearly longer (a wide margin:
     # this machine is shared with other tests).

@@ -82,6 +82,11 @@ async def page_view(ctx: ToolContext, tab: Tab) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def offline(tab: Tab) -> bool:
+    """Whether `emulate --offline` cuts this tab's network now."""
+    return bool(_SETTINGS.get(tab, {}).get("offline"))
+
+
 def parse_geolocation(text: str) -> dict[str, float]:
     parts = [p.strip() for p in text.split(",")]
     try:
