@@ -254,7 +254,9 @@ def _sessions(r: dict[str, Any]) -> str:
         busy = f"  busy: {s['busy']['tool']} {s['busy']['op_id']}" if s.get("busy") else ""
         label = f"  ({s['label']})" if s.get("label") else ""
         routes = f"  routes: {len(s['routes'])}" if s.get("routes") else ""
-        recording = "".join(f"  recording {kind} (tab {r.get('tab_id')})"
+        recording = "".join(f"  recording {kind} (tab {r.get('tab_id')}"
+                            + (f", {r['state'].replace('_', ' ')}"
+                               if r.get("state", "recording") != "recording" else "") + ")"
                             for kind, r in (s.get("recordings") or {}).items())
         rows.append(f"{s['session_id']}{label}  tabs: {s['tabs']}  "
                     f"{_placement(s.get('placement') or {})}{routes}{busy}{recording}")

@@ -96,6 +96,23 @@ def test_offline_and_slow_network(bsk: Bsk, page: str) -> None:
     assert both.code == 2 and both.json["dispatched"] == "no"
 
 
+def test_offline_pages_fail_saying_why(bsk: Bsk, page: str, site: str) -> None:
+    # A navigation that ends on Chromium's error page is a failure (reload too), and the
+    # tab's own --offline is named as the cause, not the server.
+    bsk.ok("emulate", "--offline")
+    try:
+        opened = bsk("open", f"{site}/other.html?offline")
+        assert opened.code == 11, opened.stdout
+        assert "--no-offline" in opened.json["error"]["hint"]
+        reloaded = bsk("reload")
+        assert reloaded.code == 11, reloaded.stdout
+        assert reloaded.json["error"]["details"]["error_text"] == "net::ERR_INTERNET_DISCONNECTED"
+        assert "--no-offline" in reloaded.json["error"]["hint"]
+    finally:
+        bsk.ok("emulate", "--reset")
+    assert bsk.ok("reload")["result"]["url"] == f"{site}/other.html?offline"  # online again
+
+
 def test_cpu_throttling(bsk: Bsk, page: str) -> None:
     # The same work, timed by the page: 6x throttled takes clearly longer (a wide margin:
     # this machine is shared with other tests).
@@ -160,6 +177,50 @@ def test_permissions_grant_and_clear(bsk: Bsk, page: str) -> None:
     assert other["origin"] == "https://example.com"
     assert bsk("eval", "Notification.permission").value == "default"  # not this origin
     bsk.ok("permissions", "clear", "notifications", "--origin", "https://example.com")
+
+
+def test_permissions_for_an_insecure_origin_say_so_honestly(bsk: Bsk, page: str) -> None:
+    # Chromium grants powerful permissions to secure contexts only: the error names the
+    # origin (not the permission's name), and a partial grant is not reported as nothing.
+    r = bsk("permissions", "grant", "notifications", "--origin", "http://example.com")
+    assert r.code == 2 and r.json["error"]["details"]["field"] == "origin", r.stdout
+    assert "secure" in r.json["error"]["message"] and r.json["dispatched"] == "no"
+    partial = bsk("permissions", "grant", "geolocation", "teleport")
+    assert partial.code == 2 and partial.json["error"]["details"]["field"] == "names"
+    assert bsk("eval", PERMISSION % "geolocation").value == "granted"
+    assert partial.json["dispatched"] == "yes"  # geolocation was granted before teleport
+    assert "geolocation" in partial.json["error"]["message"]
+    bsk.ok("permissions", "clear", "geolocation")
+
+
+def test_reset_leaves_a_geolocation_permission_someone_granted(bsk: Bsk, page: str) -> None:
+    # The shared profile's permission may be another session's (or the caller's) choice:
+    # --reset takes back only what --geolocation itself granted.
+    bsk.ok("permissions", "grant", "geolocation")
+    bsk.ok("emulate", "--geolocation", "1,2")
+    bsk.ok("emulate", "--reset")
+    assert bsk("eval", PERMISSION % "geolocation").value == "granted"
+    bsk.ok("permissions", "clear", "geolocation")
+    bsk.ok("emulate", "--geolocation", "1,2")  # granted by emulate, then made the caller's
+    bsk.ok("permissions", "grant", "geolocation")
+    bsk.ok("emulate", "--reset")
+    assert bsk("eval", PERMISSION % "geolocation").value == "granted"
+    bsk.ok("permissions", "clear", "geolocation")
+
+
+def test_geolocation_on_an_insecure_page_notes_it(bsk: Bsk, page: str) -> None:
+    # A plain-http page that is not on loopback is no secure context; a route serves one.
+    bsk.ok("route", "add", "http://insecure.test/**", "--body", "<title>plain</title>",
+           "--content-type", "text/html")
+    try:
+        bsk.ok("open", "http://insecure.test/")
+        assert bsk("eval", "isSecureContext").value is False
+        r = bsk.ok("emulate", "--geolocation", "1,2", "--timezone", "Europe/Berlin")["result"]
+        assert "secure" in r["note"] and r["emulation"]["timezone"] == "Europe/Berlin"
+        assert seen(bsk)["timezone"] == "Europe/Berlin"
+    finally:
+        bsk.ok("emulate", "--reset")
+        bsk.ok("route", "clear")
 
 
 def test_bad_input_sends_nothing(bsk: Bsk, page: str) -> None:

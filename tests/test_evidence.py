@@ -117,6 +117,34 @@ def test_video_follows_the_page(bsk: Bsk, page: str, tmp_path: Path) -> None:
     assert bad.code == 2 and bad.json["error"]["details"]["field"] == "size"
 
 
+def test_a_still_page_is_encoded_as_it_records(bsk: Bsk, page: str, tmp_path: Path) -> None:
+    # A still page sends no screencast frames; its film is encoded while it records, so
+    # `video stop` after a long still stretch has little left to do (and its deadline,
+    # 120 s by default, is not spent re-encoding minutes of one frame).
+    need("ffprobe")
+    bsk.ok("video", "start", "--size", "320x240")
+    wait_until(lambda: recordings(bsk)["video"]["frames_received"] >= 1)
+    received = recordings(bsk)["video"]["frames_received"]
+    wait_until(lambda: recordings(bsk)["video"]["frames_written"] >= 3 * 25, timeout=30,
+               what="3 s of a still page written while recording")
+    assert recordings(bsk)["video"]["frames_received"] <= received + 5  # still, indeed
+    out = tmp_path / "still.webm"
+    r = bsk.ok("video", "stop", str(out))["result"]
+    assert int(probe(out)["nb_read_frames"]) == r["frames"] >= 3 * 25
+
+
+def test_a_recording_whose_tab_closed_says_so(bsk: Bsk, page: str, tmp_path: Path) -> None:
+    tab = bsk.ok("tab", "new", page)["result"]["tab_id"]
+    bsk.ok("video", "start", "--size", "320x240")
+    wait_until(lambda: recordings(bsk)["video"]["frames_received"] >= 1)
+    bsk.ok("tab", "close", tab)
+    assert recordings(bsk)["video"]["state"] == "tab_closed"
+    text = bsk("session", "list", as_json=False).stdout
+    assert f"recording video (tab {tab}, tab closed)" in text, text
+    r = bsk.ok("video", "stop", str(tmp_path / "closed.webm"))["result"]
+    assert r["frames"] >= 1
+
+
 def test_video_as_mp4_and_saved_when_the_session_stops(bsk: Bsk, page: str,
                                                        tmp_path: Path) -> None:
     need("ffprobe")

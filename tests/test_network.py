@@ -147,6 +147,20 @@ def test_routes_reach_new_tabs_workers_and_iframes(bsk: Bsk, site: str,
     assert got == "200 mocked"
 
 
+def test_a_navigation_a_route_fails_names_the_route(page: Bsk, site: str) -> None:
+    bsk = page
+    bsk.ok("route", "add", "**/other.html", "--abort", "--times", "1")
+    r = bsk("open", f"{site}/other.html")
+    assert r.code == 11 and r.json["error"]["details"]["route"] == "**/other.html"
+    assert "route remove" in r.json["error"]["hint"]
+    assert "server is up" not in r.json["error"]["hint"]
+    # the route is spent: the same page loads, and a failure without a route says so
+    assert bsk.ok("open", f"{site}/other.html")["result"]["url"].endswith("/other.html")
+    gone = bsk("open", "http://127.0.0.1:9/")
+    assert gone.code == 11 and "route" not in gone.json["error"]["details"]
+    assert "server is up" in gone.json["error"]["hint"]
+
+
 def test_route_bad_input_is_refused_naming_the_field(bsk: Bsk, tmp_path: Path) -> None:
     cases = {
         ("**/x", "--abort", "--body", "y"): "body",
@@ -155,7 +169,8 @@ def test_route_bad_input_is_refused_naming_the_field(bsk: Bsk, tmp_path: Path) -
         ("**/x", "--file", str(tmp_path / "missing")): "file",
         ("**/x", "--header", "no colon"): "header",
         ("**/{x", "--body", "y"): "pattern",
-        ("**/x", "--abort", "nonsense"): "arguments",  # not a reason: a second pattern
+        ("**/x", "--abort", "nonsense"): "abort",  # no reason: named with the reasons
+        ("**/x", "--body", "y", "nonsense"): "arguments",  # a second pattern
         ("**/x", "--status", "99"): "status",
     }
     (tmp_path / "f").write_text("f")
@@ -164,6 +179,10 @@ def test_route_bad_input_is_refused_naming_the_field(bsk: Bsk, tmp_path: Path) -
         assert r.code == 2, (args, r.stdout, r.stderr)
         assert r.json["error"]["details"]["field"] == field, (args, r.json)
     assert routes(bsk) == []
+    reason = bsk("route", "add", "**/x", "--abort", "timeout")
+    assert "timedout" in reason.json["error"]["message"], reason.json
+    alone = bsk.ok("route", "add", "--abort", "**/x")["result"]["route"]  # a pattern after
+    assert alone == {"pattern": "**/x", "abort": "failed", "hits": 0}
 
 
 def test_every_surface_drives_the_same_routes(page: Bsk, api: httpx.Client) -> None:

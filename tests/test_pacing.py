@@ -39,3 +39,16 @@ def test_each_slot_shows_the_newest_frame_by_then(gaps: list[float], tail: float
         newest = max(i for i, s in enumerate(stamps) if round(s * 25) <= k) \
             if any(round(s * 25) <= k for s in stamps) else 0
         assert shown == newest, (k, shown, newest)
+
+
+def test_catching_up_on_a_still_page_changes_no_slot() -> None:
+    # Repeats written while the page is still (catch_up) make the same film as all at once.
+    pacer, slots = FramePacer(25), []
+    slots += [-1] * pacer.push(0.0)
+    slots += [0] * pacer.catch_up(2.0)  # 2 s still: frame 0 fills its 50 slots now
+    assert slots == [0] * 50
+    slots += [0] * pacer.catch_up(1.0)  # never backwards
+    slots += [0] * pacer.push(3.0)
+    slots += [1] * pacer.finish(3.2)
+    assert slots == film([0.0, 3.0], 3.2) == [0] * 75 + [1] * 5
+    assert FramePacer(25).catch_up(9.0) == 0  # no frame yet: nothing to repeat

@@ -203,6 +203,12 @@ class TabBuffers:
             while len(self._routed) > 100:
                 del self._routed[next(iter(self._routed))]
 
+    def route_of(self, request_id: str) -> str | None:
+        """The pattern of the route that answered the main frame's request, if one did."""
+        key = (self.main_session_id, request_id)
+        entry = self.network.get(key)
+        return entry.get("route") if entry is not None else self._routed.get(key)
+
     def _response(self, session_id: str, p: dict[str, Any]) -> None:
         entry = self.network.get((session_id, p["requestId"]))
         if entry is not None:

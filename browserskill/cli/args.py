@@ -116,10 +116,12 @@ def parse_tool_args(spec: ToolSpec, args: list[str]) -> dict[str, Any]:
     positionals = [p for p in spec.params if p.positional]
     out: dict[str, Any] = {}
     literal = False
+    bare: Any = None  # the flag just given alone, if any (`--abort`)
     i = 0
     while i < len(args):
         arg = args[i]
         i += 1
+        after_bare, bare = bare, None
         if arg == "--" and not literal:
             literal = True
             continue
@@ -140,6 +142,7 @@ def parse_tool_args(spec: ToolSpec, args: list[str]) -> dict[str, Any]:
                 continue
             if not eq and p.bare is not None and (i >= len(args) or args[i] not in p.choices):
                 out[p.name] = p.bare  # `--abort` alone; `--abort timedout` names one
+                bare = p
                 continue
             if not eq:
                 if i >= len(args):
@@ -154,6 +157,10 @@ def parse_tool_args(spec: ToolSpec, args: list[str]) -> dict[str, Any]:
         while positionals and positionals[0].name in out and positionals[0].type != "array":
             positionals.pop(0)
         if not positionals:
+            if after_bare is not None:  # `--abort bogus`: a value meant for the flag
+                raise invalid(after_bare.name, f"must be one of "
+                              f"{', '.join(after_bare.choices)}, got {arg!r}",
+                              hint=f"or give {after_bare.flag} alone: {after_bare.bare}")
             raise invalid("arguments", f"unexpected argument {arg!r}",
                           hint=f"usage: bsk {spec.usage()}")
         p = positionals[0]

@@ -52,7 +52,8 @@ _SEEN_RESIZED = """new Promise(resolve => {
 })"""
 
 # Per tab: the emulation settings in force (gone with the tab), and the origin whose
-# geolocation permission `--geolocation` granted (set back to ask on --reset).
+# geolocation permission `--geolocation` granted (set back to ask on --reset; one granted
+# before, or by `permissions grant|clear` since, is someone's choice and stays).
 _SETTINGS: weakref.WeakKeyDictionary[Tab, dict[str, Any]] = weakref.WeakKeyDictionary()
 _GRANTED: weakref.WeakKeyDictionary[Tab, str] = weakref.WeakKeyDictionary()
 _FIELDS = ("device", "width", "height", "scale", "mobile", "user_agent", "color_scheme",
@@ -79,6 +80,11 @@ async def page_view(ctx: ToolContext, tab: Tab) -> dict[str, Any]:
                                tab=tab)
     value = answer.get("result", {}).get("value")
     return value if isinstance(value, dict) else {}
+
+
+def offline(tab: Tab) -> bool:
+    """Whether `emulate --offline` cuts this tab's network now."""
+    return bool(_SETTINGS.get(tab, {}).get("offline"))
 
 
 def parse_geolocation(text: str) -> dict[str, float]:
@@ -125,20 +131,32 @@ async def set_permissions(ctx: ToolContext, names: list[str], origin: str | None
     """Browser-level `Browser.setPermission` in the session's browser context."""
     context = ctx.backend.context_id
     link = ctx.tab.link
+    done: list[str] = []
     for name in names:
         params: dict[str, Any] = {"permission": {"name": name}, "setting": setting}
         if origin is not None:
             params["origin"] = origin
         if context is not None:
             params["browserContextId"] = context
+        # A refused command changed nothing, but what this call did before it stays done.
+        before = "yes" if ctx.op.effect_sent else "no"
         ctx.mark_dispatched()
         try:
             await link.send("Browser.setPermission", params, timeout=ctx.remaining())
         except CdpError as e:
+            already = f" ({', '.join(done)}: {setting} already)" if done else ""
+            if "current context" in e.message:  # Chromium: not a secure origin
+                raise BskError(
+                    "invalid_params", f"origin: {origin} is not a secure context: Chromium "
+                    f"grants {name} only to https:// origins and localhost{already}",
+                    hint="use the site's https:// origin", details={"field": "origin"},
+                    dispatched=before) from None
             if e.code == -32602:  # Chromium's "Invalid PermissionDescriptor name: …"
-                raise invalid("names", f"{name}: {e.message}",
-                              hint="a permission name as in navigator.permissions.query, "
-                                   "e.g. geolocation, notifications, clipboard-read") from None
+                raise BskError(
+                    "invalid_params", f"names: {name}: {e.message}{already}",
+                    hint="a permission name as in navigator.permissions.query, "
+                         "e.g. geolocation, notifications, clipboard-read",
+                    details={"field": "names"}, dispatched=before) from None
             raise BskError("action_failed", f"the browser refused the permission: {e}",
                            hint="permissions need the daemon's own browser: the extension "
                                 "reaches tabs only" if e.code == -32601 else "",
@@ -148,6 +166,7 @@ async def set_permissions(ctx: ToolContext, names: list[str], origin: str | None
                            hint="permissions need the daemon's own browser (embedded)",
                            details={"reason": "unsupported"},
                            dispatched="yes" if ctx.op.effect_sent else "no") from None
+        done.append(name)
 
 
 async def _reset(ctx: ToolContext, tab: Tab) -> None:
@@ -223,8 +242,23 @@ async def _apply(ctx: ToolContext, tab: Tab, settings: dict[str, Any],
             note = ("the page has no web origin yet, so no geolocation permission was "
                     "granted: open a page, then `bsk permissions grant geolocation`")
         else:
-            await set_permissions(ctx, ["geolocation"], origin, "granted")
-            _GRANTED[tab] = origin
+            before = await ctx.inspect("Runtime.evaluate", {
+                "expression": "navigator.permissions.query({name: 'geolocation'})"
+                              ".then(s => s.state, () => null)",
+                "awaitPromise": True, "returnByValue": True}, tab=tab)
+            granted_before = before.get("result", {}).get("value") == "granted"
+            try:
+                await set_permissions(ctx, ["geolocation"], origin, "granted")
+            except BskError as e:
+                if e.details.get("field") != "origin":
+                    raise
+                # The override is set, the other settings too: say why the page can't read it.
+                note = (f"{origin} is not a secure context, where pages can't read "
+                        "geolocation (and Chromium grants it no permission): open the "
+                        "site over https:// or on localhost")
+            else:
+                if not granted_before:
+                    _GRANTED[tab] = origin
     return note
 
 
@@ -268,6 +302,9 @@ async def _permissions(ctx: ToolContext, params: dict[str, Any], setting: str
             raise invalid("origin", f"the current tab ({ctx.tab.url}) has no web origin",
                           hint="open a page first, or give --origin https://example.com")
     await set_permissions(ctx, list(dict.fromkeys(params["names"])), origin, setting)
+    if "geolocation" in params["names"]:  # now the caller's choice: --reset leaves it
+        for tab in [t for t, o in _GRANTED.items() if o == origin]:
+            del _GRANTED[tab]
     return {"origin": origin, "permissions": params["names"],
             "setting": setting, "context": "isolated" if ctx.backend.context_id else "shared"}
 

@@ -6,7 +6,8 @@ and stopped with the session (what it had is saved under $BSK_HOME/recordings/).
 
 - Video: the tab's screencast frames (`Page.startScreencast`, JPEG), each acknowledged
   once written, paced to 25 fps (tools/pacing.py) and piped into ffmpeg, which encodes
-  VP8/WebM as they come; `video stop FILE.mp4` re-encodes to H.264.
+  VP8/WebM as they come (a still page's repeats too, as time passes, so `video stop`
+  has at most STILL_S of film left to encode); `video stop FILE.mp4` re-encodes to H.264.
 - Trace: `Tracing.start` in the tab's own CDP session, returned as a stream of Chrome
   trace JSON at `Tracing.end`. Chromium traces the whole browser from there (other
   sessions' pages show up too) and runs one trace at a time: a second session's
@@ -39,6 +40,9 @@ log = logging.getLogger(__name__)
 
 FPS = 25
 ACK_AHEAD = 3  # frames acknowledged before the encoder has them (see VideoRecording._write)
+# A still page sends no frames: its repeats are encoded as time passes, this far behind
+# (frames in flight may still land before it), not all at `video stop`.
+STILL_S = 1.0
 _PAPER_INCHES = {"A4": (8.27, 11.69), "Letter": (8.5, 11.0)}
 # DevTools' Performance panel's categories (as Puppeteer's page.tracing uses them).
 DEFAULT_CATEGORIES = (
@@ -205,7 +209,17 @@ class VideoRecording:
         stdin = self.proc.stdin
         last: bytes | None = None
         try:
-            while (item := await self.queue.get()) is not None:
+            while True:
+                try:
+                    item = await asyncio.wait_for(self.queue.get(), STILL_S)
+                except TimeoutError:
+                    if last is not None and (repeat := self.pacer.catch_up(
+                            time.time() - STILL_S)):
+                        stdin.write(last * repeat)
+                        await stdin.drain()
+                    continue
+                if item is None:
+                    break
                 frame, stamp, ack = item
                 repeat = self.pacer.push(stamp)
                 if last is not None and repeat:

@@ -9,6 +9,7 @@ from browserskill.browser.tab import Tab
 from browserskill.errors import BskError
 from browserskill.tools import downloads
 from browserskill.tools.context import ToolContext, stop_script
+from browserskill.tools.emulation import offline
 from browserskill.tools.registry import implements
 
 _SCHEMES = ("http://", "https://", "file://", "data:", "about:", "chrome://", "view-source:")
@@ -54,13 +55,9 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dic
             return {**page_state(tab), "title": tab.title,
                     "downloads": await downloads.settle(ctx, before)}
     if answer.get("errorText"):
-        raise BskError(
-            "action_failed", f"navigation to {url} failed: {answer['errorText']}",
-            hint="check the address and that the server is up",
-            details={"reason": "navigation_error", "error_text": answer["errorText"],
-                     "url": url},
-            dispatched="yes",
-        )
+        # The document's Network request id is its loader id.
+        raise _failed(tab, url, answer["errorText"],
+                      tab.buffers.route_of(answer.get("loaderId") or ""))
     loader_id = answer.get("loaderId")
     if loader_id and wait_until != "commit":  # no loader id: a same-document navigation
         await wait_for_document(ctx, tab, loader_id, wait_until)
@@ -68,6 +65,37 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dic
                                                    "returnByValue": True}, tab=tab)
     tab.title = title.get("result", {}).get("value", "") or ""
     return {**page_state(tab), "title": tab.title}
+
+
+def _failed(tab: Tab, url: str, error: str, route: str | None) -> BskError:
+    """A navigation that loaded no page; the session's own route or `emulate --offline`
+    may be why (say so, rather than blame the server)."""
+    if route:
+        why, hint = f" (this session's route {route} answered it)", \
+            f"`bsk route remove '{route}'` if the page should load"
+    elif offline(tab) and error == "net::ERR_INTERNET_DISCONNECTED":
+        why, hint = " (this tab emulates --offline)", "`bsk emulate --no-offline` to go online"
+    else:
+        why, hint = "", "check the address and that the server is up"
+    return BskError(
+        "action_failed", f"navigation to {url} failed: {error}{why}", hint=hint,
+        details={"reason": "navigation_error", "error_text": error, "url": url,
+                 **({"route": route} if route else {})},
+        dispatched="yes",
+    )
+
+
+def _error_page(tab: Tab) -> BskError | None:
+    """The tab shows Chromium's error page: the failed document request, as an error."""
+    if not tab.url.startswith("chrome-error://"):
+        return None
+    for entry in reversed(tab.buffers.network.entries()):
+        if entry.get("type") == "Document" and not entry.get("iframe"):
+            if entry.get("error"):
+                return _failed(tab, entry.get("_full_url") or entry["url"],
+                               entry.get("error", "failed"), entry.get("route"))
+            break
+    return _failed(tab, tab.url, "Chromium shows its error page", None)
 
 
 async def _download_began(ctx: ToolContext, tab: Tab, before: int) -> bool:
@@ -110,6 +138,9 @@ async def commit_and_wait(
     loader = tab.main_loader()
     if loader and wait_until != "commit":
         await wait_for_document(ctx, tab, loader, wait_until)
+    failed = _error_page(tab)
+    if failed is not None:
+        raise failed
     return page_state(tab)
 
 

@@ -25,6 +25,13 @@ class FramePacer:
             return 0
         return self._fill_to(round((timestamp - self.start) * self.fps))
 
+    def catch_up(self, timestamp: float) -> int:
+        """No new frame up to `timestamp` (the page is still): how many slots before it the
+        last frame fills now, so a long still stretch is not all encoded at the end."""
+        if self.start is None:
+            return 0
+        return self._fill_to(round((timestamp - self.start) * self.fps))
+
     def finish(self, timestamp: float) -> int:
         """Recording ends at `timestamp`: how many slots the last frame fills."""
         if self.start is None:
