@@ -237,3 +237,14 @@ def test_bad_placements_are_refused_naming_the_field(gbsk: Bsk, grid: Grid) -> N
     r = gbsk("--timeout", "3", "session", "start", "bad3", "--grid", "http://127.0.0.1:9")
     assert r.code == 10 and r.json["error"]["code"] == "browser_unavailable"
     assert time.monotonic() - started < 10
+
+
+def test_malformed_placement_urls_are_refused_naming_the_field(gbsk: Bsk) -> None:
+    for flag, field, url in (("--cdp-url", "cdp_url", "http://[::1"),
+                             ("--cdp-url", "cdp_url", "ws://127.0.0.1:999999/x"),
+                             ("--cdp-url", "cdp_url", "http://127.0.0.1:abc"),
+                             ("--grid", "grid", "http://[::1:4444")):
+        r = gbsk("session", "start", "malformed", flag, url)
+        assert r.code == 2, (url, r.json)
+        assert r.json["error"]["details"]["field"] == field and url in r.json["error"]["message"]
+    assert "malformed" not in {s["session_id"] for s in gbsk.ok("session", "list")["sessions"]}

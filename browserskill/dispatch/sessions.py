@@ -444,11 +444,17 @@ class SessionManager:
 
 
 def _check_url(name: str, url: str, schemes: tuple[str, ...]) -> None:
-    parts = urlsplit(url)
-    if parts.scheme not in schemes or not parts.netloc:
+    hint = ("e.g. http://127.0.0.1:4444 (a Grid)" if name == "grid" else
+            "e.g. http://127.0.0.1:9222 or ws://host:port/devtools/browser/… (a DevTools "
+            "endpoint)")
+    try:  # a malformed host or port is the caller's typo, not a bug deep in the link
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a port out of range or not a number
+    except ValueError as e:
+        raise invalid(name, f"{url!r} is not a valid URL: {e}", hint=hint) from None
+    if parts.scheme not in schemes or not parts.hostname:
         raise invalid(name, f"{url!r} is not a {' or '.join(s + '://' for s in schemes)} URL",
-                      hint="e.g. http://127.0.0.1:4444 (a Grid) or ws://host:port/… (a "
-                           "DevTools endpoint)")
+                      hint=hint)
 
 
 def _embedded(stored: dict[str, Any] | None) -> bool:
