@@ -82,6 +82,26 @@ def test_replay_needs_the_recorded_secret(bsk: Bsk, shared_bsk: Bsk, site: str,
     other.env.pop("BSK_SECRET_1", None)
     r = other("replay", str(script))
     assert r.code == 2 and "BSK_SECRET_1" in r.json["error"]["message"]
-    assert r.json["replay"]["completed"] == 2  # open and the name went; the password did not
-    assert other("eval", "document.getElementById('pw').value").value == ""
+    lines = script.read_text().splitlines()
+    password_line = next(n for n, line in enumerate(lines, 1) if line.startswith("fill ")
+                         and "BSK_SECRET_1" in line)
+    assert r.json["replay"]["line"] == password_line and r.json["dispatched"] == "no"
+    assert r.json["replay"]["completed"] == 0  # every line is checked before any is sent
+    assert other("eval", "location.href").value == "about:blank"
+    other("session", "stop")
+
+
+def test_a_script_that_cannot_run_is_refused_before_anything_is_sent(
+        shared_bsk: Bsk, site: str, tmp_path: Path) -> None:
+    other = _other(shared_bsk)
+    script = tmp_path / "typo.bsk"
+    script.write_text(f"open {site}/rec.html\nfill css=#name Ada\nclik css=#save\n")
+    r = other("replay", str(script))
+    assert r.code == 2 and r.json["replay"]["line"] == 3 and "'clik'" in r.json["error"]["message"]
+    assert r.json["replay"]["completed"] == 0 and r.json["dispatched"] == "no"
+    assert other("eval", "location.href").value == "about:blank"  # line 1 did not run
+    binary = tmp_path / "binary.bsk"
+    binary.write_bytes(b"\x00\xff\xfe open x\n")
+    r = other("replay", str(binary))
+    assert r.code == 2 and r.json["error"]["details"]["field"] == "file", r.stderr
     other("session", "stop")
