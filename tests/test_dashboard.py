@@ -182,6 +182,7 @@ def test_take_over_holds_the_session_and_the_persons_input_reaches_the_page(
     assert 'clickable "clicks: 1"' in snap and 'textbox "Name" [focused] [ref=e2]: hi' in snap
     refused = bsk("eval", "window.lastClick.trusted")  # the agent is told, once
     assert refused.code == 6 and refused.json["error"]["code"] == "user_interrupted"
+    assert "from the dashboard" in refused.json["error"]["message"]  # not the extension's Stop
     assert bsk("eval", "window.lastClick.trusted").value is True
     assert bsk("eval", "document.getElementById('name').value").value == "hi"
     take = next(o for o in bsk.ok("op", "list")["ops"] if o["tool"] == "take_over")

@@ -88,7 +88,9 @@ class Session:
     # Web origins its pages have been on (or whose storage it loaded): `state save` keeps
     # their localStorage even when no tab has them open any more.
     origins: set[str] = field(default_factory=set)
-    user_interrupted: bool = False  # the user pressed Stop: the next change is refused once
+    # Who took the tabs (the extension's Stop, a dashboard take-over): the next change is
+    # refused once, saying so.
+    user_interrupted: str | None = None
     routes: RouteTable = field(default_factory=RouteTable)  # `route add`: mocks, blocks
     # The person's answer to the running `request_help` (done | decline), while it runs.
     help_answer: asyncio.Future[str] | None = None
