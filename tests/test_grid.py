@@ -8,6 +8,7 @@ what the assertions check, as a user would.
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable, Iterator
 
@@ -134,6 +135,22 @@ def test_two_sessions_spread_over_two_nodes_and_a_full_grid_waits_then_answers(
     assert r.json["error"]["details"]["reason"] == "grid_full"
     assert 2.5 < took < 10, took
     assert len(hub.sessions()) == 2
+
+    # Ctrl-C while it waits for a slot: the start is undone, and no browser is started
+    # on the Grid for it once a slot frees (it would hold that slot for nobody).
+    # Meanwhile the session is "still starting" to its calls, and the others are listed.
+    interrupted = runner.popen("--timeout", "60", "session", "start", "spread-int")
+    wait_until(lambda: "still starting" in runner.with_session("spread-int")(
+        "eval", "1").stdout, 10, "the start to wait for a slot")
+    busy = runner.with_session("spread-int")("eval", "1")
+    assert busy.code == 5 and busy.json["error"]["code"] == "session_busy", busy.stdout
+    assert {s["session_id"] for s in runner.ok("session", "list")["sessions"]} == {
+        "spread-a", "spread-b"}
+    interrupted.send_signal(signal.SIGINT)
+    out, err = interrupted.communicate(timeout=30)
+    assert interrupted.returncode == 7 and "not started" in out + err, out + err
+    wait_until(lambda: runner.with_session("spread-int")("eval", "1").code == 3, 5,
+               "the interrupted start to be undone (session_not_found)")
 
     # A slot frees while it waits: the start succeeds.
     waiting = runner.popen("--timeout", "60", "session", "start", "spread-c")

@@ -164,6 +164,9 @@ class SessionManager:
         self.browser = browser
         self.store = store
         self.sessions: dict[str, Session] = {}
+        # Ids of sessions whose first tab is still opening (a Grid slot awaited, a remote
+        # browser reached): kept out of `sessions`, where everything expects a placement.
+        self.starting: set[str] = set()
         self.extensions: Any = None  # ExtensionHub, when the extension listener is on
         self.default_grid: str | None = browser.config.grid_url
         # Ends the calls of the given sessions when their own link dies (the dispatcher's).
@@ -321,6 +324,10 @@ class SessionManager:
 
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
+        if session is None and session_id in self.starting:
+            raise BskError("session_busy", f"session {session_id!r} is still starting",
+                           hint="retry once `bsk session start` has answered",
+                           details={"session_id": session_id, "starting": True})
         if session is None:
             ended = self.store.ended_reason(session_id)
             raise BskError(
@@ -334,7 +341,7 @@ class SessionManager:
 
     async def get_for_call(self, session_id: str) -> Session:
         """The session a tool call names; the default session starts on first use."""
-        if session_id == DEFAULT_SESSION and session_id not in self.sessions:
+        if session_id == DEFAULT_SESSION and session_id not in {*self.sessions, *self.starting}:
             return await self.create(DEFAULT_SESSION)
         return self.get(session_id)
 
@@ -363,7 +370,7 @@ class SessionManager:
             session_id = "s_" + secrets.token_hex(4)
         elif not _SESSION_ID.match(session_id):
             raise invalid("session_id", "use 1-64 letters, digits, '_', '.', '-'")
-        if session_id in self.sessions:
+        if session_id in self.sessions or session_id in self.starting:
             raise invalid("session_id", f"session {session_id!r} already exists",
                           hint="pick another id, or use it with --session")
         in_extension = browser not in (None, "embedded")
@@ -375,7 +382,7 @@ class SessionManager:
                           hint="add --isolated (or load it into this session later with "
                                "`bsk state load FILE`)")
         session = Session(session_id, label, download_dir=download_dir)
-        self.sessions[session_id] = session  # reserve the id while the first tab opens
+        self.starting.add(session_id)  # the id is taken while the first tab opens
         backend: Backend | None = None
         try:
             if in_extension:
@@ -395,12 +402,14 @@ class SessionManager:
                 if state["origins"]:
                     await tab.send("Page.navigate", {"url": "about:blank"})
         except BaseException:
-            del self.sessions[session_id]
+            self.starting.discard(session_id)
             if backend is not None:
                 for tab in list(session.tabs.values()):
                     await backend.close_tab(tab)
                 await backend.session_ended()
             raise
+        self.starting.discard(session_id)
+        self.sessions[session_id] = session
         self.store.save(session)
         return session
 
