@@ -39,8 +39,8 @@ log = logging.getLogger(__name__)
 RECENT_OPS = 1000  # ended operations kept in memory (the journal keeps the rest)
 TAKE_OVER_MAX_S = 3600.0  # a take-over forgotten in an open dashboard ends after an hour
 # Who took a session's tabs, as the agent's next refused change says it.
-STOP_PRESSED = "the user pressed Stop in the browser"
-TAKEN_OVER = "a person took over from the dashboard (bsk show)"
+STOP_PRESSED = "the user pressed Stop in the browser and took over this session's tabs"
+TAKEN_OVER = "a person took this session over from the dashboard (bsk show)"
 
 
 class Dispatcher:
@@ -189,7 +189,7 @@ class Dispatcher:
             if session.user_interrupted and catalog.BY_NAME[op.tool].effect in (
                     catalog.Effect.MUTATION, catalog.Effect.TRANSIENT_INPUT):
                 by, session.user_interrupted = session.user_interrupted, None  # refused once
-                raise BskError("user_interrupted", f"{by} and took over this session's tabs",
+                raise BskError("user_interrupted", by,
                                hint="ask the user before acting again; the next call goes "
                                     "ahead", details={"session_id": session.id})
             if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
