@@ -228,7 +228,8 @@ def test_a_persons_input_in_take_over_is_recorded(bsk: Bsk, site: str, viewer: V
     script = tmp_path / "person.bsk"
     bsk.ok("record", "stop", str(script))
     commands = [x for x in script.read_text().splitlines() if not x.startswith("#")]
-    assert commands == ["click 'css=#clicks'", "fill 'role=textbox[name=\"Name\"]' hi"], commands
+    assert commands == [f"open {site}/dash.html", "click 'css=#clicks'",
+                        "fill 'role=textbox[name=\"Name\"]' hi"], commands
 
 
 def test_an_extension_session_is_listed_and_watched_live(ext_browser: BrowserWithExtension,

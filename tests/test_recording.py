@@ -56,6 +56,22 @@ def test_a_recording_replays_to_the_same_page_state(bsk: Bsk, shared_bsk: Bsk, s
     other("session", "stop")
 
 
+def test_a_recording_begun_on_a_page_starts_its_script_there(bsk: Bsk, shared_bsk: Bsk,
+                                                              site: str, tmp_path: Path) -> None:
+    bsk.ok("open", f"{site}/rec.html")
+    bsk.ok("record", "start")
+    bsk.ok("fill", "css=#name", "Bo")
+    bsk.ok("click", "css=#save")
+    script = tmp_path / "begun.bsk"
+    bsk.ok("record", "stop", str(script))
+    commands = [line for line in script.read_text().splitlines() if not line.startswith("#")]
+    assert commands[0] == f"open {site}/rec.html", commands
+    other = _other(shared_bsk)  # a fresh tab: the script itself brings it to the page
+    other.ok("replay", str(script))
+    assert other("eval", STATE).value == ["saved Bo 0 red false", "Bo", "red", False]
+    other("session", "stop")
+
+
 def test_replay_stops_at_the_line_whose_target_is_gone(bsk: Bsk, shared_bsk: Bsk, site: str,
                                                        tmp_path: Path) -> None:
     script = tmp_path / "signup.bsk"
