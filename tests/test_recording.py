@@ -59,15 +59,18 @@ def test_a_recording_replays_to_the_same_page_state(bsk: Bsk, shared_bsk: Bsk, s
 def test_a_recording_begun_on_a_page_starts_its_script_there(bsk: Bsk, shared_bsk: Bsk,
                                                               site: str, tmp_path: Path) -> None:
     bsk.ok("open", f"{site}/rec.html")
-    bsk.ok("record", "start")
+    started = bsk("record", "start", as_json=False).stdout
+    assert "stop with `bsk record stop FILE`" in started, started
     bsk.ok("fill", "css=#name", "Bo")
     bsk.ok("click", "css=#save")
     script = tmp_path / "begun.bsk"
-    bsk.ok("record", "stop", str(script))
+    stopped = bsk("record", "stop", str(script), as_json=False).stdout
+    assert stopped.startswith(f"wrote {script}: 3 command(s)"), stopped
     commands = [line for line in script.read_text().splitlines() if not line.startswith("#")]
     assert commands[0] == f"open {site}/rec.html", commands
     other = _other(shared_bsk)  # a fresh tab: the script itself brings it to the page
-    other.ok("replay", str(script))
+    out = other("replay", str(script), as_json=False).stdout
+    assert out.strip() == f"replayed {script}: 3 command(s) completed", out
     assert other("eval", STATE).value == ["saved Bo 0 red false", "Bo", "red", False]
     other("session", "stop")
 
