@@ -129,6 +129,8 @@ def test_show_prints_the_same_url_each_time(shared_bsk: Bsk, dash_url: str) -> N
     assert shared_bsk.ok("show", "--url")["url"] == dash_url
     bad = shared_bsk("show", "--bogus")
     assert bad.code == 2 and bad.json["error"]["details"]["field"] == "arguments"
+    bad = shared_bsk("show", "--url", "--bogus")  # the message names what is wrong
+    assert bad.code == 2 and "'--bogus'" in bad.json["error"]["message"], bad.stdout
 
 
 def test_dashboard_html_is_packaged() -> None:

@@ -223,8 +223,8 @@ def cmd_install_skill(client: Client, args: list[str]) -> Any:
 
 def cmd_show(client: Client, args: list[str]) -> Any:
     """The dashboard's URL; opened in the default browser when there is a display."""
-    only_url = args == ["--url"]
-    _no_args("show [--url]", [] if only_url else args)
+    only_url = "--url" in args
+    _no_args("show [--url]", [a for a in args if a != "--url"])
     answer = client.call("POST", "/v1/dashboard")[2]
     answer["opened"] = False
     if not only_url and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
