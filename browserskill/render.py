@@ -268,8 +268,9 @@ def _placement(p: dict[str, Any]) -> str:
         return ""
     scope = _SCOPE["isolated" if p.get("isolated") else "shared"]
     if p.get("kind") == "grid":
+        # Each Grid session is a browser of its own: nothing is shared with other sessions.
         return (f"[Selenium Grid {p.get('browser')}, node {p.get('node') or '?'}, "
-                f"WebDriver session {p.get('webdriver_id')}, {scope}]")
+                f"WebDriver session {p.get('webdriver_id')}, a browser of its own]")
     if p.get("kind") == "cdp":
         return f"[remote browser {p.get('browser')}, {scope}]"
     return f"[{p.get('browser', 'embedded')}, {scope}]"

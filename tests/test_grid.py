@@ -102,6 +102,8 @@ def test_session_stop_releases_the_webdriver_session(gbsk: Bsk, grid: Grid) -> N
     assert listed["g-embedded"]["placement"]["kind"] == "embedded"
     human = gbsk("session", "list", as_json=False).stdout
     assert f"Selenium Grid {grid.url}" in human and webdriver_id in human, human
+    grid_line = next(line for line in human.splitlines() if line.startswith("g-stop "))
+    assert "a browser of its own" in grid_line and "shared profile" not in grid_line, human
     for sid in ("g-stop", "g-embedded"):
         assert gbsk.with_session(sid).ok("eval", "6 * 7")["result"]["value"] == 42
     gbsk.ok("session", "stop", "g-stop")
