@@ -270,8 +270,9 @@ def _placement(p: dict[str, Any]) -> str:
         return ""
     scope = _SCOPE["isolated" if p.get("isolated") else "shared"]
     if p.get("kind") == "grid":
+        # Each Grid session is a browser of its own: nothing is shared with other sessions.
         return (f"[Selenium Grid {p.get('browser')}, node {p.get('node') or '?'}, "
-                f"WebDriver session {p.get('webdriver_id')}, {scope}]")
+                f"WebDriver session {p.get('webdriver_id')}, a browser of its own]")
     if p.get("kind") == "cdp":
         return f"[remote browser {p.get('browser')}, {scope}]"
     return f"[{p.get('browser', 'embedded')}, {scope}]"
@@ -292,6 +293,35 @@ def _recording_started(r: dict[str, Any]) -> str:
         f"{len(r['categories'])} categories"
     return (f"recording {r['recording']} of tab {r['tab_id']} ({what}); stop with "
             f"`bsk {r['recording']} stop FILE`")
+
+
+def _script_recording(r: dict[str, Any]) -> str:
+    return (f"recording this session's tabs ({', '.join(r.get('tabs') or []) or 'none yet'}) "
+            "as a script; stop with `bsk record stop FILE`")
+
+
+def _script_written(r: dict[str, Any]) -> str:
+    text = f"wrote {r['path']}: {r['commands']} command(s); run it with `bsk replay FILE`"
+    if r.get("secrets"):
+        text += f"\n  it needs {', '.join(r['secrets'])} set (recorded passwords)"
+    return text
+
+
+def _replayed(r: dict[str, Any]) -> str:
+    return f"replayed {r['file']}: {r['completed']} command(s) completed"
+
+
+def _helped(r: dict[str, Any]) -> str:
+    how = "the person pressed Done" if r.get("ended_by") == "done" else \
+        f"{r.get('until')} holds"
+    text = (f"helped ({how}, after {r.get('waited_ms', 0) / 1000:.1f} s): "
+            f"{r.get('tab_id')} {r.get('url')} — {r.get('title')}")
+    if r.get("url") != r.get("url_before"):
+        text += f"\n  was {r.get('url_before')}"
+    for key, what in (("new_tabs", "new tabs"), ("closed_tabs", "closed tabs")):
+        if r.get(key):
+            text += f"\n  {what}: {', '.join(r[key])}"
+    return text
 
 
 def _permissions(r: dict[str, Any]) -> str:
@@ -405,7 +435,8 @@ RENDERERS: dict[Words, Callable[[dict[str, Any]], str]] = {
     ("pdf",): _evidence_written, ("video", "stop"): _evidence_written,
     ("trace", "stop"): _evidence_written, ("video", "start"): _recording_started,
     ("trace", "start"): _recording_started, ("permissions", "grant"): _permissions,
-    ("permissions", "clear"): _permissions,
+    ("permissions", "clear"): _permissions, ("record", "start"): _script_recording,
+    ("record", "stop"): _script_written, ("replay",): _replayed, ("request-help",): _helped,
 }
 
 

@@ -129,6 +129,8 @@ def test_show_prints_the_same_url_each_time(shared_bsk: Bsk, dash_url: str) -> N
     assert shared_bsk.ok("show", "--url")["url"] == dash_url
     bad = shared_bsk("show", "--bogus")
     assert bad.code == 2 and bad.json["error"]["details"]["field"] == "arguments"
+    bad = shared_bsk("show", "--url", "--bogus")  # the message names what is wrong
+    assert bad.code == 2 and "'--bogus'" in bad.json["error"]["message"], bad.stdout
 
 
 def test_dashboard_html_is_packaged() -> None:
@@ -182,6 +184,7 @@ def test_take_over_holds_the_session_and_the_persons_input_reaches_the_page(
     assert 'clickable "clicks: 1"' in snap and 'textbox "Name" [focused] [ref=e2]: hi' in snap
     refused = bsk("eval", "window.lastClick.trusted")  # the agent is told, once
     assert refused.code == 6 and refused.json["error"]["code"] == "user_interrupted"
+    assert "from the dashboard" in refused.json["error"]["message"]  # not the extension's Stop
     assert bsk("eval", "window.lastClick.trusted").value is True
     assert bsk("eval", "document.getElementById('name').value").value == "hi"
     take = next(o for o in bsk.ok("op", "list")["ops"] if o["tool"] == "take_over")
@@ -227,7 +230,8 @@ def test_a_persons_input_in_take_over_is_recorded(bsk: Bsk, site: str, viewer: V
     script = tmp_path / "person.bsk"
     bsk.ok("record", "stop", str(script))
     commands = [x for x in script.read_text().splitlines() if not x.startswith("#")]
-    assert commands == ["click 'css=#clicks'", "fill 'role=textbox[name=\"Name\"]' hi"], commands
+    assert commands == [f"open {site}/dash.html", "click 'css=#clicks'",
+                        "fill 'role=textbox[name=\"Name\"]' hi"], commands
 
 
 def test_an_extension_session_is_listed_and_watched_live(ext_browser: BrowserWithExtension,

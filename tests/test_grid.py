@@ -8,6 +8,7 @@ what the assertions check, as a user would.
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable, Iterator
 
@@ -101,6 +102,8 @@ def test_session_stop_releases_the_webdriver_session(gbsk: Bsk, grid: Grid) -> N
     assert listed["g-embedded"]["placement"]["kind"] == "embedded"
     human = gbsk("session", "list", as_json=False).stdout
     assert f"Selenium Grid {grid.url}" in human and webdriver_id in human, human
+    grid_line = next(line for line in human.splitlines() if line.startswith("g-stop "))
+    assert "a browser of its own" in grid_line and "shared profile" not in grid_line, human
     for sid in ("g-stop", "g-embedded"):
         assert gbsk.with_session(sid).ok("eval", "6 * 7")["result"]["value"] == 42
     gbsk.ok("session", "stop", "g-stop")
@@ -134,6 +137,22 @@ def test_two_sessions_spread_over_two_nodes_and_a_full_grid_waits_then_answers(
     assert r.json["error"]["details"]["reason"] == "grid_full"
     assert 2.5 < took < 10, took
     assert len(hub.sessions()) == 2
+
+    # Ctrl-C while it waits for a slot: the start is undone, and no browser is started
+    # on the Grid for it once a slot frees (it would hold that slot for nobody).
+    # Meanwhile the session is "still starting" to its calls, and the others are listed.
+    interrupted = runner.popen("--timeout", "60", "session", "start", "spread-int")
+    wait_until(lambda: "still starting" in runner.with_session("spread-int")(
+        "eval", "1").stdout, 10, "the start to wait for a slot")
+    busy = runner.with_session("spread-int")("eval", "1")
+    assert busy.code == 5 and busy.json["error"]["code"] == "session_busy", busy.stdout
+    assert {s["session_id"] for s in runner.ok("session", "list")["sessions"]} == {
+        "spread-a", "spread-b"}
+    interrupted.send_signal(signal.SIGINT)
+    out, err = interrupted.communicate(timeout=30)
+    assert interrupted.returncode == 7 and "not started" in out + err, out + err
+    wait_until(lambda: runner.with_session("spread-int")("eval", "1").code == 3, 5,
+               "the interrupted start to be undone (session_not_found)")
 
     # A slot frees while it waits: the start succeeds.
     waiting = runner.popen("--timeout", "60", "session", "start", "spread-c")
@@ -237,3 +256,14 @@ def test_bad_placements_are_refused_naming_the_field(gbsk: Bsk, grid: Grid) -> N
     r = gbsk("--timeout", "3", "session", "start", "bad3", "--grid", "http://127.0.0.1:9")
     assert r.code == 10 and r.json["error"]["code"] == "browser_unavailable"
     assert time.monotonic() - started < 10
+
+
+def test_malformed_placement_urls_are_refused_naming_the_field(gbsk: Bsk) -> None:
+    for flag, field, url in (("--cdp-url", "cdp_url", "http://[::1"),
+                             ("--cdp-url", "cdp_url", "ws://127.0.0.1:999999/x"),
+                             ("--cdp-url", "cdp_url", "http://127.0.0.1:abc"),
+                             ("--grid", "grid", "http://[::1:4444")):
+        r = gbsk("session", "start", "malformed", flag, url)
+        assert r.code == 2, (url, r.json)
+        assert r.json["error"]["details"]["field"] == field and url in r.json["error"]["message"]
+    assert "malformed" not in {s["session_id"] for s in gbsk.ok("session", "list")["sessions"]}

@@ -56,6 +56,25 @@ def test_a_recording_replays_to_the_same_page_state(bsk: Bsk, shared_bsk: Bsk, s
     other("session", "stop")
 
 
+def test_a_recording_begun_on_a_page_starts_its_script_there(bsk: Bsk, shared_bsk: Bsk,
+                                                              site: str, tmp_path: Path) -> None:
+    bsk.ok("open", f"{site}/rec.html")
+    started = bsk("record", "start", as_json=False).stdout
+    assert "stop with `bsk record stop FILE`" in started, started
+    bsk.ok("fill", "css=#name", "Bo")
+    bsk.ok("click", "css=#save")
+    script = tmp_path / "begun.bsk"
+    stopped = bsk("record", "stop", str(script), as_json=False).stdout
+    assert stopped.startswith(f"wrote {script}: 3 command(s)"), stopped
+    commands = [line for line in script.read_text().splitlines() if not line.startswith("#")]
+    assert commands[0] == f"open {site}/rec.html", commands
+    other = _other(shared_bsk)  # a fresh tab: the script itself brings it to the page
+    out = other("replay", str(script), as_json=False).stdout
+    assert out.strip() == f"replayed {script}: 3 command(s) completed", out
+    assert other("eval", STATE).value == ["saved Bo 0 red false", "Bo", "red", False]
+    other("session", "stop")
+
+
 def test_replay_stops_at_the_line_whose_target_is_gone(bsk: Bsk, shared_bsk: Bsk, site: str,
                                                        tmp_path: Path) -> None:
     script = tmp_path / "signup.bsk"
@@ -82,6 +101,26 @@ def test_replay_needs_the_recorded_secret(bsk: Bsk, shared_bsk: Bsk, site: str,
     other.env.pop("BSK_SECRET_1", None)
     r = other("replay", str(script))
     assert r.code == 2 and "BSK_SECRET_1" in r.json["error"]["message"]
-    assert r.json["replay"]["completed"] == 2  # open and the name went; the password did not
-    assert other("eval", "document.getElementById('pw').value").value == ""
+    lines = script.read_text().splitlines()
+    password_line = next(n for n, line in enumerate(lines, 1) if line.startswith("fill ")
+                         and "BSK_SECRET_1" in line)
+    assert r.json["replay"]["line"] == password_line and r.json["dispatched"] == "no"
+    assert r.json["replay"]["completed"] == 0  # every line is checked before any is sent
+    assert other("eval", "location.href").value == "about:blank"
+    other("session", "stop")
+
+
+def test_a_script_that_cannot_run_is_refused_before_anything_is_sent(
+        shared_bsk: Bsk, site: str, tmp_path: Path) -> None:
+    other = _other(shared_bsk)
+    script = tmp_path / "typo.bsk"
+    script.write_text(f"open {site}/rec.html\nfill css=#name Ada\nclik css=#save\n")
+    r = other("replay", str(script))
+    assert r.code == 2 and r.json["replay"]["line"] == 3 and "'clik'" in r.json["error"]["message"]
+    assert r.json["replay"]["completed"] == 0 and r.json["dispatched"] == "no"
+    assert other("eval", "location.href").value == "about:blank"  # line 1 did not run
+    binary = tmp_path / "binary.bsk"
+    binary.write_bytes(b"\x00\xff\xfe open x\n")
+    r = other("replay", str(binary))
+    assert r.code == 2 and r.json["error"]["details"]["field"] == "file", r.stderr
     other("session", "stop")

@@ -108,6 +108,14 @@ def test_it_is_cancellable_and_checks_its_condition(bsk: Bsk, site: str) -> None
     assert bad.code == 2 and bad.json["error"]["details"]["field"] == "until"
 
 
+def test_its_answer_reads_as_text_without_json(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/dash.html")
+    out = bsk("request-help", "Check the page", "--until", "url=dash.html", "--timeout", "5",
+              as_json=False).stdout
+    assert out.startswith("helped (url=dash.html holds") and f"{site}/dash.html" in out, out
+    assert "{" not in out, out
+
+
 def test_an_extension_session_asks_in_its_agent_tabs_overlay(
         ext_browser: BrowserWithExtension, site: str) -> None:
     s = agent_session(ext_browser)

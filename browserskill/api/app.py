@@ -196,12 +196,26 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         params = catalog.SESSION_START.validate(body)
         state = (await asyncio.to_thread(read_state_file, params["state"])
                  if params["state"] else None)
-        session = await daemon.sessions.create(
+        create = asyncio.ensure_future(daemon.sessions.create(
             params["session_id"], params["label"], params["browser"],
             isolated=params["isolated"], state=state, download_dir=params["download_dir"],
             cdp_url=params["cdp_url"], grid=params["grid"],
-            timeout=timeout_ms / 1000 if timeout_ms else SESSION_START_TIMEOUT_S)
-        return respond(session.summary(), status=201)
+            timeout=timeout_ms / 1000 if timeout_ms else SESSION_START_TIMEOUT_S))
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait({create, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            create.cancel()
+            raise
+        finally:
+            gone.cancel()
+        if not create.done():
+            # The caller hung up (Ctrl-C) while a Grid slot was awaited or a browser was
+            # reached: a session started for nobody would hold that slot, so it is undone.
+            create.cancel()
+            await asyncio.gather(create, return_exceptions=True)
+            raise BskError("cancelled", "the caller went away before the session started")
+        return respond(create.result().summary(), status=201)
 
     @guarded
     async def list_sessions(request: Request) -> Response:

@@ -7,7 +7,7 @@ import os
 import sys
 from collections import namedtuple
 
-from browserskill import __version__, paths
+from browserskill import __version__, contract, paths
 from browserskill.cli.args import (
     looks_like_option,
     parse_tool_args,
@@ -31,7 +31,13 @@ def cmd_session_start(client: Client, args: list[str]) -> Any:
                       "letters, digits, '_', '.', '-')")
     if client.g.timeout:  # the start's deadline (a Grid's slot is awaited up to it)
         params["timeout_ms"] = int(client.g.timeout * 1000)
-    return client.call("POST", "/v1/sessions", params, timeout=client.g.timeout or 60.0)[2]
+    try:
+        return client.call("POST", "/v1/sessions", params, timeout=client.g.timeout or 60.0)[2]
+    except KeyboardInterrupt:  # hanging up makes the daemon undo the start (api/app.py)
+        return contract.refused(contract.error_dict(
+            "cancelled", "interrupted: the session was not started",
+            "nothing is kept (a Grid slot it got is released); start it again when you want it"),
+            session_id=params.get("session_id"))
 
 
 def cmd_session_list(client: Client, args: list[str]) -> Any:
@@ -217,8 +223,8 @@ def cmd_install_skill(client: Client, args: list[str]) -> Any:
 
 def cmd_show(client: Client, args: list[str]) -> Any:
     """The dashboard's URL; opened in the default browser when there is a display."""
-    only_url = args == ["--url"]
-    _no_args("show [--url]", [] if only_url else args)
+    only_url = "--url" in args
+    _no_args("show [--url]", [a for a in args if a != "--url"])
     answer = client.call("POST", "/v1/dashboard")[2]
     answer["opened"] = False
     if not only_url and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")

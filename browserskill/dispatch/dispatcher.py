@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 RECENT_OPS = 1000  # ended operations kept in memory (the journal keeps the rest)
 TAKE_OVER_MAX_S = 3600.0  # a take-over forgotten in an open dashboard ends after an hour
+# Who took a session's tabs, as the agent's next refused change says it.
+STOP_PRESSED = "the user pressed Stop in the browser and took over this session's tabs"
+TAKEN_OVER = "a person took this session over from the dashboard (bsk show)"
 
 
 class Dispatcher:
@@ -185,9 +188,8 @@ class Dispatcher:
                 raise _word(verdict, op, {"reason": reason}, session.backend.lost_hint())
             if session.user_interrupted and catalog.BY_NAME[op.tool].effect in (
                     catalog.Effect.MUTATION, catalog.Effect.TRANSIENT_INPUT):
-                session.user_interrupted = False  # refused once; the next call goes ahead
-                raise BskError("user_interrupted", "the user pressed Stop in the browser and "
-                               "took over this session's tabs",
+                by, session.user_interrupted = session.user_interrupted, None  # refused once
+                raise BskError("user_interrupted", by,
                                hint="ask the user before acting again; the next call goes "
                                     "ahead", details={"session_id": session.id})
             if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
@@ -391,14 +393,14 @@ class Dispatcher:
 
     # -- a person in the loop (docs/dashboard.md) --------------------------------------
 
-    def interrupt(self, session_id: str) -> None:
+    def interrupt(self, session_id: str, by: str = STOP_PRESSED) -> None:
         """The user takes the session's tabs (the extension's Stop, a take-over from the
         dashboard): the agent's dispatched call is cancelled, and its next change is
-        refused once with `user_interrupted`."""
+        refused once with `user_interrupted`, its message saying `by` whom."""
         session = self.sessions.sessions.get(session_id)
         if session is None:
             return
-        session.user_interrupted = True
+        session.user_interrupted = by
         for op in list(self.ops.values()):
             if (op.session_id == session_id and not op.ended and op.state != "queued"
                     and not op.by_person):
@@ -416,7 +418,7 @@ class Dispatcher:
         released = Once()
         self._taken[session_id] = (op, released)
         self._remember(op)
-        self.interrupt(session_id)
+        self.interrupt(session_id, by=TAKEN_OVER)
         op.task = asyncio.create_task(self._hold(op, session, released), name=op.op_id)
         return op
 

@@ -88,7 +88,9 @@ class Session:
     # Web origins its pages have been on (or whose storage it loaded): `state save` keeps
     # their localStorage even when no tab has them open any more.
     origins: set[str] = field(default_factory=set)
-    user_interrupted: bool = False  # the user pressed Stop: the next change is refused once
+    # Who took the tabs (the extension's Stop, a dashboard take-over): the next change is
+    # refused once, saying so.
+    user_interrupted: str | None = None
     routes: RouteTable = field(default_factory=RouteTable)  # `route add`: mocks, blocks
     # The person's answer to the running `request_help` (done | decline), while it runs.
     help_answer: asyncio.Future[str] | None = None
@@ -162,6 +164,9 @@ class SessionManager:
         self.browser = browser
         self.store = store
         self.sessions: dict[str, Session] = {}
+        # Ids of sessions whose first tab is still opening (a Grid slot awaited, a remote
+        # browser reached): kept out of `sessions`, where everything expects a placement.
+        self.starting: set[str] = set()
         self.extensions: Any = None  # ExtensionHub, when the extension listener is on
         self.default_grid: str | None = browser.config.grid_url
         # Ends the calls of the given sessions when their own link dies (the dispatcher's).
@@ -319,6 +324,10 @@ class SessionManager:
 
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
+        if session is None and session_id in self.starting:
+            raise BskError("session_busy", f"session {session_id!r} is still starting",
+                           hint="retry once `bsk session start` has answered",
+                           details={"session_id": session_id, "starting": True})
         if session is None:
             ended = self.store.ended_reason(session_id)
             raise BskError(
@@ -332,7 +341,7 @@ class SessionManager:
 
     async def get_for_call(self, session_id: str) -> Session:
         """The session a tool call names; the default session starts on first use."""
-        if session_id == DEFAULT_SESSION and session_id not in self.sessions:
+        if session_id == DEFAULT_SESSION and session_id not in {*self.sessions, *self.starting}:
             return await self.create(DEFAULT_SESSION)
         return self.get(session_id)
 
@@ -361,7 +370,7 @@ class SessionManager:
             session_id = "s_" + secrets.token_hex(4)
         elif not _SESSION_ID.match(session_id):
             raise invalid("session_id", "use 1-64 letters, digits, '_', '.', '-'")
-        if session_id in self.sessions:
+        if session_id in self.sessions or session_id in self.starting:
             raise invalid("session_id", f"session {session_id!r} already exists",
                           hint="pick another id, or use it with --session")
         in_extension = browser not in (None, "embedded")
@@ -373,7 +382,7 @@ class SessionManager:
                           hint="add --isolated (or load it into this session later with "
                                "`bsk state load FILE`)")
         session = Session(session_id, label, download_dir=download_dir)
-        self.sessions[session_id] = session  # reserve the id while the first tab opens
+        self.starting.add(session_id)  # the id is taken while the first tab opens
         backend: Backend | None = None
         try:
             if in_extension:
@@ -393,12 +402,14 @@ class SessionManager:
                 if state["origins"]:
                     await tab.send("Page.navigate", {"url": "about:blank"})
         except BaseException:
-            del self.sessions[session_id]
+            self.starting.discard(session_id)
             if backend is not None:
                 for tab in list(session.tabs.values()):
                     await backend.close_tab(tab)
                 await backend.session_ended()
             raise
+        self.starting.discard(session_id)
+        self.sessions[session_id] = session
         self.store.save(session)
         return session
 
@@ -444,11 +455,17 @@ class SessionManager:
 
 
 def _check_url(name: str, url: str, schemes: tuple[str, ...]) -> None:
-    parts = urlsplit(url)
-    if parts.scheme not in schemes or not parts.netloc:
+    hint = ("e.g. http://127.0.0.1:4444 (a Grid)" if name == "grid" else
+            "e.g. http://127.0.0.1:9222 or ws://host:port/devtools/browser/… (a DevTools "
+            "endpoint)")
+    try:  # a malformed host or port is the caller's typo, not a bug deep in the link
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a port out of range or not a number
+    except ValueError as e:
+        raise invalid(name, f"{url!r} is not a valid URL: {e}", hint=hint) from None
+    if parts.scheme not in schemes or not parts.hostname:
         raise invalid(name, f"{url!r} is not a {' or '.join(s + '://' for s in schemes)} URL",
-                      hint="e.g. http://127.0.0.1:4444 (a Grid) or ws://host:port/… (a "
-                           "DevTools endpoint)")
+                      hint=hint)
 
 
 def _embedded(stored: dict[str, Any] | None) -> bool:

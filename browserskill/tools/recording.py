@@ -206,6 +206,10 @@ async def record_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
                        hint="`bsk record stop FILE` writes what it has so far",
                        details={"field": "session"})
     recording = Recording()
+    current = session.tabs.get(session.current_tab_id or "")
+    if current is not None and current.url.split(":", 1)[0] in ("http", "https", "file"):
+        # The page it starts on: a replay in another session (a fresh tab) begins there too.
+        recording.agent_did("open", {"url": current.url}, {})
     session.script_recording = recording
     await recording.follow(list(session.tabs.values()))
     return {"recording": True, "tabs": sorted(recording.tabs)}
