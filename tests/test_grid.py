@@ -156,7 +156,8 @@ def test_two_sessions_spread_over_two_nodes_and_a_full_grid_waits_then_answers(
 
     # A slot frees while it waits: the start succeeds.
     waiting = runner.popen("--timeout", "60", "session", "start", "spread-c")
-    time.sleep(0.5)  # let it start waiting (not a synchronization: either order passes)
+    wait_until(lambda: "still starting" in runner.with_session("spread-c")(
+        "eval", "1").stdout, 10, "the start to wait for a slot")
     runner.ok("session", "stop", "spread-a")
     out, err = waiting.communicate(timeout=90)
     assert waiting.returncode == 0, out + err
