@@ -191,6 +191,22 @@ def test_take_over_holds_the_session_and_the_persons_input_reaches_the_page(
     assert take["status"] == "completed" and take["result"]["ended_by"] == "hand_back"
 
 
+def test_a_dialog_opened_by_the_persons_click_does_not_end_the_live_view(
+        bsk: Bsk, site: str, viewer: Viewer) -> None:
+    bsk.ok("open", f"{site}/dash.html")
+    bsk.ok("eval", "window.alertOnClick = true")
+    viewer.choose(bsk.session)
+    pad = _live_point(viewer, bsk, "document.getElementById('clicks')")
+    viewer.press("#take")
+    viewer.wait("document.querySelector('#live').classList.contains('held')", 5)
+    viewer.click_at(*pad)  # the page opens an alert under the person's click
+    viewer.press("#back")  # the same connection still takes the person's actions
+    viewer.wait("!document.querySelector('#live').classList.contains('held')", 10,
+                "the hand-back on the dashboard")
+    wait_until(lambda: bsk("dialog", "accept").code == 0, 10, "the agent to reach the alert")
+    assert bsk("eval", "document.getElementById('clicks').textContent").value == "clicks: 1"
+
+
 def test_input_from_the_live_view_is_refused_unless_a_person_holds_the_session(
         bsk: Bsk, site: str, dash_url: str) -> None:
     bsk.ok("open", f"{site}/dash.html")

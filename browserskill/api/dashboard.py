@@ -350,6 +350,15 @@ class _Feed:
             except (ValueError, TypeError) as e:
                 await self._send_json({"type": "ack", "id": _id(raw), "ok": False,
                                        "error": {"code": "invalid_params", "message": str(e)}})
+            except (WebSocketDisconnect, RuntimeError):
+                return
+            except Exception as e:  # one action failing (the tab went, a
+                # dialog opened under the input, the link dropped) must not end the
+                # person's whole view: that action's answer says what happened
+                log.info("dashboard action failed: %r", e)
+                await self._send_json({"type": "ack", "id": _id(raw), "ok": False,
+                                       "error": {"code": "action_failed",
+                                                 "message": f"{type(e).__name__}: {e}"}})
 
     async def _act(self, msg: dict[str, Any]) -> dict[str, Any]:
         daemon = self.dash.daemon
