@@ -146,6 +146,9 @@ def _live_point(viewer: Viewer, bsk: Bsk, element: str) -> tuple[float, float]:
     rect = json.loads(bsk.ok("eval", f"JSON.stringify((r => ({{x: r.x + r.width / 2, "
                              f"y: r.y + r.height / 2, w: innerWidth, h: innerHeight}}))("
                              f"{element}.getBoundingClientRect()))")["result"]["value"])
+    # Measured once a frame shows: before it the image has no size of its own yet.
+    viewer.wait("(i => +i.dataset.seq > 0 && i.complete && i.naturalWidth > 0)("
+                "document.querySelector('#live'))", 10, "a first frame in the live view")
     img = viewer.eval("(r => [r.x, r.y, r.width, r.height])("
                       "document.querySelector('#live').getBoundingClientRect())")
     return img[0] + rect["x"] / rect["w"] * img[2], img[1] + rect["y"] / rect["h"] * img[3]
