@@ -5,6 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Debian packages the tests need, installed where we can (root with apt-get); the package
+# list is read once per run, however many steps install something.
+can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
+apt_listed=""
+apt_install() {  # PACKAGE…
+  if [ -z "$apt_listed" ]; then apt-get update -qq; apt_listed=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
 py=""
 for cand in python3.13 python3.12 python3.11 python3; do
   if command -v "$cand" >/dev/null 2>&1 &&
@@ -40,10 +49,9 @@ find_browser() {
 }
 browser=$(find_browser)
 if [ -z "$browser" ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  if can_apt; then
     echo "install: no Chromium/Chrome/Edge found; installing Debian's chromium"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    apt_install chromium
     browser=$(find_browser)
   else
     echo "install: no Chromium, Chrome or Edge found. Install one, e.g." >&2
@@ -58,11 +66,10 @@ echo "install: browser $browser ($("$browser" --version 2>/dev/null || echo '?')
 # tells them which window has the X input focus (without them they are skipped, except
 # on CI, where they fail).
 if ! command -v Xvfb >/dev/null 2>&1 || ! command -v xdotool >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  if can_apt; then
     echo "install: no Xvfb or xdotool found; installing Debian's xvfb and xdotool" \
       "(for the headed-browser tests)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb xdotool >/dev/null
+    apt_install xvfb xdotool
   else
     echo "install: no Xvfb or xdotool: (some of) the headed-browser tests will be skipped" \
       "(Debian/Ubuntu: sudo apt-get install xvfb xdotool)" >&2
@@ -71,10 +78,9 @@ fi
 
 # Node.js, for the extension's own unit tests (`node --test extension/test/`).
 if ! command -v node >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  if can_apt; then
     echo "install: no node found; installing Debian's nodejs (for the extension's unit tests)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs >/dev/null
+    apt_install nodejs
   else
     echo "install: no node: install Node.js 18+ to run the extension's unit tests" >&2
     exit 1
@@ -85,10 +91,9 @@ fi
 # tests/test_network.py validates `bsk network har` output against.
 if [ ! -f tests/node_modules/har-schema/lib/har.json ]; then
   if ! command -v npm >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    if can_apt; then
       echo "install: no npm found; installing Debian's npm (for the HAR schema the tests use)"
-      apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+      apt_install npm
     else
       echo "install: no npm: install it to run tests/test_network.py's HAR check" >&2
       exit 1
@@ -101,10 +106,9 @@ fi
 # ffmpeg encodes `bsk video` recordings (ffprobe, in the same package, checks them in the
 # tests); poppler-utils' pdftotext reads back `bsk pdf` files in the tests.
 if ! command -v ffmpeg >/dev/null 2>&1 || ! command -v pdftotext >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  if can_apt; then
     echo "install: no ffmpeg or pdftotext found; installing Debian's ffmpeg and poppler-utils"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg poppler-utils >/dev/null
+    apt_install ffmpeg poppler-utils
   else
     echo "install: no ffmpeg: \`bsk video\` won't work (Debian/Ubuntu: sudo apt-get install" \
       "ffmpeg poppler-utils)" >&2
@@ -149,22 +153,20 @@ if [ ! -f "$selenium_jar" ]; then
   fi
 fi
 if ! command -v chromedriver >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  if can_apt; then
     echo "install: no chromedriver found; installing Debian's chromium-driver (for the" \
       "Selenium Grid tests)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-driver >/dev/null
+    apt_install chromium-driver
   else
     echo "install: no chromedriver: the Selenium Grid tests will be skipped" \
       "(Debian/Ubuntu: sudo apt-get install chromium-driver)" >&2
   fi
 fi
 if ! command -v java >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  if can_apt; then
     echo "install: no java found; installing Debian's default-jre-headless (for the" \
       "Selenium Grid tests)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null
+    apt_install default-jre-headless
   else
     echo "install: no java: the Selenium Grid tests will be skipped (Debian/Ubuntu: sudo" \
       "apt-get install default-jre-headless)" >&2
