@@ -99,7 +99,7 @@ def download_dir(ctx: ToolContext) -> Path:
 def of_session(ctx: ToolContext) -> SessionDownloads:
     entry = _SESSIONS.get(ctx.session.id)
     if entry is None or entry[0] is not ctx.session:  # a new session under an old id
-        live = getattr(ctx.sessions, "sessions", {})
+        live = ctx.sessions.sessions
         for sid in [s for s, (session, _) in _SESSIONS.items()
                     if live.get(s) is not session]:
             del _SESSIONS[sid]  # ended sessions' lists go with them

@@ -177,7 +177,7 @@ class VideoRecording:
                 "format": "jpeg", "quality": 80, "maxWidth": w, "maxHeight": h,
                 "everyNthFrame": 1}, timeout=timeout)
         except BaseException:
-            await self._abandon()
+            await self.abandon()
             raise
 
     def _on_event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
@@ -250,7 +250,7 @@ class VideoRecording:
                 await self.writer
                 _, err = await self.proc.communicate()
         except TimeoutError:
-            await self._abandon()
+            await self.abandon()
             raise BskError("action_failed", "the video encoder did not finish in time",
                            details={"reason": "encoder_timeout"}, dispatched="yes") from None
         if self.proc.returncode != 0:
@@ -259,7 +259,7 @@ class VideoRecording:
             raise BskError("action_failed", f"the video could not be encoded: {self.failed}",
                            details={"reason": "encoder_failed"}, dispatched="yes")
 
-    async def _abandon(self) -> None:
+    async def abandon(self) -> None:
         """Stop everything at once, keeping no file (a failed start, a cancelled stop)."""
         with contextlib.suppress(ValueError):
             self.tab.listeners.remove(self._on_event)
@@ -331,7 +331,7 @@ async def video_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
     try:
         await recording.finish(ctx.remaining())
     except BaseException:  # failed, timed out or cancelled: nothing half-written stays
-        await asyncio.shield(recording._abandon())
+        await asyncio.shield(recording.abandon())
         raise
     if path.suffix.lower() == ".mp4":
         await _to_mp4(recording.file, path, ctx.remaining())
