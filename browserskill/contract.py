@@ -10,7 +10,9 @@ Invariants:
   refused before it became an operation has the same shape with `op_id` null
   (`refused`).
 - A call's deadline is 1 ms to `MAX_TIMEOUT_S`; a tool may narrow it (the catalog's
-  `timeout_range_s`).
+  `timeout_range_s`). One rule computes it (`op_deadline_s`) and the time a caller waits
+  for the answer (`wire_timeout_s`): the daemon, the CLI, both clients and MCP all use
+  them, so no caller gives up before the daemon answers.
 - An op id is `op_` and 6-64 letters, digits, `_` or `-`; whoever names an operation
   (a client, the CLI, the daemon) mints it with `new_op_id`.
 - Cancelling a call one named goes one way everywhere (`CancelThenWait`): cancel by id
@@ -25,8 +27,14 @@ from browserskill.errors import CODES, STATUS_FOR_CODE, invalid
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+    from collections.abc import Callable, Mapping
+    from typing import Any, Protocol
+
+    class ToolDeadline(Protocol):  # what a deadline needs of a catalog ToolSpec
+        @property
+        def name(self) -> str: ...
+        @property
+        def default_timeout_s(self) -> float: ...
 
 DEFAULT_SESSION = "default"  # the session a call without one uses
 
@@ -82,6 +90,34 @@ def check_timeout_s(text: str, command: str = "",
             raise invalid("timeout", f"must be {lo:g}-{hi:g} seconds for `{command}`, "
                           f"got {seconds:g}")
     return seconds
+
+
+# How long past the operation's deadline a caller waits for its answer: the daemon's
+# cleanup (cancelling what went out, docs/design.md) and the answer's trip back.
+WIRE_MARGIN_S = 30.0
+DEFAULT_TIMEOUT_S = 30.0  # a call that is no catalog tool's (the daemon says why)
+PAUSE_MARGIN_S = 5.0  # `wait --ms N` gets N plus this, when its default is shorter
+
+
+def op_deadline_s(spec: ToolDeadline | None, params: Mapping[str, Any],
+                  timeout_s: float | None = None) -> float:
+    """An operation's deadline in seconds: the caller's, else the tool's default stretched
+    to fit a pause the caller asked for (`wait --ms 45000` gets 45 s plus a margin)."""
+    if timeout_s:
+        return timeout_s
+    if spec is None:
+        return DEFAULT_TIMEOUT_S
+    ms = params.get("ms") if spec.name == "wait" else None
+    if isinstance(ms, int) and not isinstance(ms, bool) and ms > 0:
+        return max(spec.default_timeout_s, ms / 1000 + PAUSE_MARGIN_S)
+    return spec.default_timeout_s
+
+
+def wire_timeout_s(spec: ToolDeadline | None, params: Mapping[str, Any],
+                   timeout_s: float | None = None) -> float:
+    """How long a caller waits for a tool call's answer: its operation's deadline plus
+    `WIRE_MARGIN_S`. Every front end reads it from here (tests/test_deadlines.py)."""
+    return op_deadline_s(spec, params, timeout_s) + WIRE_MARGIN_S
 
 
 def valid_idempotency_key(key: str) -> bool:

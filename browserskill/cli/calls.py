@@ -11,7 +11,7 @@ from browserskill import contract
 from browserskill.cli.daemon_client import Client
 from browserskill.cli.transport import DaemonLost, DaemonUnreachable, request
 from browserskill.errors import BskError, invalid
-from browserskill.tools.catalog import ToolSpec, default_timeout_s
+from browserskill.tools.catalog import ToolSpec
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -35,10 +35,12 @@ def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[st
     try:
         _, _, answer = client.call(
             "POST", f"/v1/sessions/{g.session}/tools/{spec.name}", body,
-            headers=headers, timeout=g.timeout or default_timeout_s(spec, params),
+            headers=headers, wire_timeout=contract.wire_timeout_s(spec, params, g.timeout),
         )
     except KeyboardInterrupt:
         return interrupted(client, op_id, spec.name)
+    except TimeoutError:  # past the wire deadline: the daemon knows how it ended
+        return interrupted(client, op_id, spec.name, "no answer in time")
     except DaemonLost:
         return lost_daemon(client, op_id, spec.name)
     return answer
@@ -68,11 +70,13 @@ def lost_daemon(client: Client, op_id: str, tool: str | None = None) -> dict[str
         op_id=op_id, session_id=client.g.session, tool=tool, dispatched="unknown")
 
 
-def interrupted(client: Client, op_id: str, tool: str | None = None) -> dict[str, Any]:
-    """Ctrl-C or SIGTERM: cancel our operation, then report how it really ended."""
+def interrupted(client: Client, op_id: str, tool: str | None = None,
+                why: str = "interrupted") -> dict[str, Any]:
+    """Ctrl-C, SIGTERM or no answer in time: cancel our operation, then report how it
+    really ended (what the daemon recorded, never a guess)."""
     import time
 
-    print(f"bsk: interrupted; cancelling {op_id}…", file=sys.stderr)
+    print(f"bsk: {why}; cancelling {op_id}…", file=sys.stderr)
     plan = contract.CancelThenWait(op_id, time.monotonic())
     while True:
         status, _, _ = request(client.sock, "POST", plan.cancel_path,

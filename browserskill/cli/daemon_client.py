@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from browserskill import paths
+from browserskill import contract, paths
 from browserskill.cli.transport import DaemonUnreachable, request
 from browserskill.errors import BskError
 
@@ -33,8 +33,12 @@ class Client:
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None, *,
              headers: dict[str, str] | None = None, spawn: bool = True,
-             timeout: float | None = None) -> tuple[int, dict[str, str], Any]:
-        wire_timeout = (timeout or self.g.timeout or 30.0) + 30.0
+             timeout: float | None = None, wire_timeout: float | None = None,
+             ) -> tuple[int, dict[str, str], Any]:
+        """`timeout`: the deadline the daemon works to (seconds); `wire_timeout`: how long
+        to wait for its answer, when the caller computed it (contract.wire_timeout_s)."""
+        if wire_timeout is None:
+            wire_timeout = contract.wire_timeout_s(None, {}, timeout or self.g.timeout)
         self.check_home()
         try:
             return request(self.sock, method, path, body, timeout=wire_timeout, headers=headers)

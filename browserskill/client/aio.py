@@ -20,11 +20,15 @@ from browserskill.client.core import (
 )
 from browserskill.client.http11 import Http11, Lost, Unreachable
 from browserskill.client.results import (
-    _WIRE_MARGIN_S,
     Result,
     Session,
 )
-from browserskill.contract import CANCEL_GRACE_S, CANCEL_POLL_S, CancelThenWait
+from browserskill.contract import (
+    CANCEL_GRACE_S,
+    CANCEL_POLL_S,
+    WIRE_MARGIN_S,
+    CancelThenWait,
+)
 
 
 class AsyncClient(_Base):
@@ -61,8 +65,33 @@ class AsyncClient(_Base):
                 await self._start_daemon()
                 started = True
             except Lost as e:
+                recorded = await self._ended_as_recorded(req)
+                if recorded is not None:
+                    return recorded
                 raise self._lost(e, req) from None
         raise AssertionError("unreachable")
+
+    async def _ended_as_recorded(self, req: _Request,
+                                 ) -> tuple[int, Mapping[str, str], Any] | None:
+        """We stopped waiting for our call's answer: cancel it by its id, then take how
+        the daemon recorded its end (contract.CancelThenWait) rather than guess."""
+        if req.op_id is None:
+            return None
+        plan = CancelThenWait(req.op_id, time.monotonic(), _q)
+        waited = None
+        try:
+            while True:
+                status = (await self._http.request(
+                    "POST", plan.cancel_path, timeout=CANCEL_GRACE_S))[0]
+                if not plan.again(status, time.monotonic()):
+                    break
+                await asyncio.sleep(CANCEL_POLL_S)  # the call is still on its way
+            if status != 404:
+                waited = await self._http.request("GET", plan.wait_path,
+                                                  timeout=CANCEL_GRACE_S + 5)
+        except (Lost, Unreachable):
+            return None
+        return self._recorded(plan, req.session_id, req.tool, status, waited)
 
     async def _start_daemon(self) -> None:
         from browserskill.daemon.spawn import DaemonStartError, spawn
@@ -159,7 +188,7 @@ class AsyncClient(_Base):
     async def op_wait(self, op_id: str, timeout: float = 30.0) -> Result:
         ms = max(0, int(timeout * 1000))
         req = _Request("GET", f"/v1/ops/{_q(op_id)}/wait?timeout_ms={ms}",
-                       read_timeout=timeout + _WIRE_MARGIN_S)
+                       read_timeout=timeout + WIRE_MARGIN_S)
         return Result.from_dict(_check(*await self._send(req)))
 
     async def health(self) -> dict[str, Any]:

@@ -11,16 +11,16 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
-from browserskill import paths
+from browserskill import contract, paths
 from browserskill.client.results import (
-    _WIRE_MARGIN_S,
     ERRORS,
     BrowserSkillError,
     ErrorInfo,
     Result,
     error_from,
 )
-from browserskill.contract import DEFAULT_SESSION, new_op_id
+from browserskill.contract import DEFAULT_SESSION, CancelThenWait, new_op_id
+from browserskill.errors import CODES
 from browserskill.tools import catalog
 
 
@@ -32,6 +32,8 @@ class _Request:
     headers: dict[str, str] = field(default_factory=dict)
     read_timeout: float = 60.0
     op_id: str | None = None  # a tool call names its operation up front
+    session_id: str | None = None  # a tool call's
+    tool: str | None = None
 
 
 def session_start_body(session_id: str | None, label: str | None, isolated: bool,
@@ -138,13 +140,13 @@ class _Base:
             body["detach"] = True
         if timeout is not None:
             body["timeout_ms"] = max(1, int(timeout * 1000))
-        op_deadline = timeout or (spec.default_timeout_s if spec else 30.0)
+        read_timeout = contract.wire_timeout_s(spec, params or {}, timeout)
         headers = {"X-Op-Id": op_id or new_op_id()}
         if key is not None:
             headers["Idempotency-Key"] = key
         sid = session or self.session_id
         return _Request("POST", f"/v1/sessions/{_q(sid)}/tools/{_q(tool)}", body, headers,
-                        op_deadline + _WIRE_MARGIN_S, headers["X-Op-Id"])
+                        read_timeout, headers["X-Op-Id"], sid, tool)
 
     def _stop_request(self, session: str | None, wait: bool,
                       timeout: float | None) -> _Request:
@@ -152,7 +154,8 @@ class _Base:
         query = "?wait=true" if wait else ""
         body = {"timeout_ms": max(1, int(timeout * 1000))} if timeout else None
         return _Request("DELETE", f"/v1/sessions/{_q(sid)}{query}", body,
-                        read_timeout=(timeout or 30.0) + _WIRE_MARGIN_S)
+                        read_timeout=contract.wire_timeout_s(
+                            catalog.BY_NAME.get("session_stop"), {}, timeout))
 
     @staticmethod
     def _ops_query(session: str | None, limit: int) -> str:
@@ -171,6 +174,22 @@ class _Base:
             f"the daemon at {where} is not reachable: {e}",
             hint="start it with `bsk daemon start`" if not self.autostart
             else "see `bsk doctor`")
+
+    @staticmethod
+    def _recorded(plan: CancelThenWait, session_id: str | None, tool: str | None,
+                  cancel_status: int, waited: tuple[int, Mapping[str, str], Any] | None,
+                  ) -> tuple[int, Mapping[str, str], Any] | None:
+        """How a call we stopped waiting for ended, as the daemon recorded it (the answer
+        the call itself would have had); None while the daemon can't say."""
+        if cancel_status == 404:  # it never arrived: nothing reached the browser
+            answer = plan.never_arrived(session_id, tool)
+            return CODES["cancelled"].http, {}, answer
+        if waited is None:
+            return None
+        status, headers, body = waited
+        if status == 202 or not isinstance(body, dict) or body.get("state") != "ended":
+            return None  # still running after the cancel's grace: unknown it stays
+        return status, headers, body
 
     @staticmethod
     def _lost(e: Exception, req: _Request) -> BrowserSkillError:

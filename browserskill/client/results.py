@@ -8,9 +8,6 @@ from typing import Any, ClassVar
 
 from browserskill.errors import CODES
 
-_WIRE_MARGIN_S = 30.0  # the HTTP read deadline is the operation's deadline plus this
-
-
 # -- results ------------------------------------------------------------------------------
 
 

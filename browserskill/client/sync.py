@@ -20,11 +20,15 @@ from browserskill.client.core import (
     session_start_body,
 )
 from browserskill.client.results import (
-    _WIRE_MARGIN_S,
     Result,
     Session,
 )
-from browserskill.contract import CANCEL_GRACE_S, CANCEL_POLL_S, CancelThenWait
+from browserskill.contract import (
+    CANCEL_GRACE_S,
+    CANCEL_POLL_S,
+    WIRE_MARGIN_S,
+    CancelThenWait,
+)
 
 
 class Client(_Base):
@@ -62,8 +66,31 @@ class Client(_Base):
                 self._start_daemon()
                 started = True
             except (httpx.TimeoutException, httpx.ReadError, httpx.RemoteProtocolError) as e:
+                recorded = self._ended_as_recorded(req)
+                if recorded is not None:
+                    return recorded
                 raise self._lost(e, req) from None
         raise AssertionError("unreachable")
+
+    def _ended_as_recorded(self, req: _Request) -> tuple[int, httpx.Headers, Any] | None:
+        """We stopped waiting for our call's answer: cancel it by its id, then take how
+        the daemon recorded its end (contract.CancelThenWait) rather than guess."""
+        if req.op_id is None:
+            return None
+        plan = CancelThenWait(req.op_id, time.monotonic(), _q)
+        waited = None
+        try:
+            while plan.again(status := self._http.post(
+                    plan.cancel_path, timeout=CANCEL_GRACE_S).status_code, time.monotonic()):
+                time.sleep(CANCEL_POLL_S)
+            if status != 404:
+                response = self._http.get(plan.wait_path, timeout=CANCEL_GRACE_S + 5)
+                waited = response.status_code, response.headers, _decode(response)
+        except httpx.HTTPError:
+            return None
+        recorded = self._recorded(plan, req.session_id, req.tool, status, waited)
+        return None if recorded is None else (recorded[0], httpx.Headers(recorded[1]),
+                                              recorded[2])
 
     def _start_daemon(self) -> None:
         from browserskill.daemon.spawn import DaemonStartError, spawn
@@ -157,7 +184,7 @@ class Client(_Base):
         Still running after `timeout`: a Result whose `state` is not "ended"."""
         ms = max(0, int(timeout * 1000))
         req = _Request("GET", f"/v1/ops/{_q(op_id)}/wait?timeout_ms={ms}",
-                       read_timeout=timeout + _WIRE_MARGIN_S)
+                       read_timeout=timeout + WIRE_MARGIN_S)
         return Result.from_dict(_check(*self._send(req)))
 
     # -- the daemon ------------------------------------------------------------------------

@@ -96,8 +96,8 @@ class Dispatcher:
             op = Operation(session_id, tool, params, idempotency_key=idempotency_key)
             if op_id:
                 op.op_id = op_id
-            op.scope.arm(timeout_ms / 1000 if timeout_ms
-                         else catalog.default_timeout_s(spec, params))
+            op.scope.arm(contract.op_deadline_s(spec, params,
+                                                timeout_ms / 1000 if timeout_ms else None))
             self._remember(op)
         finally:
             if claim is not None:  # the key now names `op`, or is free again

@@ -919,13 +919,6 @@ BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 HIDDEN_WORDS: set[tuple[str, ...]] = {t.words for t in TOOLS if t.hidden}
 
 
-def default_timeout_s(spec: ToolSpec, params: dict[str, Any]) -> float:
-    """The deadline of a call that names none: the tool's default, stretched to fit a
-    pause the caller asked for (`wait --ms 45000` gets 45 s plus a margin)."""
-    ms = params.get("ms") if spec.name == "wait" else None
-    if isinstance(ms, int) and not isinstance(ms, bool) and ms > 0:
-        return max(spec.default_timeout_s, ms / 1000 + 5.0)
-    return spec.default_timeout_s
 BY_WORDS: dict[tuple[str, ...], ToolSpec] = {t.words: t for t in TOOLS}
 
 
