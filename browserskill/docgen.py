@@ -91,6 +91,10 @@ def cli_markdown() -> str:
     out += ["## Sessions, daemon, operations", ""]
     for c in CONTROL:
         out += [f"### `bsk {c.usage}`", "", _cell(c.summary), ""]
+        if c.options is not None:
+            out += ["| option | meaning |", "|---|---|"]
+            out += [f"| `{name}` | {_cell(text)} |" for name, text in c.options()]
+            out += [""]
     return "\n".join(out).rstrip() + "\n"
 
 

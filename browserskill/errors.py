@@ -52,13 +52,17 @@ SHOULD_RETRY = {"session_busy", "browser_unavailable"}
 # In an error's details: waiting won't mend it (no browser installed), so even a code
 # of SHOULD_RETRY answers X-Should-Retry: false.
 LASTING = "lasting"
-# Failures a retry must not override even though nothing was sent.
+# Failures a retry must not override even though nothing was sent (a read's cancel aside:
+# repeating a read overrides nothing).
 NEVER_RETRY_SAFE = {"cancelled", "user_interrupted"}
 
 
-def retry_safe_for(code: str, dispatched: str) -> bool:
-    """A failure is safe to repeat when nothing reached the browser (bar a cancel)."""
-    return dispatched == "no" and code not in NEVER_RETRY_SAFE
+def retry_safe_for(code: str, dispatched: str, read_only: bool = False) -> bool:
+    """A failure is safe to repeat when nothing reached the browser — bar a person's stop,
+    and a cancel of a tool that acts (docs/contract-notes.md, retry_safe on failures)."""
+    if dispatched != "no":
+        return False
+    return read_only if code == "cancelled" else code not in NEVER_RETRY_SAFE
 
 
 def exit_code(code: str | None) -> int:
@@ -79,6 +83,7 @@ class BskError(Exception):
         hint: str = "",
         details: dict[str, Any] | None = None,
         dispatched: str | None = None,
+        retry_safe: bool | None = None,
     ) -> None:
         if code not in CODES:
             raise ValueError(f"unknown error code {code!r}")
@@ -88,6 +93,7 @@ class BskError(Exception):
         self.hint = hint
         self.details = details or {}
         self.dispatched = dispatched
+        self.retry_safe = retry_safe  # None: the table's rule (`retry_safe_for`)
 
     @property
     def entry(self) -> Code:

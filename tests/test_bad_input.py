@@ -643,3 +643,22 @@ def test_http_integral_numbers_count_as_integers(api: httpx.Client, agent: Bsk) 
     assert_http_error(api.post(tool_path(agent.session, "eval"),
                                json={"expression": "1", "timeout_ms": 5000.5}),
                       "invalid_params", field="timeout_ms")
+
+
+@pytest.mark.parametrize("url", ["::::", "https://::::", "http://host:99999/", "https://a b/"])
+def test_an_unusable_url_is_refused_before_anything_is_sent(bsk: Bsk, url: str) -> None:
+    """`open '::::'` once went to Chromium and came back action_failed, dispatched."""
+    for words in (("open",), ("tab", "new")):
+        r = bsk(*words, url)
+        assert r.code == 2 and r.json["error"]["code"] == "invalid_params", r.json
+        assert r.json["dispatched"] == "no" and r.json["retry_safe"] is True
+        assert r.json["error"]["details"] == {"field": "url"} and url in r.json["error"]["message"]
+    assert len(bsk.ok("tab", "list")["result"]["tabs"]) == 1  # no tab was made
+
+
+def test_a_urls_scheme_is_case_insensitive(bsk: Bsk, site: str) -> None:
+    """RFC 3986 §3.1: `HTTP://…` is `http://…` (it was refused as an unsupported scheme)."""
+    shouted = site.replace("http://", "HTTP://", 1)
+    opened = bsk.ok("open", f"{shouted}/counter.html")
+    assert opened["result"]["url"] == f"{site}/counter.html"
+    assert bsk.ok("open", "ABOUT:blank")["result"]["url"] == "about:blank"

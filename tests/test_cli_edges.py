@@ -100,3 +100,15 @@ def test_failures_that_sent_nothing_are_safe_to_retry(bsk: Bsk, site: str) -> No
     assert "retry_safe: yes" in bsk("click", ref, as_json=False).stderr
     missing = bsk("wait", "--text", "never there", "--timeout", "1")
     assert missing.json["dispatched"] == "no" and missing.json["retry_safe"] is True
+
+
+def test_daemon_start_help_lists_every_option_it_takes(bsk: Bsk) -> None:
+    """The options come from the daemon's own parser: none can be left out of --help (it
+    once lacked --tcp-port and --expose-cdp)."""
+    from browserskill.daemon.__main__ import parser
+
+    shown = bsk("daemon", "start", "--help").stdout
+    taken = [o for a in parser()._actions for o in a.option_strings if o not in ("-h", "--help")]
+    assert len(taken) > 10 and "--tcp-port" in taken and "--expose-cdp" in taken
+    for option in [*taken, "--foreground"]:
+        assert f"\n  {option} " in shown, option

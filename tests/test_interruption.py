@@ -98,7 +98,17 @@ def test_deadline_before_any_step_is_cancelled_with_nothing_sent(bsk: Bsk, site:
     r = bsk("--timeout", "0.001", "click", button)
     assert r.code == 7 and r.json["status"] == "cancelled"
     assert r.json["dispatched"] == "no" and r.json["error"]["details"]["reason"] == "deadline"
+    assert r.json["retry_safe"] is False  # a retry would click: it overrides the deadline
     assert bsk("eval", "window.count").value is None
+
+
+def test_a_read_cut_off_before_sending_anything_is_retry_safe(bsk: Bsk, site: str) -> None:
+    """docs/contract-notes.md, retry_safe on failures: nothing sent, and a read changes
+    nothing, so repeating it is safe (it once said `dispatched: no`, `retry_safe: false`)."""
+    bsk.ok("open", f"{site}/counter.html")
+    r = bsk("--timeout", "0.001", "screenshot")
+    assert r.code == 7 and r.json["status"] == "cancelled", r.json
+    assert r.json["dispatched"] == "no" and r.json["retry_safe"] is True
 
 
 def test_deadline_after_dispatch_is_a_cancel(bsk: Bsk, site: str) -> None:

@@ -23,6 +23,7 @@ TABLE: list[tuple[Facts, tuple[str, str, bool, str | None]]] = [
     (Facts("client_disconnected", queued=True), ("cancelled", "no", False, "cancelled")),
     (Facts("link_lost", queued=True), ("failed", "no", True, "browser_unavailable")),
     (Facts("daemon_stopping", queued=True), ("cancelled", "no", False, "cancelled")),
+    (Facts("cancel", queued=True, read_only=True), ("cancelled", "no", True, "cancelled")),
     # -- the handler finished its action anyway: it happened
     (Facts("cancel", effect_sent=True, handler_finished=True),
      ("completed", "yes", False, None)),
@@ -32,6 +33,9 @@ TABLE: list[tuple[Facts, tuple[str, str, bool, str | None]]] = [
     (Facts("cancel"), ("cancelled", "no", False, "cancelled")),
     (Facts("deadline"), ("cancelled", "no", False, "cancelled")),
     (Facts("user_interrupt", read_only=True), ("cancelled", "no", False, "cancelled")),
+    # a read cut off by its deadline before sending anything: repeating it is safe
+    (Facts("deadline", read_only=True), ("cancelled", "no", True, "cancelled")),
+    (Facts("cancel", read_only=True), ("cancelled", "no", True, "cancelled")),
     (Facts("link_lost"), ("failed", "no", True, "browser_unavailable")),
     (Facts("link_lost", compensations=(FAILED,)), ("failed", "no", True,
                                                    "browser_unavailable")),
@@ -98,7 +102,8 @@ def test_verdicts_agree_with_the_error_table(
         return
     assert verdict.code in CODES
     assert verdict.status == STATUS_FOR_CODE.get(verdict.code, "failed")
-    assert verdict.retry_safe == retry_safe_for(verdict.code, verdict.dispatched)
+    read = facts.read_only and facts.reason != "user_interrupt"  # a person's stop stays
+    assert verdict.retry_safe == retry_safe_for(verdict.code, verdict.dispatched, read)
 
 
 def test_no_cancel_claims_nothing_was_sent_after_a_step() -> None:

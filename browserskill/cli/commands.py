@@ -253,9 +253,29 @@ def _no_args(command: str, args: list[str]) -> None:
         raise invalid("arguments", f"unexpected argument {args[0]!r}", hint=f"usage: bsk {command}")
 
 
+def daemon_options() -> list[tuple[str, str]]:
+    """`daemon start`'s options with their help, read from the daemon's own parser (so
+    `--help` and docs/cli.md list every one it takes)."""
+    from browserskill.daemon.__main__ import parser
+
+    rows = [("--foreground", "run in this terminal instead of in the background")]
+    for action in parser()._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        name = action.option_strings[0]
+        metavar = action.metavar or action.dest.upper()
+        if action.nargs == "?":
+            name += f" [{metavar}]"
+        elif action.nargs != 0:
+            name += f" {metavar}"
+        rows.append((name, action.help or ""))
+    return rows
+
+
 # words: the command's words; run(client, args) -> answer; usage; summary.
 # spec: the catalog definition of its parameters, when it has one (help is built from it).
-Control = namedtuple("Control", "words run usage summary spec", defaults=(None,))
+# options: for a command whose options are not the catalog's, () -> [(option, help)].
+Control = namedtuple("Control", "words run usage summary spec options", defaults=(None, None))
 
 
 CONTROL: tuple[Control, ...] = (
@@ -285,9 +305,9 @@ CONTROL: tuple[Control, ...] = (
     Control(("doctor",), cmd_doctor, "doctor", "Check the set-up and say how to fix problems."),
     Control(("daemon", "start"), cmd_daemon_start,
             "daemon start [--foreground] [--cdp-url URL] [--grid URL] "
-            "[--profile DIR | --ephemeral] "
-            "[--idle-timeout SEC] [--headed] [--extension-port PORT] [--extension-grace SEC]",
-            "Start the daemon (bsk starts it on first use)."),
+            "[--profile DIR | --ephemeral] [--headed] [--tcp-port PORT] "
+            "[--expose-cdp [PORT]] [OPTION…]",
+            "Start the daemon (bsk starts it on first use).", options=daemon_options),
     Control(("daemon", "stop"), cmd_daemon_stop, "daemon stop",
             "Stop the daemon; running operations end honestly."),
     Control(("daemon", "status"), cmd_daemon_status, "daemon status",

@@ -99,7 +99,11 @@ def group_help(word: str, controls: Iterable[Any], tools: Iterable[Any],
 
 def command_help(control: Any, spec: Any) -> str:
     if control is not None and control.spec is None:
-        return f"Usage: bsk {control.usage}\n\n{control.summary}\n\n{GLOBAL_HELP}"
+        lines = [f"Usage: bsk {control.usage}", "", control.summary]
+        if control.options is not None:
+            lines += ["", "Options:"]
+            lines += [f"  {name:<24} {text}" for name, text in control.options()]
+        return "\n".join([*lines, "", GLOBAL_HELP])
     if control is not None:
         spec = control.spec
         lines = [f"Usage: bsk {control.usage}", "", spec.summary]

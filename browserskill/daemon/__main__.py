@@ -26,6 +26,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bsk daemon start --foreground",
                                 description="Run the BrowserSkill daemon in the foreground.")
     p.add_argument("--cdp-url", default=os.environ.get("BSK_CDP_URL"),
+                   metavar="URL",
                    help="attach to a running browser (http://host:port or ws://…) "
                         "instead of launching one [env BSK_CDP_URL]")
     p.add_argument("--grid", default=os.environ.get("BSK_GRID_URL"), metavar="URL",
@@ -34,6 +35,7 @@ def parser() -> argparse.ArgumentParser:
                         "another place (--browser embedded for the daemon's own browser) "
                         "[env BSK_GRID_URL]")
     p.add_argument("--profile", default=os.environ.get("BSK_PROFILE"),
+                   metavar="DIR",
                    help="profile directory for the launched browser "
                         "(default: STATE_DIR/profile) [env BSK_PROFILE]")
     p.add_argument("--ephemeral", action="store_true",
@@ -52,33 +54,40 @@ def parser() -> argparse.ArgumentParser:
                    help="show the browser window [env BSK_HEADED=1]")
     p.add_argument("--idle-timeout", type=float,
                    default=env_float("BSK_IDLE_TIMEOUT", 1800),
+                   metavar="SEC",
                    help="exit after this many seconds with no sessions and no requests; "
                         "0 = never (default 1800) [env BSK_IDLE_TIMEOUT]")
     tcp = os.environ.get("BSK_TCP_PORT")
     p.add_argument("--tcp-port", type=int, default=int(tcp) if tcp and tcp.isdigit() else None,
+                   metavar="PORT",
                    help="also serve the HTTP API on 127.0.0.1:PORT (0 = any free port), "
                         "with the bearer token from STATE_DIR/token; off by default "
                         "[env BSK_TCP_PORT]")
     p.add_argument("--cleanup-timeout", type=float,
                    default=env_float("BSK_CLEANUP_TIMEOUT", 2.0),
+                   metavar="SEC",
                    help="seconds a cancelled operation may spend on compensation before it "
                         "ends outcome_unknown (default 2) [env BSK_CLEANUP_TIMEOUT]")
     p.add_argument("--extension-port", type=int,
                    default=int(os.environ["BSK_EXTENSION_PORT"])
                    if os.environ.get("BSK_EXTENSION_PORT", "").isdigit() else None,
+                   metavar="PORT",
                    help="listen on 127.0.0.1:PORT for the BrowserSkill extension (the "
                         "extension's default is 47800; off unless given) "
                         "[env BSK_EXTENSION_PORT]"),
     p.add_argument("--extension-grace", type=float,
                    default=env_float("BSK_EXTENSION_GRACE", RECONNECT_GRACE_S),
+                   metavar="SEC",
                    help="seconds the sessions of an extension browser whose connection "
                         "was lost wait for it to reconnect before they end; 0 = until "
                         f"stopped (default {RECONNECT_GRACE_S:g}) [env BSK_EXTENSION_GRACE]")
     p.add_argument("--journal-max-age", type=float,
                    default=env_float("BSK_JOURNAL_MAX_AGE", 7 * 86400),
+                   metavar="SEC",
                    help="drop ended operations older than this many seconds (default 7 days)")
     p.add_argument("--journal-max-count", type=int,
                    default=int(env_float("BSK_JOURNAL_MAX_COUNT", 10_000)),
+                   metavar="N",
                    help="keep at most this many ended operations (default 10000)")
     return p
 

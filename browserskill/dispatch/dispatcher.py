@@ -349,8 +349,10 @@ class Dispatcher:
         if verdict.why == "cleanup_timed_out":
             details["cleanup"] = "timed_out"
         session = self.sessions.sessions.get(op.session_id)
-        raise _word(verdict, op, details, session.backend.lost_hint() if session is not None
-                    else "call again: the daemon relaunches or reconnects the browser")
+        error = _word(verdict, op, details, session.backend.lost_hint() if session is not None
+                      else "call again: the daemon relaunches or reconnects the browser")
+        error.retry_safe = verdict.retry_safe  # outcome.decide knows the tool's effect
+        raise error
 
     def _link_lost(self, reason: str, session_ids: set[str] | None = None) -> None:
         """A dead link ends everything on it at once: dispatched ops unknown, queued unavailable.

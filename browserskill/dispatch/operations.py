@@ -110,7 +110,8 @@ class Operation:
         if err.code in ("outcome_unknown", "internal") and not self.effect_sent:
             dispatched = "unknown" if self.state != QUEUED else "no"
         self._end(STATUS_FOR_CODE.get(err.code, "failed"), dispatched,
-                  retry_safe_for(err.code, dispatched))
+                  retry_safe_for(err.code, dispatched) if err.retry_safe is None
+                  else err.retry_safe and dispatched == "no")
         self.error = err.to_dict()
 
     def _end(self, status: str, dispatched: str, retry_safe: bool) -> None:

@@ -8,7 +8,9 @@ Invariants (docs/design.md §3, §4):
 - A handler that finished its action is never reported as cancelled, and neither is an
   ending a compensation learned from the page (a WebMCP tool that answered).
 - Nothing sent that could change the page: `dispatched: "no"`; a lost link is then
-  `browser_unavailable` (call again), anything else `cancelled`.
+  `browser_unavailable` (call again), anything else `cancelled` — retry-safe for a
+  read-only tool (a repeat changes nothing) unless a person stopped it, never for one
+  that acts (a retry would override the cancel).
 - Something sent: `cancelled` with `dispatched: "yes"` only if every compensation ran,
   each undoes its effect, and no browser-native input step went out; otherwise
   `outcome_unknown` (inspect before acting again).
@@ -56,9 +58,14 @@ def _completed(f: Facts, why: str) -> Verdict:
     return Verdict("completed", None, "yes", f.read_only, why)
 
 
-def _failed(code: str, dispatched: str, why: str) -> Verdict:
+def _failed(code: str, dispatched: str, why: str, read_only: bool = False) -> Verdict:
     return Verdict(STATUS_FOR_CODE.get(code, "failed"), code, dispatched,
-                   retry_safe_for(code, dispatched), why)
+                   retry_safe_for(code, dispatched, read_only), why)
+
+
+def _repeatable(f: Facts) -> bool:
+    """A cancelled read that sent nothing may be repeated — unless a person stopped it."""
+    return f.read_only and f.reason != "user_interrupt"
 
 
 def decide(f: Facts) -> Verdict:
@@ -67,7 +74,7 @@ def decide(f: Facts) -> Verdict:
             return _failed("session_busy", "no", "busy_at_deadline")
         if f.reason == "link_lost":
             return _failed("browser_unavailable", "no", "lost_while_queued")
-        return _failed("cancelled", "no", "cancelled_while_queued")
+        return _failed("cancelled", "no", "cancelled_while_queued", _repeatable(f))
     if f.handler_finished:
         return _completed(f, "completed_despite_cancel")  # it happened: never "cancelled"
     sent = "yes" if f.effect_sent else "unknown"
@@ -83,7 +90,7 @@ def decide(f: Facts) -> Verdict:
     if not f.effect_sent:
         if f.reason == "link_lost":  # not a cancel: as if it had been queued
             return _failed("browser_unavailable", "no", "lost_before_effect")
-        return _failed("cancelled", "no", "nothing_sent")
+        return _failed("cancelled", "no", "nothing_sent", _repeatable(f))
     if f.steps_sent or not f.compensations or not all(ok and undoes
                                                        for ok, undoes in f.compensations):
         return _failed("outcome_unknown", "yes", "may_have_acted")

@@ -4,30 +4,54 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from browserskill.browser.tab import Tab
-from browserskill.errors import BskError
+from browserskill.errors import BskError, invalid
 from browserskill.tools import downloads
 from browserskill.tools.context import ToolContext, stop_script
 from browserskill.tools.emulation import offline
 from browserskill.tools.registry import implements
 
 _SCHEMES = ("http://", "https://", "file://", "data:", "about:", "chrome://", "view-source:")
+_WEB = ("http://", "https://")
 
 
 def normalize_url(url: str) -> str:
-    url = url.strip()
-    if url.startswith(_SCHEMES):
-        return url
-    if "://" in url:
+    """The URL `open` and `tab new` navigate to, or invalid_params before anything is sent.
+    Schemes are case-insensitive (RFC 3986 §3.1): `HTTP://X` is `http://X`."""
+    given = url = url.strip()
+    scheme = next((s for s in _SCHEMES if url[:len(s)].lower() == s), None)
+    if scheme:
+        url = scheme + url[len(scheme):]
+    elif "://" in url:
         scheme = url.split("://", 1)[0]
         raise BskError("invalid_params", f"url: unsupported scheme {scheme!r}",
-                       details={"field": "url"})
-    if url.startswith("/"):  # an absolute path on this machine, never a host name
+                       hint=f"use one of {', '.join(_SCHEMES)}", details={"field": "url"})
+    elif url.startswith("/"):  # an absolute path on this machine, never a host name
         return Path(url).as_uri()
-    # Bare host names are what people type: example.com, localhost:8000/x
-    local = url.startswith(("localhost", "127.", "[::1]"))
-    return ("http://" if local else "https://") + url
+    else:  # bare host names are what people type: example.com, localhost:8000/x
+        local = url.startswith(("localhost", "127.", "[::1]"))
+        url = ("http://" if local else "https://") + url
+    if url.startswith(_WEB):
+        _check_host(url, given)
+    return url
+
+
+def _check_host(url: str, given: str) -> None:
+    """A web URL names a host (and a port that is a number): else Chromium refuses it only
+    after the navigation was sent."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a port out of range or not a number
+        problem = "" if parts.hostname else "it names no host"
+    except ValueError as e:
+        problem = str(e)
+    if not problem and any(c.isspace() for c in parts.netloc):
+        problem = "its host contains a space"
+    if problem:
+        raise invalid("url", f"{given!r} is not a valid URL: {problem}",
+                      hint="e.g. https://example.com/page, localhost:8000, /path/to/page.html")
 
 
 async def wait_for_document(ctx: ToolContext, tab: Tab, loader_id: str, wait_until: str) -> None:
