@@ -154,6 +154,16 @@ def valid_session_id(text: str) -> bool:
             and _id_chars(text, "_.-"))
 
 
+# -- secrets typed into a page ---------------------------------------------------------
+
+# Text typed into a password field is never shown or stored (docs/outcomes.md,
+# "Passwords"): a tool's params that may be such text read SECRET_MASK in the journal,
+# `op show`/`op list` and the dashboard until the tool knows its target is no password
+# field — for good when it is one, and its answer says SECRET_MASK for the value too.
+SECRET_MASK = "••••••"
+MAYBE_SECRET: dict[str, tuple[str, ...]] = {"fill": ("text",), "type": ("text",)}
+
+
 # -- the result shape ------------------------------------------------------------------
 
 STATES = ("queued", "dispatched", "cleaning_up", "ended")

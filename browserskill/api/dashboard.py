@@ -116,7 +116,8 @@ def session_state(session: Session, op_holder: Operation | None) -> str:
 
 
 def op_row(op: Operation) -> dict[str, Any]:
-    given = {k: v for k, v in op.params.items() if v not in (None, False)}  # not defaults
+    given = {k: v for k, v in op.shown_params().items()
+             if v not in (None, False)}  # not defaults; secrets masked
     params = json.dumps(given, ensure_ascii=False, separators=(",", ":"))
     if len(params) > PARAM_SUMMARY:
         params = params[:PARAM_SUMMARY - 1] + "…"

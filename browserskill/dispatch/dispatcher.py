@@ -155,7 +155,10 @@ class Dispatcher:
             if row is None:
                 return None
             op = _from_row(row)
-        if op.tool != tool or _canon(op.params) != _canon(params):
+        stored = op.params  # a secret it concealed is masked there: compare it masked
+        given = {k: contract.SECRET_MASK if stored.get(k) == contract.SECRET_MASK else v
+                 for k, v in params.items()}
+        if op.tool != tool or _canon(stored) != _canon(given) or not op.secret_matches(params):
             raise invalid(
                 "idempotency_key",
                 f"key {key!r} was used for a different call ({op.tool}, {op.op_id})",
@@ -591,6 +594,7 @@ def _from_row(row: dict[str, Any]) -> Operation:
                    retry_safe=row["retry_safe"], result=row["result"], error=row["error"],
                    timeline=row["timeline"], created_at=_epoch(row["started_at"]),
                    ended_at=_epoch(row["ended_at"]) if row["ended_at"] else None)
+    op.masked = ()  # the journal holds its params as they may be shown
     op.done.set()
     return op
 

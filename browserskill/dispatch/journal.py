@@ -74,12 +74,16 @@ class Journal:
 
     def record(self, op: Operation) -> None:
         row = (
-            op.op_id, op.session_id, op.tool, json.dumps(op.params), op.idempotency_key,
+            op.op_id, op.session_id, op.tool, json.dumps(op.shown_params()),
+            op.idempotency_key,
             op.state, op.status, op.dispatched, int(op.retry_safe),
             None if op.result is None else json.dumps(op.result),
             None if op.error is None else json.dumps(op.error),
             op.created_at, op.ended_at, json.dumps(op.timeline),
         )
+        if op.journaled and op.params_changed:  # a maybe-secret now known (Operation.masked)
+            self.db.execute("UPDATE ops SET params=? WHERE op_id=?", (row[3], op.op_id))
+        op.params_changed = False
         if op.journaled:  # later writes touch only what changes (no index rewrites)
             self.db.execute(
                 "UPDATE ops SET idempotency_key=?, state=?, status=?, dispatched=?, "

@@ -8,6 +8,8 @@ result shape (`contract.result`).
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,6 +29,14 @@ QUEUED, DISPATCHED, CLEANING_UP, ENDED = contract.STATES
 # agent's call.
 TAKE_OVER = "take_over"
 BY_PERSON = frozenset({TAKE_OVER, "request_help"})
+
+
+_DIGEST_KEY = os.urandom(16)  # this process's: a digest is no password hash at rest
+
+
+def _digest(params: dict[str, Any], names: tuple[str, ...]) -> bytes:
+    text = "\0".join(str(params.get(n)) for n in names)
+    return hashlib.blake2b(text.encode(), key=_DIGEST_KEY, digest_size=16).digest()
 
 
 def iso(ts: float | None) -> str | None:
@@ -57,6 +67,11 @@ class Operation:
     effect_sent: bool = False  # a command that may change the page went out
     journaled: bool = False  # its row exists in the journal
     steps_sent: list[str] = field(default_factory=list)
+    # Params shown and stored as contract.SECRET_MASK (may be a password): until
+    # `reveal`, for good after `conceal`. `params_changed`: the journal's copy is stale.
+    masked: tuple[str, ...] = ()
+    params_changed: bool = False
+    secret_digest: bytes | None = None  # of the concealed text, to compare a keyed repeat
     scope: OperationScope = field(default_factory=OperationScope, repr=False)
     done: Once = field(default_factory=lambda: Once(), repr=False)  # it has ended
     task: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -64,6 +79,32 @@ class Operation:
     def __post_init__(self) -> None:
         if not self.timeline:
             self.note(QUEUED)
+            self.masked = contract.MAYBE_SECRET.get(self.tool, ())
+
+    def shown_params(self) -> dict[str, Any]:
+        """Its params as every surface and the journal see them (secrets masked)."""
+        if not self.masked:
+            return self.params
+        return {**self.params, **{k: contract.SECRET_MASK for k in self.masked
+                                  if k in self.params}}
+
+    def reveal(self) -> None:
+        """Its target is no password field: its params may be shown as given."""
+        if self.masked:
+            self.masked = ()
+            self.params_changed = True
+
+    def conceal(self) -> None:
+        """Its target is a password field: the text is dropped for good (the running
+        handler keeps its own copy)."""
+        self.secret_digest = _digest(self.params, self.masked)
+        self.params = self.shown_params()
+        self.params_changed = True
+
+    def secret_matches(self, params: dict[str, Any]) -> bool:
+        """Do `params` carry the secret this operation concealed? (True when it concealed
+        none, or holds no digest of it: one read back from the journal.)"""
+        return self.secret_digest is None or self.secret_digest == _digest(params, self.masked)
 
     def note(self, event: str, detail: Any = None) -> None:
         entry: list[Any] = [iso(time.time()), event]
@@ -131,7 +172,7 @@ class Operation:
             ended_at=iso(self.ended_at))
         if with_timeline:
             out["timeline"] = self.timeline
-            out["params"] = self.params
+            out["params"] = self.shown_params()
             out["idempotency_key"] = self.idempotency_key
         return out
 

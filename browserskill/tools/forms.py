@@ -14,6 +14,7 @@ from typing import Any
 
 from browserskill.browser import keys
 from browserskill.errors import BskError, invalid
+from browserskill.tools import secrets
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import Marks, after_input, click_at
 from browserskill.tools.keyboard import Keyboard
@@ -26,6 +27,7 @@ from browserskill.tools.registry import implements
 # What kind of text target this is, or why it is not one. Changes nothing.
 _FILL_KIND = """function() {
   const el = this;
+  const secret = IS_SECRET_FIELD(el);
   const tag = el.tagName ? el.tagName.toLowerCase() : "#" + el.nodeName;
   const typing = ["", "text", "search", "url", "tel", "email", "password", "number"];
   const setting = ["date", "time", "datetime-local", "month", "week", "color", "range"];
@@ -49,8 +51,8 @@ _FILL_KIND = """function() {
   const boxes = [...el.getClientRects()].filter(r => r.width > 0 && r.height > 0);
   if (!boxes.length || style.visibility === "hidden")
     return {error: "not_visible", why: "it is hidden or has no size"};
-  return {mode};
-}"""
+  return {mode, secret};
+}""".replace("IS_SECRET_FIELD", secrets.IS_SECRET_FIELD)
 
 # Focus the element and select all of its content, so inserted text replaces it.
 _FOCUS_SELECT = """function() {
@@ -121,6 +123,8 @@ async def fill(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     kind: Any = await call_on(ctx, target, _FILL_KIND)
     if not isinstance(kind, dict) or kind.get("error"):
         raise _not_editable(ref, kind if isinstance(kind, dict) else {})
+    secret = bool(kind.get("secret"))
+    secrets.settle(ctx, secret)
     result: dict[str, Any] = {"ref": ref, "tab_id": target.tab.tab_id}
     if kind["mode"] == "set":
         done: Any = await call_on(ctx, target, _FILL_SET, text, act=True)
@@ -149,7 +153,7 @@ async def fill(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     result["matches"] = value == expected
     if not result["matches"]:
         result["note"] = "the field's value differs from TEXT (a length limit, mask or format)"
-    return result
+    return secrets.masked(result, secret, "value")
 
 
 # -- select ----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 from browserskill.browser import keys
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError
+from browserskill.tools import secrets
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import Marks, after_input
 from browserskill.tools.registry import implements
@@ -142,17 +143,19 @@ async def press(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 _UNTYPABLE = """(() => {
   let el = document.activeElement;
   while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
-  if (!el || !("readOnly" in el) || el.tagName === "IFRAME") return null;
+  if (el && el.tagName === "IFRAME") return {secret: true};  // its field is out of reach:
+  if (!el || !("readOnly" in el)) return null;                // a password, for all we know
   const why = el.disabled ? "element_disabled" : el.readOnly ? "element_readonly" : null;
-  if (!why) return null;
+  if (!why) return {secret: IS_SECRET_FIELD(el)};
   let desc = el.tagName.toLowerCase();
   if (el.id) desc += "#" + el.id;
   return {reason: why, focused: desc};
-})()"""
+})()""".replace("IS_SECRET_FIELD", secrets.IS_SECRET_FIELD)
 
 
-async def refuse_untypable(ctx: ToolContext, tab: Tab) -> None:
-    """Typing into a read-only field sends keys that change nothing: say so, send none."""
+async def refuse_untypable(ctx: ToolContext, tab: Tab) -> bool:
+    """Typing into a read-only field sends keys that change nothing: say so, send none.
+    True: the focused field takes a secret (a password)."""
     answer = await ctx.inspect("Runtime.evaluate", {"expression": _UNTYPABLE,
                                                     "returnByValue": True}, tab=tab)
     found = answer.get("result", {}).get("value")
@@ -163,13 +166,14 @@ async def refuse_untypable(ctx: ToolContext, tab: Tab) -> None:
                        "it), or use `bsk press KEY` for keys that are not text",
                        details={"reason": found["reason"], "focused": found["focused"]},
                        dispatched="no")
+    return isinstance(found, dict) and bool(found.get("secret"))
 
 
 @implements("type")
 async def type_text(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     text: str = params["text"].replace("\r\n", "\n")
     tab = ctx.tab
-    await refuse_untypable(ctx, tab)
+    secrets.settle(ctx, await refuse_untypable(ctx, tab))
     marks = Marks.take(ctx, tab)
     board = Keyboard(ctx, tab)
     for ch in text:

@@ -25,6 +25,7 @@ from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.output_files import check_writable
 from browserskill.tools.registry import implements
+from browserskill.tools.secrets import IS_SECRET_FIELD
 from browserskill.tools.snapshot import _SCRIPT, ACTIONABLE, REF_ROLES
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ _RECORDER = """(() => {
     if (!textual(el) || written.get(el) === valueOf(el)) return;
     written.set(el, valueOf(el));
     send({cmd: "fill", target: where(el), value: valueOf(el),
-          secret: el.localName === "input" && el.type === "password"});
+          secret: %(is_secret)s(el)});
   }
   globalThis.__bskRecorder = {off: false, flush: () => flush(document.activeElement)};
   const ACT = "button, a[href], summary, [role], input, select, textarea, label";
@@ -88,7 +89,8 @@ _RECORDER = """(() => {
 def recorder_source() -> str:
     return _RECORDER % {"snapshot": _SCRIPT.strip().rstrip(";"),
                         "roles": json.dumps(sorted(REF_ROLES)),
-                        "actionable": json.dumps(sorted(ACTIONABLE)), "binding": BINDING}
+                        "actionable": json.dumps(sorted(ACTIONABLE)), "binding": BINDING,
+                        "is_secret": IS_SECRET_FIELD}
 
 
 class Recording:
