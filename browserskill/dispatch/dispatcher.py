@@ -594,7 +594,6 @@ def _from_row(row: dict[str, Any]) -> Operation:
                    retry_safe=row["retry_safe"], result=row["result"], error=row["error"],
                    timeline=row["timeline"], created_at=_epoch(row["started_at"]),
                    ended_at=_epoch(row["ended_at"]) if row["ended_at"] else None)
-    op.masked = ()  # the journal holds its params as they may be shown
     op.done.set()
     return op
 

@@ -2,7 +2,8 @@
 
 Invariants: it ends exactly once (`complete` or `fail`); its scope (`OperationScope`)
 holds its one deadline and why it was interrupted; what it reports has the contract's
-result shape (`contract.result`).
+result shape (`contract.result`); params that may be a password (`contract.MAYBE_SECRET`)
+are shown and journaled masked (`shown_params`) until the tool knows its target.
 """
 
 from __future__ import annotations
