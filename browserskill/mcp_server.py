@@ -46,7 +46,8 @@ STOP_TIMEOUT_S = 10.0  # stopping the connection's session at the end
 # (no detach: a call answers when its operation ends); `INSTRUCTIONS` says the rest once.
 CALL_OPTIONS: dict[str, Any] = {
     "wait": {"type": "boolean", "description": "queue if the session is busy"},
-    "timeout_ms": {"type": "integer", "description": "deadline; cancels when reached"},
+    "timeout_ms": {**{k: v for k, v in contract.CALL_OPTIONS["timeout_ms"].items()
+                      if k != "description"}, "description": "deadline; cancels when reached"},
 }
 # The tools of a connection that names no --caps (docs/mcp.md).
 DEFAULT_CAPS = ("core",)

@@ -29,6 +29,7 @@ import logging
 from typing import Any
 
 from browserskill import __version__, contract
+from browserskill.api import wire
 from browserskill.cli.args import Globals, split_globals, tool_params
 from browserskill.cli.render import outcome, show
 from browserskill.dispatch.dispatcher import Dispatcher
@@ -82,6 +83,10 @@ class CliCall:
             line = json.loads(body)
             argv, cwd, env = line["argv"], line["cwd"], line["env"]
         except (ValueError, KeyError, TypeError):
+            argv = cwd = env = None
+        if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)
+                and isinstance(cwd, str) and cwd.startswith("/") and isinstance(env, dict)
+                and all(isinstance(v, str) for v in env.values())):
             return await _head(send, 204)  # not a launcher's: let the CLI say it
         op_id = headers.get(b"x-op-id", b"").decode() or contract.new_op_id()
         out, err = io.StringIO(), io.StringIO()
@@ -95,6 +100,7 @@ class CliCall:
             if g.timeout and spec.timeout_range_s:
                 contract.check_timeout_s(str(g.timeout), " ".join(spec.words),
                                          spec.timeout_range_s)
+            wire.check_values(params)  # what the HTTP body's reading refuses (wire.py)
         except BskError as e:
             code = _print(outcome({"error": e.to_dict()}), (), g, out, err)
             await _head(send, 200, WIRE_MARGIN_S)
@@ -123,7 +129,9 @@ class CliCall:
             self.dispatcher.cancel(op.op_id, "client_disconnected")
         if gone:
             return
-        code = _print(outcome(op.to_result()), spec.words, g, out, err)
+        # The answer as `bsk` received it over the wire: lone surrogates U+FFFD, NaN null.
+        answer = json.loads(wire.render(op.to_result()))
+        code = _print(outcome(answer), spec.words, g, out, err)
         await _body(send, code, out, err)
 
 
@@ -149,7 +157,13 @@ async def _head(send: Any, status: int, wire_timeout: float | None = None) -> No
 
 
 async def _body(send: Any, code: int, out: io.StringIO, err: io.StringIO) -> None:
-    o = out.getvalue().encode(errors="replace")  # a lone surrogate from a page: "?"
-    e = err.getvalue().encode(errors="replace")
+    o, e = (_utf8(x.getvalue()) for x in (out, err))
     await send({"type": "http.response.body", "body": b"%d %d %d\n" % (code, len(o), len(e))
                 + o + e})
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate (an argv byte that is not UTF-8): U+FFFD
+        return wire.LONE_SURROGATE.sub("\ufffd", text).encode()

@@ -118,8 +118,9 @@ def absolute(path: str, cwd: str | None = None) -> str:
 def local_file_url(url: str, cwd: str | None = None) -> str:
     """`bsk open page.html` / `~/x.html` / `/tmp/x.html`: an existing local file is a
     file:// URL (the daemon would otherwise read it as a host name)."""
-    if "://" in url or url.startswith(("data:", "about:", "chrome:", "view-source:")):
-        return url
+    if not url or "://" in url or url.startswith(("data:", "about:", "chrome:",
+                                                  "view-source:")):
+        return url  # "" is no file (not the working directory): `url` says it is required
     path = absolute(url, cwd)
     if not os.path.exists(path):
         if url.startswith(("./", "../", "~/")):  # a path, never a host name
