@@ -8,8 +8,10 @@ everything it does not do still goes to the whole CLI."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -76,7 +78,6 @@ def test_relative_paths_and_files_are_the_callers(bsk: Bsk, tmp_path: Path) -> N
 def test_the_daemon_leaves_what_is_not_a_tool_call_to_the_cli(bsk: Bsk) -> None:
     # Another version's launcher, or a command that is not a tool call: 204, nothing run.
     import http.client
-    import socket
 
     def post(version: str, argv: list[str]) -> int:
         conn = http.client.HTTPConnection("localhost")
@@ -120,3 +121,54 @@ def test_the_launcher_finds_the_socket_paths_finds(env: dict[str, str],
     # posix.environ is the process's at start: hand the same mapping to both.
     monkeypatch.setattr(fast, "_environ", lambda: dict(os.environ))
     assert fast._socket_path() == paths.socket_file()
+
+
+def _one_answer(sock_path: Path, answer: bytes) -> threading.Thread:
+    """A stand-in daemon that reads one request and sends `answer`, then hangs up."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(sock_path))
+    server.listen(1)
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536)
+        conn.sendall(answer)
+        conn.close()
+        server.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(("answer", "resumed"), [
+    # A daemon of an older version has no /v1/cli: the whole CLI runs the command.
+    (b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", None),
+    (b"HTTP/1.1 204 No Content\r\n\r\n", None),
+    # The daemon went away after taking the call: the whole CLI asks how it ended.
+    (b"HTTP/1.1 200 OK\r\nX-Bsk-Wire-Timeout: 60\r\n\r\n", "lost"),
+    # The answer: printed as it came, with its exit code; nothing handed on.
+    (b"HTTP/1.1 200 OK\r\nX-Bsk-Wire-Timeout: 60\r\n\r\n4 2 5\n2\nnope\n", "printed"),
+])
+def test_the_launcher_hands_the_call_on_as_the_daemon_answers(
+        answer: bytes, resumed: str | None, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    thread = _one_answer(tmp_path / "bsk.sock", answer)
+    monkeypatch.setattr(fast, "_environ", lambda: {"BSK_HOME": str(tmp_path)})
+    handed: list[tuple[list[str], tuple[str, str] | None]] = []
+    monkeypatch.setattr(fast, "_whole_cli", lambda argv, resume=None: handed.append(
+        (argv, resume)) or 9)
+    code = fast.main(["eval", "1+1"])
+    thread.join(10)
+    if resumed == "printed":
+        assert (code, handed) == (4, [])
+        assert capfd.readouterr() == ("2\n", "nope\n")
+        return
+    assert code == 9 and len(handed) == 1 and handed[0][0] == ["eval", "1+1"]
+    if resumed is None:
+        assert handed[0][1] is None
+    else:
+        op_id, what = handed[0][1] or ("", "")
+        assert op_id.startswith("op_") and what == resumed
