@@ -1,5 +1,5 @@
 import sys
 
-from browserskill.cli.main import main
+from browserskill.cli.fast import main
 
 sys.exit(main())

@@ -4,6 +4,8 @@
 - docs/http-api.md: the OpenAPI document (the one served at /v1/openapi.json).
 - the skill's complete command list (skill/SKILL.md and its package copy), between its
   COMMANDS_BEGIN and COMMANDS_END markers; the rest of the skill is written by hand.
+- docs/mcp.md's table of MCP capability groups (the catalog's `CAPABILITIES`), between
+  CAPS_BEGIN and CAPS_END.
 
 `python -m browserskill.docgen --write` rewrites them; `--check` exits 1 when a checked-in
 page differs from what the code says (a test runs the same check).
@@ -240,6 +242,28 @@ def skill_markdown(text: str) -> str:
                       COMMANDS_END + rest.split(COMMANDS_END, 1)[1]])
 
 
+MCP_PAGE = ROOT / "docs" / "mcp.md"  # hand-written, with one generated table
+CAPS_BEGIN = "<!-- capability groups, from the catalog (python -m browserskill.docgen --write) -->"
+CAPS_END = "<!-- end of the capability groups -->"
+
+
+def mcp_markdown(text: str) -> str:
+    """docs/mcp.md with its table of capability groups made from the catalog."""
+    from browserskill.tools.catalog import CAPABILITIES
+
+    head, found, rest = text.partition(CAPS_BEGIN)
+    if not found or CAPS_END not in rest:
+        return text
+    rows = ["| group | tools |", "|---|---|"]
+    rows += [f"| `{cap}` | {', '.join(f'`{n}`' for n in names)} |"
+             for cap, names in CAPABILITIES.items()]
+    return "\n".join([head + CAPS_BEGIN, *rows, CAPS_END + rest.split(CAPS_END, 1)[1]])
+
+
+# Hand-written pages with a generated part: (page, what it should read).
+MARKED = ((MCP_PAGE, mcp_markdown), *((path, skill_markdown) for path in SKILL_FILES))
+
+
 def stale() -> list[str]:
     """Pages whose checked-in text differs from what the code generates."""
     out = []
@@ -247,9 +271,9 @@ def stale() -> list[str]:
         path = DOCS / name
         if not path.exists() or path.read_text(encoding="utf-8") != make():
             out.append(name)
-    for path in SKILL_FILES:
+    for path, marked in MARKED:
         text = path.read_text(encoding="utf-8")
-        if skill_markdown(text) != text:
+        if marked(text) != text:
             out.append(str(path.relative_to(ROOT)))
     return out
 
@@ -261,10 +285,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, make in PAGES.items():
             (DOCS / name).write_text(make(), encoding="utf-8")
             print(f"wrote {DOCS / name}")
-        for path in SKILL_FILES:
+        for path, marked in MARKED:
             text = path.read_text(encoding="utf-8")
-            if skill_markdown(text) != text:
-                path.write_text(skill_markdown(text), encoding="utf-8")
+            if marked(text) != text:
+                path.write_text(marked(text), encoding="utf-8")
                 print(f"wrote {path}")
         return 0
     if "--check" in args:

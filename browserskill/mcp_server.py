@@ -3,6 +3,9 @@
 - Tools and their input schemas come from the catalog (the same definitions the CLI and
   the HTTP API use), plus the per-call options `wait` and `timeout_ms`. `session_stop`
   is not a tool: the connection's session ends with the connection.
+- A connection offers the catalog's `core` capability group plus the groups it asks for
+  (`--caps`); the list stays compact (docs/mcp.md "What a connection costs"), pinned by
+  tests/test_mcp_footprint.py.
 - One session per MCP connection, started on the first tool call and stopped when the
   connection ends; `bsk mcp --session ID` (or `BSK_SESSION`) uses an existing session
   instead and leaves it running.
@@ -32,20 +35,50 @@ from mcp.server.stdio import stdio_server
 
 from browserskill import __version__, contract, render
 from browserskill.client import AsyncClient, BrowserSkillError, Result
+from browserskill.errors import BskError, invalid
 from browserskill.tools import catalog
 
 log = logging.getLogger(__name__)
 
 STOP_TIMEOUT_S = 10.0  # stopping the connection's session at the end
 
-# The per-call options an MCP tool takes besides its parameters (no detach: a call
-# answers when its operation ends).
-CALL_OPTIONS: dict[str, Any] = {k: contract.CALL_OPTIONS[k] for k in ("wait", "timeout_ms")}
-OUTPUT_SCHEMA = contract.RESULT_SCHEMA
+# The per-call options every MCP tool takes besides its parameters, said in a few words
+# (no detach: a call answers when its operation ends); `INSTRUCTIONS` says the rest once.
+CALL_OPTIONS: dict[str, Any] = {
+    "wait": {"type": "boolean", "description": "queue if the session is busy"},
+    "timeout_ms": {**{k: v for k, v in contract.CALL_OPTIONS["timeout_ms"].items()
+                      if k != "description"}, "description": "deadline; cancels when reached"},
+}
+# The tools of a connection that names no --caps (docs/mcp.md).
+DEFAULT_CAPS = ("core",)
 
 
 def _exposed(spec: catalog.ToolSpec | None) -> bool:
     return spec is not None and not spec.hidden  # session_stop: the connection's own end
+
+
+def parse_caps(text: str | None) -> tuple[str, ...]:
+    """`--caps network,state` (or `all`) → the groups a connection offers; core always."""
+    if not text:
+        return DEFAULT_CAPS
+    asked = [c.strip() for c in text.split(",") if c.strip()]
+    if "all" in asked:
+        return tuple(catalog.CAPABILITIES)
+    unknown = [c for c in asked if c not in catalog.CAPABILITIES]
+    if unknown:
+        raise invalid("caps", f"unknown capability {unknown[0]!r} (known: "
+                      f"{', '.join(catalog.CAPABILITIES)}, all)",
+                      hint="e.g. bsk mcp --caps network,state")
+    return tuple(c for c in catalog.CAPABILITIES if c == "core" or c in asked)
+
+
+OP_TOOLS = {spec.name: spec for spec in catalog.OP_TOOLS}
+
+
+def offered(caps: tuple[str, ...]) -> list[catalog.ToolSpec]:
+    """The tools a connection with these capability groups lists, in catalog order."""
+    return [spec for spec in (*catalog.TOOLS, *catalog.OP_TOOLS)
+            if _exposed(spec) and spec.capability in caps]
 
 
 INSTRUCTIONS = """\
@@ -56,7 +89,16 @@ navigation. Every result says status, dispatched and retry_safe:
 - outcome_unknown / tool_page_unloaded: it may have happened; inspect the page before
   acting again, never retry blindly.
 - user_interrupted: the user took over; ask them before acting again.
-An eval whose script throws completes with result.ok=false (error.code page_error)."""
+An eval whose script throws completes with result.ok=false (error.code page_error).
+An element is a ref (e12, f1e7 in a frame) or a locator: css=SELECTOR, text=TEXT,
+role=ROLE[name="NAME"], joined with " >> " into an iframe.
+Every tool also takes wait=true (queue behind a busy session) and timeout_ms (the call's
+deadline: reaching it cancels the operation, and the answer says how it ended).
+Structured result (the same for every tool): op_id, session_id, tool, state, status
+(completed|failed|cancelled|outcome_unknown), dispatched (no|yes|unknown), retry_safe,
+result, error {code, message, hint, details}, started_at, ended_at.
+More tools: bsk mcp --caps GROUP,… (network, evidence, emulation, state, human, mouse,
+downloads, or all)."""
 
 
 _CLI_COMMAND = re.compile(r"`bsk ([a-z -]+?)((?: --[a-z-]+(?: [^`\s-][^`\s]*)?)*)`")
@@ -91,28 +133,41 @@ def mcp_text(text: str) -> str:
     return _CLI_FLAG.sub(flag, _CLI_COMMAND.sub(command, text))
 
 
-def tool_definitions() -> list[types.Tool]:
-    tools = []
-    for spec in catalog.TOOLS:
-        if not _exposed(spec):
-            continue
-        schema = spec.input_schema()
-        for prop in schema["properties"].values():
-            prop["description"] = mcp_text(prop["description"])
-        schema["properties"] = {**schema["properties"], **CALL_OPTIONS}
-        read = spec.effect is catalog.Effect.READ
-        tools.append(types.Tool(
-            name=spec.name,
-            title=" ".join(spec.words),
-            description=f"{mcp_text(spec.summary)} (CLI: `bsk {spec.usage()}`)",
-            input_schema=schema,
-            output_schema=OUTPUT_SCHEMA,
-            annotations=types.ToolAnnotations(
-                title=" ".join(spec.words), read_only_hint=read,
-                destructive_hint=False if read else None,
-                idempotent_hint=spec.effect.retry_safe, open_world_hint=True),
-        ))
-    return tools
+def _param_schema(p: catalog.Param) -> dict[str, Any]:
+    """A parameter as a model needs it: type, choices, default, a line of help. Limits
+    and patterns stay the daemon's to check (its invalid_params names the rule)."""
+    s: dict[str, Any] = {"type": p.type}
+    if p.type == "array":
+        s["items"] = {"type": "string"}
+    if p.choices:
+        s["enum"] = list(p.choices)
+    if p.default not in (None, False):
+        s["default"] = p.default
+    s["description"] = mcp_text(p.help.replace(catalog.LOCATOR_HELP, "; or a locator"))
+    return s
+
+
+def input_schema(spec: catalog.ToolSpec) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {**{p.name: _param_schema(p) for p in spec.params}, **CALL_OPTIONS}}
+    required = [p.name for p in spec.params if p.required]
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def tool_definitions(caps: tuple[str, ...] = DEFAULT_CAPS) -> list[types.Tool]:
+    """The tools of `caps`, compact: no output schema (the result shape is the same for
+    every tool; `INSTRUCTIONS` states it once and every answer carries it as structured
+    content), annotations only where they differ from the spec's defaults."""
+    return [types.Tool(
+        name=spec.name,
+        description=mcp_text(spec.summary),
+        input_schema=input_schema(spec),
+        annotations=types.ToolAnnotations(read_only_hint=True)
+        if spec.effect is catalog.Effect.READ else None,
+    ) for spec in offered(caps)]
 
 
 def answer_of(e: BrowserSkillError, session_id: str | None, tool: str) -> dict[str, Any]:
@@ -152,10 +207,11 @@ class Bridge:
     """One MCP connection's view of the daemon: its session and its calls."""
 
     def __init__(self, client: AsyncClient, session: str | None,
-                 isolated: bool = False) -> None:
+                 isolated: bool = False, caps: tuple[str, ...] = DEFAULT_CAPS) -> None:
         self.client = client
         self.session_id = session
         self.isolated = isolated  # the connection's own session gets its own context
+        self.caps = caps
         self.owns_session = False
         self._lock = anyio.Lock()
 
@@ -169,12 +225,12 @@ class Bridge:
             return self.session_id
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        spec = catalog.BY_NAME.get(name)
-        if spec is None or not _exposed(spec):
-            known = ", ".join(t.name for t in catalog.TOOLS if _exposed(t))
-            e = BrowserSkillError(f"tool: unknown tool {name!r} (tools: {known})",
-                                  code="invalid_params", hint="list the tools again")
-            return to_mcp(None, answer_of(e, self.session_id, name))
+        spec = catalog.BY_NAME.get(name) or OP_TOOLS.get(name)
+        if spec is None or not _exposed(spec) or spec.capability not in self.caps:
+            return to_mcp(None, answer_of(self._not_offered(name, spec), self.session_id,
+                                          name))
+        if spec.name in OP_TOOLS:
+            return await self.op_call(spec, arguments or {})
         params = dict(arguments or {})
         wait = params.pop("wait", False)
         timeout_ms = params.pop("timeout_ms", None)
@@ -196,6 +252,37 @@ class Bridge:
             answer = answer_of(e, self.session_id, name)
         return to_mcp(spec, answer)
 
+    def _not_offered(self, name: str, spec: catalog.ToolSpec | None) -> BrowserSkillError:
+        if spec is not None and _exposed(spec):  # a tool of a group not asked for
+            return BrowserSkillError(
+                f"tool: {name!r} is in the {spec.capability!r} capability group, which "
+                f"this connection does not offer", code="invalid_params",
+                hint=f"start the server with `bsk mcp --caps {spec.capability}` (or all)")
+        known = ", ".join(t.name for t in offered(self.caps))
+        return BrowserSkillError(f"tool: unknown tool {name!r} (tools: {known})",
+                                 code="invalid_params", hint="list the tools again")
+
+    async def op_call(self, spec: catalog.ToolSpec,
+                      arguments: dict[str, Any]) -> types.CallToolResult:
+        """`op_show` / `op_cancel`: a report on an operation, not an operation of its own,
+        so it is an error only when the report itself fails (as `bsk op show` exits 0)."""
+        try:
+            params = spec.validate({k: v for k, v in arguments.items()
+                                    if k not in CALL_OPTIONS})
+            op_id = params["op_id"]
+            if spec.name == "op_show":
+                answer = (await self.client.op_get(op_id)).raw
+            else:
+                answer = (await self.client.op_cancel(op_id)).raw
+        except BskError as e:
+            return to_mcp(None, contract.refused(e.to_dict(), session_id=self.session_id,
+                                                 tool=spec.name))
+        except BrowserSkillError as e:
+            return to_mcp(None, answer_of(e, self.session_id, spec.name))
+        return types.CallToolResult(content=[types.TextContent(
+            text=render.RENDERERS[spec.words](answer))],
+            structured_content=answer, is_error=False)
+
     async def close(self) -> None:
         if self.owns_session and self.session_id:
             try:
@@ -206,8 +293,10 @@ class Bridge:
 
 
 def build_server(bridge: Bridge) -> Server[Any]:
+    listed = types.ListToolsResult(tools=tool_definitions(bridge.caps))
+
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tool_definitions())
+        return listed
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         return await bridge.call(params.name, params.arguments)
@@ -217,7 +306,7 @@ def build_server(bridge: Bridge) -> Server[Any]:
 
 
 async def serve(session: str | None = None, isolated: bool = False,
-                **client_options: Any) -> None:
+                caps: tuple[str, ...] = DEFAULT_CAPS, **client_options: Any) -> None:
     """Serve one MCP connection on stdin/stdout; stop its session when it ends."""
     main_task = asyncio.current_task()
     loop = asyncio.get_running_loop()
@@ -227,7 +316,7 @@ async def serve(session: str | None = None, isolated: bool = False,
     # at once unless it passed wait=true (docs/mcp.md) — the model decides, not a timer.
     client_options.setdefault("retries", 0)
     async with AsyncClient(**client_options) as client:
-        bridge = Bridge(client, session, isolated)
+        bridge = Bridge(client, session, isolated, caps)
         server = build_server(bridge)
         try:
             async with stdio_server() as (read_stream, write_stream):
@@ -238,11 +327,12 @@ async def serve(session: str | None = None, isolated: bool = False,
                 await bridge.close()
 
 
-def main(session: str | None = None, isolated: bool = False) -> int:
+def main(session: str | None = None, isolated: bool = False,
+         caps: tuple[str, ...] = DEFAULT_CAPS) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="bsk mcp: %(levelname)s %(message)s")
     try:
-        asyncio.run(serve(session, isolated))
+        asyncio.run(serve(session, isolated, caps))
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     return 0

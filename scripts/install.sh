@@ -38,6 +38,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     --config-settings editable_mode=compat -e '.[test]'
   touch "$stamp"
 fi
+# bsk's own launcher over pip's console-script wrapper: -I -S, no `re` before bsk runs
+# (browserskill/cli/launcher.py).
+.venv/bin/python -m browserskill.cli.launcher .venv/bin/bsk
 # Byte-compile, so `bsk` starts fast even where PYTHONDONTWRITEBYTECODE is set.
 .venv/bin/python -m compileall -q browserskill >/dev/null
 

@@ -22,6 +22,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                   "browserskill.docgen")),
     ("daemon", ("browserskill.daemon",)),  # the process: server, entry point
     ("api and client", ("browserskill.api", "browserskill.client")),
+    # How `bsk` reads a command line and prints an answer: the CLI's, and the daemon's when
+    # it runs a command line for the launcher (browserskill/api/cli_call.py).
+    ("command lines", ("browserskill.cli.args", "browserskill.cli.render")),
     # The daemon's parts wired together (the API's handlers reach the dispatcher here).
     ("wiring", ("browserskill.daemon.core",)),
     ("dispatch", ("browserskill.dispatch",)),

@@ -40,17 +40,29 @@ def text(result: Any) -> str:
 
 async def test_tools_come_from_the_catalog(bsk: Bsk) -> None:
     async with mcp(bsk) as session:
+        core = {t.name: t for t in (await session.list_tools()).tools}
+    async with mcp(bsk, "--caps", "all") as session:
         listed = {t.name: t for t in (await session.list_tools()).tools}
-    expected = {t.name for t in catalog.TOOLS} - {"session_stop"}
+    # By default the core group; every tool (and op_show/op_cancel) with --caps all.
+    assert set(core) == set(catalog.CAPABILITIES["core"])
+    expected = {t.name for t in catalog.TOOLS} - {"session_stop"} | {"op_show", "op_cancel"}
     assert set(listed) == expected
     click = listed["click"]
-    spec_schema = catalog.BY_NAME["click"].input_schema()
-    assert click.input_schema["required"] == spec_schema["required"] == ["ref"]
-    assert click.input_schema["properties"]["ref"] == spec_schema["properties"]["ref"]
-    assert {"wait", "timeout_ms"} <= set(click.input_schema["properties"])
+    spec = catalog.BY_NAME["click"]
+    assert click.input_schema["required"] == [p.name for p in spec.params if p.required]
+    assert set(click.input_schema["properties"]) == {p.name for p in spec.params} | {
+        "wait", "timeout_ms"}
+    assert click.input_schema["properties"]["button"]["enum"] == ["left", "right", "middle"]
     assert listed["snapshot"].annotations.read_only_hint is True
-    assert listed["click"].annotations.read_only_hint is False
-    assert click.output_schema and "retry_safe" in click.output_schema["required"]
+    assert click.annotations is None or not click.annotations.read_only_hint
+    assert click.output_schema is None  # the result shape is said once, in instructions
+
+
+async def test_a_tool_outside_the_connections_groups_names_its_group(bsk: Bsk) -> None:
+    async with mcp(bsk, "--session", bsk.session) as session:
+        answer = await session.call_tool("route_list", {})
+    assert answer.is_error and structured(answer)["error"]["code"] == "invalid_params"
+    assert "--caps network" in structured(answer)["error"]["hint"]
 
 
 async def test_snapshot_click_and_results(bsk: Bsk, site: str) -> None:
@@ -147,11 +159,10 @@ async def test_client_cancellation_cancels_the_operation(bsk: Bsk, site: str) ->
 
 
 async def test_descriptions_name_mcp_parameters_not_cli_flags(bsk: Bsk) -> None:
-    async with mcp(bsk) as session:
+    async with mcp(bsk, "--caps", "all") as session:
         tools = (await session.list_tools()).tools
     for tool in tools:
-        own = (tool.description or "").split(" (CLI: `bsk ")[0]
-        texts = [own] + [p.get("description", "") for p in
+        texts = [tool.description or ""] + [p.get("description", "") for p in
                          tool.input_schema["properties"].values()]
         for t in texts:
             assert "--" not in t.replace("the CLI's --json", ""), (tool.name, t)
@@ -178,3 +189,26 @@ async def test_a_second_call_is_busy_unless_it_waits(bsk: Bsk, site: str) -> Non
                                                                   "wait": True}))
         assert structured(await slow)["result"]["value"] == "slow"
         assert structured(await queued)["result"]["value"] == 2
+
+
+async def test_op_show_and_op_cancel_reach_the_call_holding_the_session(
+        bsk: Bsk, site: str) -> None:
+    async with mcp(bsk, "--session", bsk.session) as session:
+        await session.call_tool("open", {"url": f"{site}/counter.html"})
+        slow = asyncio.ensure_future(session.call_tool(
+            "eval", {"expression": "await new Promise(r => setTimeout(r, 20000))"}))
+        await asyncio.to_thread(
+            wait_until, lambda: any(o["tool"] == "eval" and o["state"] == "dispatched"
+                                    for o in bsk.ok("op", "list")["ops"]), 10,
+            "the slow eval to be running")
+        busy = structured(await session.call_tool("eval", {"expression": "1"}))
+        holder = busy["error"]["details"]["holder"]["op_id"]
+        shown = await session.call_tool("op_show", {"op_id": holder})
+        assert not shown.is_error and structured(shown)["state"] == "dispatched"
+        assert holder in text(shown)
+        cancelled = await session.call_tool("op_cancel", {"op_id": holder})
+        assert not cancelled.is_error and structured(cancelled)["op_id"] == holder
+        ended = structured(await slow)
+        assert ended["op_id"] == holder and ended["status"] in ("cancelled", "outcome_unknown")
+        missing = await session.call_tool("op_show", {"op_id": "op_nosuchop"})
+        assert missing.is_error and structured(missing)["error"]["code"] == "op_not_found"

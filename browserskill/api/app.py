@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 
 from browserskill import contract
+from browserskill.api.cli_call import CliCall
 from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
 from browserskill.browser.storage_state import read_state_file
 from browserskill.dispatch.operations import Operation
@@ -366,6 +367,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         Route("/v1/ops/{op_id}", get_op, methods=["GET"]),
         Route("/v1/ops/{op_id}/cancel", cancel_op, methods=["POST"]),
         Route("/v1/ops/{op_id}/wait", wait_op, methods=["GET"]),
+        Route("/v1/cli", CliCall(dispatcher), methods=["POST"]),  # bsk's launcher only
     ]
     routes += daemon.test_routes  # a test hook's (docs/design.md, test hooks); none otherwise
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})

@@ -12,14 +12,15 @@ from browserskill.tools.catalog import Param, ToolSpec
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 class Globals:
     """The options every command takes (a plain class: dataclasses cost start-up time)."""
 
-    def __init__(self) -> None:
-        self.session: str = os.environ.get("BSK_SESSION") or DEFAULT_SESSION
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        env = os.environ if env is None else env  # the daemon passes the caller's
+        self.session: str = env.get("BSK_SESSION") or DEFAULT_SESSION
         self.json = False
         self.wait = False
         self.timeout: float | None = None
@@ -83,7 +84,7 @@ def split_globals(argv: list[str], g: Globals,
 # -- tool arguments, from the catalog ---------------------------------------------------
 
 
-def _convert(p: Param, raw: str) -> Any:
+def _convert(p: Param, raw: str, cwd: str | None = None) -> Any:
     if p.type == "integer":
         try:
             return int(raw)
@@ -103,15 +104,38 @@ def _convert(p: Param, raw: str) -> Any:
             raise invalid(p.name, f"not valid JSON ({e})",
                           hint=f"give a JSON object, e.g. {p.flag} '{{\"q\": \"lamp\"}}'") from None
     if p.path:
-        return os.path.abspath(os.path.expanduser(raw))
+        return absolute(raw, cwd)
     return raw
+
+
+def absolute(path: str, cwd: str | None = None) -> str:
+    """`path` made absolute against `cwd` (the caller's working directory; the daemon
+    reads a command line for a `bsk` process elsewhere) or this process's."""
+    path = os.path.expanduser(path)
+    return os.path.normpath(os.path.join(cwd, path)) if cwd else os.path.abspath(path)
+
+
+def local_file_url(url: str, cwd: str | None = None) -> str:
+    """`bsk open page.html` / `~/x.html` / `/tmp/x.html`: an existing local file is a
+    file:// URL (the daemon would otherwise read it as a host name)."""
+    if not url or "://" in url or url.startswith(("data:", "about:", "chrome:",
+                                                  "view-source:")):
+        return url  # "" is no file (not the working directory): `url` says it is required
+    path = absolute(url, cwd)
+    if not os.path.exists(path):
+        if url.startswith(("./", "../", "~/")):  # a path, never a host name
+            raise invalid("url", f"no such file: {path}")
+        return url
+    from pathlib import Path
+
+    return Path(path).as_uri()
 
 
 def looks_like_option(arg: str) -> bool:
     return arg.startswith("-") and len(arg) > 1 and not arg[1:2].isdigit() and arg != "-"
 
 
-def parse_tool_args(spec: ToolSpec, args: list[str]) -> dict[str, Any]:
+def parse_tool_args(spec: ToolSpec, args: list[str], cwd: str | None = None) -> dict[str, Any]:
     by_flag = {p.flag: p for p in spec.params}
     positionals = [p for p in spec.params if p.positional]
     out: dict[str, Any] = {}
@@ -150,9 +174,9 @@ def parse_tool_args(spec: ToolSpec, args: list[str]) -> dict[str, Any]:
                 inline = args[i]
                 i += 1
             if p.type == "array":
-                out.setdefault(p.name, []).append(_convert(p, inline))
+                out.setdefault(p.name, []).append(_convert(p, inline, cwd))
             else:
-                out[p.name] = _convert(p, inline)
+                out[p.name] = _convert(p, inline, cwd)
             continue
         while positionals and positionals[0].name in out and positionals[0].type != "array":
             positionals.pop(0)
@@ -165,11 +189,25 @@ def parse_tool_args(spec: ToolSpec, args: list[str]) -> dict[str, Any]:
                           hint=f"usage: bsk {spec.usage()}")
         p = positionals[0]
         if p.type == "array":
-            out.setdefault(p.name, []).append(_convert(p, arg))
+            out.setdefault(p.name, []).append(_convert(p, arg, cwd))
         else:
-            out[p.name] = _convert(p, arg)
+            out[p.name] = _convert(p, arg, cwd)
             positionals.pop(0)
     return out
 
 
 # -- talking to the daemon --------------------------------------------------------------
+
+
+def tool_params(spec: ToolSpec, args: list[str], g: Globals,
+                cwd: str | None = None) -> dict[str, Any]:
+    """A tool's command-line arguments → its validated params: read against the catalog,
+    a local file given to `open` made a file:// URL, --json's own param turned on. One
+    reading for `bsk` and for the daemon reading a command line for it (`/v1/cli`)."""
+    raw = parse_tool_args(spec, args, cwd)
+    if isinstance(raw.get("url"), str):
+        raw["url"] = local_file_url(raw["url"], cwd)
+    if g.json and spec.json_param:
+        raw.setdefault(spec.json_param, True)
+    return spec.validate(raw)
+

@@ -4,13 +4,12 @@ Shared by `bsk TOOL …` and `bsk replay`."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 from browserskill import contract
 from browserskill.cli.daemon_client import Client
 from browserskill.cli.transport import DaemonLost, DaemonUnreachable, request
-from browserskill.errors import BskError, invalid
+from browserskill.errors import BskError
 from browserskill.tools.catalog import ToolSpec
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
@@ -87,18 +86,3 @@ def interrupted(client: Client, op_id: str, tool: str | None = None,
     if status == 404:
         return plan.never_arrived(client.g.session, tool)
     return request(client.sock, "GET", plan.wait_path, timeout=contract.CANCEL_GRACE_S + 5)[2]
-
-
-def local_file_url(url: str) -> str:
-    """`bsk open page.html` / `~/x.html` / `/tmp/x.html`: an existing local file is a
-    file:// URL (the daemon would otherwise read it as a host name)."""
-    if "://" in url or url.startswith(("data:", "about:", "chrome:", "view-source:")):
-        return url
-    path = os.path.expanduser(url)
-    if not os.path.exists(path):
-        if url.startswith(("./", "../", "~/")):  # a path, never a host name
-            raise invalid("url", f"no such file: {os.path.abspath(path)}")
-        return url
-    from pathlib import Path
-
-    return Path(os.path.abspath(path)).as_uri()

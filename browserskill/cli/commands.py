@@ -201,9 +201,22 @@ def cmd_op_list(client: Client, args: list[str]) -> Any:
 
 def cmd_mcp(client: Client, args: list[str]) -> Any:
     """Serve MCP on stdin/stdout until the client hangs up (stdout is the protocol)."""
-    isolated = args == ["--isolated"]
-    _no_args("mcp [--session ID | --isolated]", [] if isolated else args)
+    rest, caps_text = list(args), None
+    for i, arg in enumerate(rest):
+        if arg == "--caps" or arg.startswith("--caps="):
+            value = arg[7:] if "=" in arg else (rest[i + 1:i + 2] or [""])[0]
+            if not value or value.startswith("-"):
+                raise invalid("caps", "--caps needs a list of capability groups",
+                              hint="e.g. bsk mcp --caps network,state (or all)")
+            caps_text, rest = value, rest[:i] + rest[i + (1 if "=" in arg else 2):]
+            break
+    isolated = "--isolated" in rest
+    _no_args("mcp [--session ID | --isolated] [--caps GROUP,…]",
+             [a for a in rest if a != "--isolated"])
     from browserskill.mcp_server import main as mcp_main
+    from browserskill.mcp_server import parse_caps
+
+    caps = parse_caps(caps_text)
 
     explicit = client.g.session_given or bool(os.environ.get("BSK_SESSION"))
     if explicit and isolated:
@@ -212,7 +225,8 @@ def cmd_mcp(client: Client, args: list[str]) -> Any:
                       f"{given} names an existing one to use as it is",
                       hint="unset BSK_SESSION (or drop --session) for an isolated session "
                            "per connection")
-    sys.exit(mcp_main(session=client.g.session if explicit else None, isolated=isolated))
+    sys.exit(mcp_main(session=client.g.session if explicit else None, isolated=isolated,
+                      caps=caps))
 
 
 def cmd_install_skill(client: Client, args: list[str]) -> Any:
@@ -317,11 +331,12 @@ CONTROL: tuple[Control, ...] = (
             "Recent operations of this session (--all: every session)."),
     Control(("op", "cancel"), cmd_op_cancel, "op cancel ID", "Cancel an operation."),
     Control(("op", "wait"), cmd_op_wait, "op wait ID", "Wait for an operation to end."),
-    Control(("mcp",), cmd_mcp, "mcp [--session ID | --isolated]",
+    Control(("mcp",), cmd_mcp, "mcp [--session ID | --isolated] [--caps GROUP,…]",
             "Serve the browser tools over MCP on stdio. Each connection gets a session of "
             "its own, stopped when it disconnects (--isolated: with cookies and storage of "
             "its own); --session ID or BSK_SESSION uses an existing session instead. "
-            "Client set-up: docs/mcp.md."),
+            "It offers the core tools; --caps GROUP,… (network, evidence, emulation, state, "
+            "human, mouse, downloads, or all) adds more. Client set-up: docs/mcp.md."),
     Control(("install-skill",), cmd_install_skill,
             "install-skill [--harness NAME]… [--dir DIR] [--list]",
             "Install the agent skill (SKILL.md) where claude, codex, opencode or cursor "

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import sys
 
-from browserskill import contract
 from browserskill.cli import render
-from browserskill.cli.args import Globals, parse_tool_args, split_globals
-from browserskill.cli.calls import local_file_url, tool_call
+from browserskill.cli.args import Globals, split_globals, tool_params
+from browserskill.cli.calls import interrupted, lost_daemon, tool_call
 from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS, REPORTS_AN_OP
 from browserskill.cli.daemon_client import Client
+from browserskill.cli.render import outcome
 from browserskill.cli.transport import DaemonLost, DaemonUnreachable
-from browserskill.errors import BskError, exit_code
+from browserskill.errors import BskError
 from browserskill.tools.catalog import BY_WORDS, HIDDEN_WORDS, TOOLS
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
@@ -26,17 +26,6 @@ if TYPE_CHECKING:
 
 def _sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
-
-
-def outcome(answer: Any) -> tuple[dict[str, Any], int]:
-    """Normalise any daemon answer to the result shape, with its exit code."""
-    if not isinstance(answer, dict):
-        answer = {"error": {"code": "internal", "message": f"unexpected answer: {answer!r}"}}
-    error = answer.get("error")
-    if "op_id" not in answer and error:
-        answer = contract.refused(error)
-    code = error.get("code") if error else None
-    return answer, exit_code(code)
 
 
 # -- commands that are not tools ---------------------------------------------------------
@@ -57,7 +46,10 @@ def find_command(rest: list[str]) -> tuple[tuple[str, ...], list[str]]:
     return (), rest
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, resume: tuple[str, str] | None = None) -> int:
+    """Run one command line. `resume` (op id, what happened): the launcher's tool call
+    (browserskill/cli/fast.py) was interrupted, lost its daemon, or timed out while the
+    daemon ran it; end it here as a call of our own would have ended."""
     argv = sys.argv[1:] if argv is None else argv
     import signal
 
@@ -77,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
             raise unknown_command(rest)
         control = CONTROL_BY_WORDS.get(words)
         spec = BY_WORDS.get(words)
+        if resume is not None and (control is not None or spec is None):
+            if resume[1] == "interrupted":  # while the daemon was only asked: nothing ran
+                return 130
+            resume = None
         if g.help:
             print(render.command_help(control, spec))
             return 0
@@ -91,13 +87,9 @@ def main(argv: list[str] | None = None) -> int:
             render.show(words, answer, as_json=g.json)
             return code
         assert spec is not None
-        raw = parse_tool_args(spec, args)
-        if isinstance(raw.get("url"), str):
-            raw["url"] = local_file_url(raw["url"])
-        if g.json and spec.json_param:
-            raw.setdefault(spec.json_param, True)
-        params = spec.validate(raw)
-        answer, code = outcome(tool_call(client, spec, params))
+        params = tool_params(spec, args, g)
+        answer, code = outcome(tool_call(client, spec, params) if resume is None
+                               else resumed(client, spec, *resume))
         render.show(words, answer, as_json=g.json)
         return code
     except BskError as e:
@@ -128,6 +120,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def resumed(client: Client, spec: Any, op_id: str, what: str) -> dict[str, Any]:
+    if what == "interrupted":
+        return interrupted(client, op_id, spec.name)
+    if what == "lost":
+        return lost_daemon(client, op_id, spec.name)
+    raise TimeoutError
 
 
 def unknown_command(rest: list[str]) -> BskError:

@@ -12,40 +12,58 @@ import json
 import sys
 from collections.abc import Iterable
 
+from browserskill.contract import refused
 from browserskill.errors import CODES
+from browserskill.errors import exit_code as exit_code_of
 from browserskill.render import RENDERERS, Words, error_text, result_text
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TextIO
+
+
+def outcome(answer: Any) -> tuple[dict[str, Any], int]:
+    """Normalise any daemon answer to the result shape, with its exit code."""
+    if not isinstance(answer, dict):
+        answer = {"error": {"code": "internal", "message": f"unexpected answer: {answer!r}"}}
+    error = answer.get("error")
+    if "op_id" not in answer and error:
+        answer = refused(error)
+    code = error.get("code") if error else None
+    return answer, exit_code_of(code)
 
 
 def show(words: Words, answer: dict[str, Any], *, as_json: bool,
-         as_report: bool = False) -> None:
+         as_report: bool = False, out: TextIO | None = None,
+         err: TextIO | None = None) -> None:
+    """Print an answer to `out` / `err` (default: this process's stdout / stderr; the
+    daemon writes the text of a command line it ran for `bsk` into buffers)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
     if as_json:
-        print(json.dumps(answer, indent=2, ensure_ascii=False))
+        print(json.dumps(answer, indent=2, ensure_ascii=False), file=out)
         return
     if as_report:
-        print(RENDERERS[words](answer))
+        print(RENDERERS[words](answer), file=out)
         return
     error = answer.get("error")
     if error and error.get("code") != "page_error":
-        print_error(answer)
+        print_error(answer, err)
         return
     text = result_text(words, answer)
     if text:
-        print(text)
+        print(text, file=out)
     restarted = (answer.get("result") or {}).get("browser_restarted") \
         if isinstance(answer.get("result"), dict) else None
     if restarted:  # the tabs came back before the call: say what was lost
         print(f"note: {restarted.get('note') or 'the browser connection was restored'}",
-              file=sys.stderr)
+              file=err)
     if error:  # page_error: the script threw; the call itself completed
-        print(f"page error: {error['message']}", file=sys.stderr)
+        print(f"page error: {error['message']}", file=err)
 
 
-def print_error(answer: dict[str, Any]) -> None:
-    print(error_text(answer), file=sys.stderr)
+def print_error(answer: dict[str, Any], err: TextIO | None = None) -> None:
+    print(error_text(answer), file=err or sys.stderr)
 
 
 # -- help --------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ import re
 import shlex
 
 from browserskill import contract
-from browserskill.cli.args import parse_tool_args
-from browserskill.cli.calls import local_file_url, tool_call
+from browserskill.cli.args import local_file_url, parse_tool_args
+from browserskill.cli.calls import tool_call
 from browserskill.errors import BskError, invalid
 from browserskill.tools.catalog import BY_WORDS, ToolSpec
 

@@ -117,6 +117,11 @@ class ToolSpec(_ToolFields):
         its browser must be there); False for what ends the session itself."""
         return self.effect is not Effect.SESSION
 
+    @property
+    def capability(self) -> str | None:
+        """Its MCP capability group (`CAPABILITIES`); None for the hidden ones."""
+        return CAPABILITY_OF.get(self.name)
+
     def input_schema(self) -> dict[str, Any]:
         return {
             "type": "object",
@@ -913,6 +918,42 @@ SESSION_START = ToolSpec(
            "$BSK_HOME/downloads/SESSION)", path=True)),
     example="bsk session start alice --isolated --state alice.json",
 )
+
+# What to ask about an operation by id, for clients that have no CLI (MCP): the
+# control calls `op show` and `op cancel`, as tools.
+_OP_ID = Param("op_id", "string", "an op_id from an earlier answer (session_busy names "
+               "the holder's)", required=True, positional=True, max_length=64)
+OP_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("op_show", ("op", "show"), _R,
+             "How an operation ended, or that it still runs: state, status, dispatched.",
+             (_OP_ID,)),
+    ToolSpec("op_cancel", ("op", "cancel"), _M,
+             "Cancel a running operation (e.g. the one holding the session).", (_OP_ID,)),
+)
+
+# Capability groups (docs/mcp.md): `bsk mcp` offers `core`; a client opts into the others
+# with `--caps GROUP,…` (or `all`), so a connection pays only for the tools it can use.
+# Every tool but the hidden ones is in exactly one group (tests/test_mcp_footprint.py).
+CAPABILITIES: dict[str, tuple[str, ...]] = {
+    "core": ("open", "back", "forward", "reload", "snapshot", "screenshot", "click",
+             "dblclick", "hover", "drag", "scroll", "fill", "type", "press", "select",
+             "check", "uncheck", "upload", "eval", "wait", "tab_list", "tab_new",
+             "tab_select", "tab_close", "dialog_accept", "dialog_dismiss", "webmcp_list",
+             "webmcp_invoke", "op_show", "op_cancel"),
+    "network": ("network", "network_show", "network_har", "route_add", "route_list",
+                "route_remove", "route_clear"),
+    "evidence": ("html", "console", "pdf", "video_start", "video_stop", "trace_start",
+                 "trace_stop", "record_start", "record_stop"),
+    "emulation": ("emulate", "window_resize", "permissions_grant", "permissions_clear"),
+    "state": ("cookies_list", "cookies_set", "cookies_delete", "cookies_clear",
+              "storage_list", "storage_get", "storage_set", "storage_delete",
+              "storage_clear", "state_save", "state_load"),
+    "human": ("request_help", "tab_borrow", "tab_return"),
+    "mouse": ("mouse_move", "mouse_down", "mouse_up", "mouse_click", "mouse_dblclick",
+              "mouse_wheel"),
+    "downloads": ("download_list", "download_wait"),
+}
+CAPABILITY_OF: dict[str, str] = {n: cap for cap, names in CAPABILITIES.items() for n in names}
 
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 # Command words of the tools reached by a route of their own (help and docs skip them).

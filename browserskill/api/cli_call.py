@@ -1,0 +1,167 @@
+"""`POST /v1/cli`: a `bsk` tool call read and printed by the daemon, for the launcher.
+
+`bsk` runs once per agent action, so its start-up is paid on every call. The daemon
+already has the catalog and the renderer loaded; the launcher (browserskill/cli/fast.py)
+sends the command line — argument vector, working directory, `BSK_*` environment — and
+prints what comes back, with its exit code (docs/cli.md, "Start-up").
+
+Invariants:
+- The command line is read by the CLI's own code (`browserskill/cli/args.py`) against
+  the caller's working directory and environment, and printed by the CLI's renderer
+  (`browserskill/cli/render.py`): the same text, exit code, and errors as `bsk` itself.
+- Only tool calls are run here. Anything else — help, control commands, an unknown
+  command, a launcher of another version — answers 204 before anything runs, and the
+  launcher runs the whole CLI instead.
+- The answer's head goes out before the operation runs, naming the wire deadline
+  (`X-Bsk-Wire-Timeout`: the call's deadline plus a margin, as `bsk` waits today); the
+  body comes when the operation ends: `b"EXIT OUT_BYTES ERR_BYTES\\n"`, stdout, stderr.
+- The caller hanging up cancels the operation (as a dropped `POST …/tools/{tool}` does);
+  the launcher's Ctrl-C then asks how it ended, by the op id it named (`X-Op-Id`).
+- Unix socket only: over TCP (another machine's caller) the paths would mean nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+from typing import Any
+
+from browserskill import __version__, contract
+from browserskill.api import wire
+from browserskill.cli.args import Globals, split_globals, tool_params
+from browserskill.cli.render import outcome, show
+from browserskill.dispatch.dispatcher import Dispatcher
+from browserskill.errors import BskError
+from browserskill.tools import catalog
+from browserskill.tools.catalog import ToolSpec
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 4 << 20  # a command line, not a payload: `eval` scripts up to 1 MB, as JSON
+
+
+def tool_of(rest: list[str]) -> tuple[ToolSpec | None, list[str]]:
+    """The plain tool a command line names (as `bsk`'s `find_command` would), or None."""
+    for n in (2, 1):
+        spec = catalog.BY_WORDS.get(tuple(rest[:n])) if len(rest) >= n else None
+        if spec is not None:
+            return (None if spec.hidden else spec), rest[n:]
+    return None, rest
+
+
+def _owns(rest: list[str], flag: str) -> bool:
+    spec, _ = tool_of(rest)
+    return spec is not None and any(p.flag == flag for p in spec.params)
+
+
+class CliCall:
+    """The ASGI endpoint of `POST /v1/cli`."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        server = scope.get("server")
+        headers = dict(scope.get("headers") or [])
+        if (server and isinstance(server[1], int)) or \
+                headers.get(b"x-bsk-version", b"").decode() != __version__:
+            return await _head(send, 204)
+        body, gone = b"", False
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > MAX_BODY:
+                return await _head(send, 413)
+            if not message.get("more_body"):
+                break
+        try:
+            line = json.loads(body)
+            argv, cwd, env = line["argv"], line["cwd"], line["env"]
+        except (ValueError, KeyError, TypeError):
+            argv = cwd = env = None
+        if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)
+                and isinstance(cwd, str) and cwd.startswith("/") and isinstance(env, dict)
+                and all(isinstance(v, str) for v in env.values())):
+            return await _head(send, 204)  # not a launcher's: let the CLI say it
+        op_id = headers.get(b"x-op-id", b"").decode() or contract.new_op_id()
+        out, err = io.StringIO(), io.StringIO()
+        g = Globals(env)
+        try:
+            rest = split_globals(argv, g, owns=_owns)
+            spec, args = tool_of(rest)
+            if spec is None or g.help:
+                return await _head(send, 204)
+            params = tool_params(spec, args, g, cwd)
+            if g.timeout and spec.timeout_range_s:
+                contract.check_timeout_s(str(g.timeout), " ".join(spec.words),
+                                         spec.timeout_range_s)
+            wire.check_values(params)  # what the HTTP body's reading refuses (wire.py)
+        except BskError as e:
+            code = _print(outcome({"error": e.to_dict()}), (), g, out, err)
+            await _head(send, 200, contract.WIRE_MARGIN_S)
+            return await _body(send, code, out, err)
+        await _head(send, 200, contract.wire_timeout_s(spec, params, g.timeout))
+        try:
+            op = await self.dispatcher.submit(
+                g.session, spec.name, params, wait=g.wait,
+                timeout_ms=int(g.timeout * 1000) if g.timeout else None,
+                idempotency_key=g.key, op_id=op_id)
+        except Exception as e:  # no traceback reaches the caller (as api/app.py `guarded`)
+            if not isinstance(e, BskError):
+                log.exception("bsk %s failed", spec.name)
+                e = BskError("internal", f"internal error: {e}",
+                             hint="this is a bug; see the daemon log")
+            code = _print(outcome({"error": e.to_dict()}), (), g, out, err)
+            return await _body(send, code, out, err)
+        hangup = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.wait({op.done.future, hangup}, return_when=asyncio.FIRST_COMPLETED)
+            gone = hangup.done()
+        finally:
+            hangup.cancel()
+        if not op.done.is_set():
+            self.dispatcher.cancel(op.op_id, "client_disconnected")
+        if gone:
+            return
+        # The answer as `bsk` received it over the wire: lone surrogates U+FFFD, NaN null.
+        answer = json.loads(wire.render(op.to_result()))
+        code = _print(outcome(answer), spec.words, g, out, err)
+        await _body(send, code, out, err)
+
+
+def _print(answer_code: tuple[dict[str, Any], int], words: tuple[str, ...], g: Globals,
+           out: io.StringIO, err: io.StringIO) -> int:
+    answer, code = answer_code
+    show(words, answer, as_json=g.json, out=out, err=err)
+    return code
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _head(send: Any, status: int, wire_timeout: float | None = None) -> None:
+    headers = [(b"content-type", b"application/octet-stream")]
+    if wire_timeout is not None:
+        headers.append((b"x-bsk-wire-timeout", f"{wire_timeout:g}".encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    if status != 200:
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def _body(send: Any, code: int, out: io.StringIO, err: io.StringIO) -> None:
+    o, e = (_utf8(x.getvalue()) for x in (out, err))
+    await send({"type": "http.response.body", "body": b"%d %d %d\n" % (code, len(o), len(e))
+                + o + e})
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate (an argv byte that is not UTF-8): U+FFFD
+        return wire.LONE_SURROGATE.sub("\ufffd", text).encode()

@@ -1,0 +1,184 @@
+"""`bsk`'s first step: hand a tool call's command line to the daemon and print the answer.
+
+Every agent action is one `bsk` process, so what it imports is paid on every call. This
+module imports only C modules (`posix`, not `os`): no `json`, `re`, `enum`, `socket`,
+`dataclasses`, nor the catalog (tests/test_cli_startup.py lists what a tool
+call imports and fails when that grows). The daemon, which has the catalog and the
+renderer loaded, reads the command line with the CLI's own code and answers with the
+text and exit code `bsk` would print (`POST /v1/cli`, browserskill/api/cli_call.py).
+
+Invariants:
+- Whatever this path does not do, the whole CLI (`browserskill.cli.main`) does, with
+  nothing sent twice: no daemon yet (it starts one), help, stdin (`-`), control
+  commands, and a daemon that answers anything but 200 (204: not a tool call; 404: a
+  daemon of another version) — all before any operation exists.
+- A tool call names its operation up front (`X-Op-Id`). Ctrl-C or SIGTERM while it
+  runs, the daemon going away, or no answer by the wire deadline the daemon named go to
+  the whole CLI with that op id, which cancels it or asks how it ended and prints that
+  (browserskill/cli/calls.py), exactly as `bsk` always has.
+"""
+
+import _signal  # type: ignore[import-not-found]  # (no stub; `signal` costs enum)
+import _socket
+import posix
+import sys
+from _json import encode_basestring_ascii as _quote
+
+from browserskill import __version__
+
+TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+LOCAL = {"-", "-h", "--help"}  # stdin and help: the whole CLI, in this process
+HEAD_TIMEOUT_S = 30.0  # the daemon answers its head before running anything
+READ = 65536
+
+
+class _Lost(Exception):
+    """The daemon went away mid-call (a reset, or the end before the answer)."""
+
+
+def _interrupt(signum: int, frame: object) -> "NoReturn":
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or not LOCAL.isdisjoint(argv):
+        return _whole_cli(argv)
+    try:
+        return _call(argv)
+    except KeyboardInterrupt:  # before the call went out, or while printing its answer
+        return 130
+
+
+def _call(argv: list[str]) -> int:
+    try:
+        line = _command_line(argv)
+    except OSError:  # the working directory is gone: the CLI says what it can
+        return _whole_cli(argv)
+    _signal.signal(_signal.SIGTERM, _interrupt)
+    op_id = "op_" + posix.urandom(6).hex()  # contract.new_op_id's form, without its imports
+    request = (f"POST /v1/cli HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(line)}\r\n"
+               f"X-Op-Id: {op_id}\r\nX-Bsk-Version: {__version__}\r\n\r\n").encode() + line
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(HEAD_TIMEOUT_S)
+        try:
+            sock.connect(_socket_path())
+        except OSError:  # no daemon (yet), or a state dir it can't use: the CLI's to say
+            sock.close()
+            return _whole_cli(argv)
+        try:
+            sock.sendall(request)
+            status, headers, body = _head(sock)
+            if status != 200:
+                sock.close()
+                return _whole_cli(argv)
+            sock.settimeout(float(headers.get(b"x-bsk-wire-timeout", b"630")))
+            body = _rest(sock, body)
+            if headers.get(b"transfer-encoding") == b"chunked":
+                body = _unchunk(body)
+        except KeyboardInterrupt:
+            sock.close()  # as `bsk` always has: hang up, then cancel by op id
+            return _whole_cli(argv, (op_id, "interrupted"))
+        except TimeoutError:
+            return _whole_cli(argv, (op_id, "timeout"))
+        except (_Lost, ConnectionError, ValueError):
+            return _whole_cli(argv, (op_id, "lost"))
+    finally:
+        sock.close()
+    first, _, rest = body.partition(b"\n")
+    try:
+        code, out_len, err_len = (int(x) for x in first.split())
+    except ValueError:
+        return _whole_cli(argv, (op_id, "lost"))
+    try:
+        if out_len:
+            sys.stdout.buffer.write(rest[:out_len])
+            sys.stdout.flush()
+        if err_len:
+            sys.stderr.buffer.write(rest[out_len:out_len + err_len])
+            sys.stderr.flush()
+    except BrokenPipeError:  # `bsk snapshot | head -1`
+        return 0
+    return code
+
+
+def _environ() -> dict[str, str]:
+    return {k.decode(errors="surrogateescape"): v.decode(errors="surrogateescape")
+            for k, v in posix.environ.items()}
+
+
+def _socket_path() -> str:
+    """`paths.socket_file()` without `os` (tests/test_cli_startup.py checks they agree):
+    BSK_HOME, else the platform's state dir. Where `paths` would resolve more (`~user`,
+    symlinks) the kernel resolves the same path; a path that fails sends the call to the
+    whole CLI, which says what is wrong."""
+    env = _environ()
+    home = env.get("BSK_HOME")
+    if home:
+        if home == "~" or home.startswith("~/"):
+            home = env.get("HOME", "~") + home[1:]
+        return (home if home.startswith("/") else posix.getcwd() + "/" + home) + "/bsk.sock"
+    user = env.get("HOME", "")
+    if sys.platform == "darwin":
+        base = user + "/Library/Application Support"
+    else:
+        base = env.get("XDG_STATE_HOME") or user + "/.local/state"
+    return base + "/browserskill/bsk.sock"
+
+
+def _command_line(argv: list[str]) -> bytes:
+    """{"argv", "cwd", "env"} as JSON, by hand (`json` costs ms of imports)."""
+    env = ",".join(f"{_quote(k)}:{_quote(v)}" for k, v in _environ().items()
+                   if k.startswith("BSK_"))
+    return (f'{{"argv":[{",".join(map(_quote, argv))}],"cwd":{_quote(posix.getcwd())},'
+            f'"env":{{{env}}}}}').encode()
+
+
+def _head(sock: _socket.socket) -> tuple[int, dict[bytes, bytes], bytes]:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(READ)
+        if not chunk:
+            raise _Lost
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *lines = head.split(b"\r\n")
+    headers = {}
+    for line in lines:
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower()] = value.strip()
+    return int(status_line.split(b" ", 2)[1]), headers, body
+
+
+def _rest(sock: _socket.socket, body: bytes) -> bytes:
+    chunks = [body]
+    while True:
+        chunk = sock.recv(READ)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _unchunk(data: bytes) -> bytes:
+    out: list[bytes] = []
+    pos = 0
+    while True:
+        end = data.find(b"\r\n", pos)
+        if end < 0:
+            raise _Lost  # cut short: the daemon went away
+        size = int(data[pos:end].split(b";")[0], 16)
+        if size == 0:
+            return b"".join(out)
+        out.append(data[end + 2:end + 2 + size])
+        pos = end + 2 + size + 2
+
+
+def _whole_cli(argv: list[str], resume: tuple[str, str] | None = None) -> int:
+    from browserskill.cli.main import main as cli_main
+
+    return cli_main(argv, resume=resume)
