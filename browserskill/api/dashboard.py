@@ -31,6 +31,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from browserskill.admission import Admission
+from browserskill.api import listeners
 from browserskill.browser.screencast import Screencast, send_input
 from browserskill.browser.tab import Tab
 from browserskill.dispatch.operations import BY_PERSON
@@ -100,7 +102,8 @@ async def _refuse(scope: Any, send: Any, status: int, message: str) -> None:
                                  "hint": "run `bsk show` for the dashboard's URL",
                                  "details": {}}}).encode()
     await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"x-should-retry", b"false")]})
+        (b"content-type", b"application/json"), (b"x-should-retry", b"false"),
+        (b"connection", b"close")]})  # a caller not let in keeps no connection open
     await send({"type": "http.response.body", "body": body})
 
 
@@ -147,6 +150,7 @@ class Dashboard:
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
         self._starting = asyncio.Lock()
+        self.admission = Admission("the dashboard listener")
 
     @property
     def url(self) -> str:
@@ -159,10 +163,9 @@ class Dashboard:
                 sock = socket.create_server(("127.0.0.1", 0))  # loopback only, by design
                 self.port = sock.getsockname()[1]
                 app = DashboardGate(self._app(), self.token, self.port)
-                config = uvicorn.Config(app, log_level="warning", access_log=False,
-                                        lifespan="off", http="httptools", ws="websockets",
-                                        ws_max_size=1 << 16, timeout_graceful_shutdown=2)
-                self._server = uvicorn.Server(config)
+                self._server = listeners.server(app, self.admission, ws="websockets",
+                                                ws_max_size=1 << 16,
+                                                timeout_graceful_shutdown=2)
                 self._task = asyncio.create_task(self._server.serve(sockets=[sock]),
                                                  name="dashboard")
                 log.info("dashboard on http://127.0.0.1:%d", self.port)
