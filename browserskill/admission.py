@@ -4,8 +4,9 @@
 A connection is *unadmitted* from its accept until its request's headers have arrived (the
 HTTP listeners) or its handshake proved a pairing (the extension listener). Nobody has
 shown a token or a secret yet, so anyone able to connect can open one; each listener
-therefore holds at most `MAX_UNADMITTED` of them and gives each `HEADER_READ_S` to
-become admitted (and at most `MAX_HEADER_BYTES` of headers). Past the cap a new
+therefore holds at most `MAX_UNADMITTED` of them (plus the `ACCEPT_BACKLOG` just taken
+off the kernel's queue) and gives each `HEADER_READ_S` to become admitted (and at most
+`MAX_HEADER_BYTES` of headers). Past the cap a new
 connection is closed at once: a flood costs the flooder its connections, never the
 daemon its file descriptors, and the Unix socket, served apart, keeps answering the
 owner. `Admission` is the bookkeeping, free of I/O; the listeners call it.
@@ -20,7 +21,13 @@ log = logging.getLogger(__name__)
 
 HEADER_READ_S = 5.0  # accept (or a request's first byte) → its headers, complete
 MAX_HEADER_BYTES = 64 * 1024  # a request's line and headers, together
-MAX_UNADMITTED = 128  # per listener
+MAX_UNADMITTED = 64  # per listener
+# Connections taken off the kernel's queue in one go (the listen backlog, asyncio's accept
+# batch), before any is counted: with the cap, what one listener can hold at once.
+ACCEPT_BACKLOG = 64
+# The daemon raises its soft file limit to this (or the hard limit, if lower): four
+# listeners at (MAX_UNADMITTED + ACCEPT_BACKLOG) each stay far below it.
+FILE_LIMIT = 4096
 REFUSALS_LOGGED_EVERY_S = 10.0  # a flood is one log line per this, not one per connection
 
 

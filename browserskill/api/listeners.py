@@ -18,7 +18,7 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from browserskill.admission import HEADER_READ_S, MAX_HEADER_BYTES, Admission
+from browserskill.admission import ACCEPT_BACKLOG, HEADER_READ_S, MAX_HEADER_BYTES, Admission
 
 KEEP_ALIVE_S = 5  # an idle connection between requests (uvicorn's timeout_keep_alive)
 
@@ -93,5 +93,5 @@ def server(app: Any, admission: Admission, **options: Any) -> uvicorn.Server:
     """A uvicorn server for one listener, bounded by `admission`."""
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             http=bounded_protocol(admission), timeout_keep_alive=KEEP_ALIVE_S,
-                            **options)
+                            backlog=ACCEPT_BACKLOG, **options)
     return uvicorn.Server(config)

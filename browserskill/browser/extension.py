@@ -39,7 +39,7 @@ import websockets
 from websockets.asyncio.server import ServerConnection, serve
 
 from browserskill import __version__
-from browserskill.admission import HEADER_READ_S, Admission
+from browserskill.admission import ACCEPT_BACKLOG, HEADER_READ_S, Admission
 from browserskill.browser.agent_window import AgentWindow
 from browserskill.browser.extension_link import ExtensionLink
 from browserskill.browser.extension_pairing import (
@@ -63,6 +63,10 @@ from browserskill.browser.link import LinkError
 from browserskill.errors import BskError, invalid
 
 log = logging.getLogger(__name__)
+# websockets logs every connection's opening and closing at INFO: a flood would fill the
+# daemon's log. Refusals that matter are logged by the hub itself.
+_WS_LOG = logging.getLogger(f"{__name__}.websocket")
+_WS_LOG.setLevel(logging.WARNING)
 
 if TYPE_CHECKING:
     from browserskill.browser.backend import SessionView
@@ -135,7 +139,8 @@ class ExtensionHub:
         self._server = await serve(
             self._serve, self.host, self.port, process_request=self._check_request,
             max_size=MAX_MESSAGE, compression=None, ping_interval=None,
-            open_timeout=HEADER_READ_S, create_connection=counted)
+            open_timeout=HEADER_READ_S, create_connection=counted, backlog=ACCEPT_BACKLOG,
+            logger=_WS_LOG)
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
         log.info("extension listener on %s:%d (origin %s)", self.host, self.port,

@@ -13,7 +13,7 @@ A code is short-lived (5 minutes), good for one pairing, and one is pending at a
 A wrong code costs the connection that sent it, never the owner's code: the listener
 holds that connection `WRONG_CODE_DELAY_S` before refusing and closing it, and a
 connection gets one try. With at most `admission.MAX_UNADMITTED` connections waiting at
-once, a guesser makes ~128 tries a second, ~38,000 in a code's life, against 30^10 codes;
+once, a guesser makes ~64 tries a second, ~19,000 in a code's life, against 30^10 codes;
 and no number of wrong tries can deny the owner the pairing. Secrets are kept per
 browser instance in STATE_DIR/extension-pairings.json, 0600 from its creation.
 """

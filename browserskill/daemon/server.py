@@ -9,12 +9,13 @@ import contextlib
 import fcntl
 import logging
 import os
+import resource
 import signal
 import socket
 from pathlib import Path
 
 from browserskill import paths
-from browserskill.admission import Admission
+from browserskill.admission import FILE_LIMIT, Admission
 from browserskill.api import listeners
 from browserskill.api.app import build_app
 from browserskill.api.dashboard import Dashboard
@@ -65,6 +66,7 @@ async def serve(
     extension_grace_s: float = RECONNECT_GRACE_S, tcp_port: int | None = None,
 ) -> None:
     home = paths.ensure_state_dir()
+    _raise_file_limit()
     lock_fd = take_lock(home)
     paths.tighten_state_files(home)
     sock_path = paths.socket_path(home)
@@ -136,6 +138,14 @@ async def serve(
         sock_path.unlink(missing_ok=True)
         daemon.journal.close()
         os.close(lock_fd)
+
+
+def _raise_file_limit() -> None:
+    """Room for the listeners' bounds (admission.py) above what the browser links need."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = FILE_LIMIT if hard == resource.RLIM_INFINITY else min(FILE_LIMIT, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 def _log_pruned(task: asyncio.Task[int]) -> None:
