@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 HEADER_READ_S = 5.0  # accept (or a request's first byte) → its headers, complete
 MAX_HEADER_BYTES = 64 * 1024  # a request's line and headers, together
 MAX_UNADMITTED = 64  # per listener
+# The Unix socket (0600) is the owner's alone: a burst of the owner's own calls is never
+# cut at 64; the cap there only keeps a runaway client of the owner's below the file limit.
+UNIX_MAX_UNADMITTED = 1024
 # Connections taken off the kernel's queue in one go (the listen backlog, asyncio's accept
 # batch), before any is counted: with the cap, what one listener can hold at once.
 ACCEPT_BACKLOG = 64

@@ -135,7 +135,12 @@ def _responses(responses: dict[str, Any]) -> list[str]:
 
 
 def _listener_limits() -> list[str]:
-    from browserskill.admission import HEADER_READ_S, MAX_HEADER_BYTES, MAX_UNADMITTED
+    from browserskill.admission import (
+        HEADER_READ_S,
+        MAX_HEADER_BYTES,
+        MAX_UNADMITTED,
+        UNIX_MAX_UNADMITTED,
+    )
     from browserskill.api.listeners import KEEP_ALIVE_S
     from browserskill.api.wire import BODY_READ_S, MAX_BODY_BYTES
 
@@ -148,8 +153,9 @@ def _listener_limits() -> list[str]:
             f"- `MAX_HEADER_BYTES` = {MAX_HEADER_BYTES}: longer request line and headers get "
             "`431` and the connection closes;",
             f"- `MAX_UNADMITTED` = {MAX_UNADMITTED} connections per listener may be waiting "
-            "for their headers (the extension's: for their handshake) at once; one more is "
-            "closed as it is accepted;",
+            "for their headers (the extension's: for their handshake; the Unix socket's, "
+            f"the owner's alone: `UNIX_MAX_UNADMITTED` = {UNIX_MAX_UNADMITTED}) at once; one "
+            "more is closed as it is accepted;",
             f"- `BODY_READ_S` = {BODY_READ_S:g} s and `MAX_BODY_BYTES` = {MAX_BODY_BYTES}: "
             "a body that arrives slower or is longer is a 400 naming `body`;",
             f"- `KEEP_ALIVE_S` = {KEEP_ALIVE_S:g} s: an idle kept-alive connection closes;",

@@ -15,7 +15,7 @@ import socket
 from pathlib import Path
 
 from browserskill import paths
-from browserskill.admission import FILE_LIMIT, Admission
+from browserskill.admission import FILE_LIMIT, UNIX_MAX_UNADMITTED, Admission
 from browserskill.api import listeners
 from browserskill.api.app import build_app
 from browserskill.api.dashboard import Dashboard
@@ -88,8 +88,8 @@ async def serve(
     app = build_app(daemon, dashboard)
     # Each listener is a server of its own with its own connection limits (admission.py):
     # a flood on the TCP listener never delays the owner's Unix socket.
-    servers = {"unix": listeners.server(app, Admission("the Unix socket"), ws="none",
-                                        timeout_graceful_shutdown=5)}
+    servers = {"unix": listeners.server(app, Admission("the Unix socket", UNIX_MAX_UNADMITTED),
+                                        ws="none", timeout_graceful_shutdown=5)}
     server_sockets = {"unix": bind_socket(sock_path)}
     if tcp_port is not None:
         tcp = socket.create_server(("127.0.0.1", tcp_port))  # loopback only, by design
