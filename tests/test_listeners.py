@@ -1,14 +1,17 @@
 """docs/design.md §6, "Listener limits": no one who can merely connect can exhaust the
 daemon. A flood of connections that each send part of their headers, kept to loopback,
-bounded in count and time, against the TCP, dashboard and extension listeners of a
-daemon whose file limit is lowered below the flood: the owner's Unix-socket calls answer
-promptly all along, connections past each listener's cap are closed at once, and the
-rest are closed at the header deadline (the HTTP ones with a 408)."""
+bounded in count and time, against the TCP, dashboard and extension listeners (and a few
+on the Unix socket) of a daemon whose file limit is lowered below the flood: the owner's
+Unix-socket calls answer promptly all along, connections past each listener's cap are
+closed at once, and the rest are closed at the header deadline (the HTTP ones with a
+408)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import resource
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -18,7 +21,7 @@ import httpx
 from support.chromium import free_port
 from support.cli import Bsk, daemon_pid
 
-from browserskill.admission import HEADER_READ_S
+from browserskill.admission import HEADER_READ_S, MAX_HEADER_BYTES
 
 FILE_LIMIT = 600  # the daemon's, for this test: below the flood, above its bounds
 # Partial connections per listener; the owner's Unix socket gets a few (it is its own).
@@ -102,6 +105,15 @@ def test_a_flood_of_partial_headers_exhausts_nothing(make_bsk: Callable[..., Bsk
         if name != "extension":
             assert seen["408"] >= 1, seen
             assert min(t for o, t in outcomes if o == "408") >= HEADER_READ_S - 0.5
+
+    # Headers past MAX_HEADER_BYTES end with a 431 as they arrive, not when memory does.
+    with socket.socket(socket.AF_UNIX) as big:
+        big.settimeout(10)
+        big.connect(str(runner.home / "bsk.sock"))
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            big.sendall(b"GET /v1/health HTTP/1.1\r\nHost: bsk\r\nX-Big: "
+                        + b"a" * (MAX_HEADER_BYTES + 1024))
+        assert big.recv(64).startswith(b"HTTP/1.1 431 ")
 
     # And after it, every listener serves again, the daemon with all its files back.
     token = (runner.home / "token").read_text().strip()
