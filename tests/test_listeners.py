@@ -27,6 +27,9 @@ FILE_LIMIT = 600  # the daemon's, for this test: below the flood, above its boun
 # Partial connections per listener; the owner's Unix socket gets a few (it is its own).
 FLOOD = {"tcp": 600, "dashboard": 250, "extension": 250, "unix": 10}
 HELD_S = 3 * HEADER_READ_S  # the flood lets go by itself after this
+# The owner's `bsk status` and `bsk eval` each answer within this, flood or not (a loaded
+# 2-core CI starts a CLI in ~1 s; on main the first call hung past 10 s).
+OWNER_S = 2 * HEADER_READ_S
 
 
 async def _partial(where: int | Path, held_s: float) -> tuple[str, float]:
@@ -84,7 +87,7 @@ def test_a_flood_of_partial_headers_exhausts_nothing(make_bsk: Callable[..., Bsk
         took = {}
         for words in (("status",), ("eval", "1+1")):
             began = time.monotonic()
-            r = s(*words, timeout=HEADER_READ_S)
+            r = s(*words, timeout=OWNER_S)
             took[words[0]] = time.monotonic() - began
             assert r.code == 0, r.stderr
         return took
@@ -92,7 +95,7 @@ def test_a_flood_of_partial_headers_exhausts_nothing(make_bsk: Callable[..., Bsk
     ended, owner = asyncio.run(_flood(ports, owner_calls))
 
     # The owner got through on the Unix socket while every listener was flooded.
-    assert all(t < HEADER_READ_S for t in owner.values()), owner
+    assert all(t < OWNER_S for t in owner.values()), owner
     for name, outcomes in ended.items():
         seen = Counter(o for o, _ in outcomes)
         # None is held: past the cap a connection is closed as it is accepted, the rest
