@@ -140,6 +140,37 @@ def _responses(responses: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _listener_limits() -> list[str]:
+    from browserskill.admission import (
+        HEADER_READ_S,
+        MAX_HEADER_BYTES,
+        MAX_UNADMITTED,
+        UNIX_MAX_UNADMITTED,
+    )
+    from browserskill.api.listeners import KEEP_ALIVE_S
+    from browserskill.api.wire import BODY_READ_S, MAX_BODY_BYTES
+
+    return ["### Listener limits", "",
+            "Every listener (the Unix socket, the TCP listener, the dashboard's and the "
+            "extension's) is bounded on its own (docs/design.md §6):", "",
+            f"- `HEADER_READ_S` = {HEADER_READ_S:g} s: a request line and headers that have "
+            "not all arrived this long after the connection (or the next request's first "
+            "byte) get `408` and the connection closes;",
+            f"- `MAX_HEADER_BYTES` = {MAX_HEADER_BYTES}: longer request line and headers get "
+            "`431` and the connection closes;",
+            f"- `MAX_UNADMITTED` = {MAX_UNADMITTED} connections per listener may be waiting "
+            "for their headers (the extension's: for their handshake; the Unix socket's, "
+            f"the owner's alone: `UNIX_MAX_UNADMITTED` = {UNIX_MAX_UNADMITTED}) at once; one "
+            "more is closed as it is accepted;",
+            f"- `BODY_READ_S` = {BODY_READ_S:g} s and `MAX_BODY_BYTES` = {MAX_BODY_BYTES}: "
+            "a body that arrives slower or is longer is a 400 naming `body`;",
+            f"- `KEEP_ALIVE_S` = {KEEP_ALIVE_S:g} s: an idle kept-alive connection closes;",
+            "- a request the TCP or dashboard listener refuses (401, 403, 400) closes its "
+            "connection.", "",
+            "The Unix socket is a server of its own: a flood of connections on a TCP "
+            "listener never delays the owner's calls on it.", ""]
+
+
 def http_markdown() -> str:
     from browserskill.api.openapi import document
 
@@ -164,7 +195,8 @@ def http_markdown() -> str:
            "with `GET /v1/ops/{op_id}/wait`). A caller that hangs up before the answer "
            "cancels the operation unless it detached. `X-Op-Id: op_…` names the operation up "
            "front (so a caller can cancel it by id); `Idempotency-Key: K` makes a repeat "
-           "return the first result.", "",
+           "return the first result; each is sent at most once (two answer 400 naming the "
+           "header).", "",
            "Every error body is `{\"error\": {code, message, hint, details}}`, plus the op "
            "fields when an operation exists. Every non-2xx answer carries `X-Should-Retry`: "
            f"`true` (with `Retry-After`) only for {retry_codes}.",
@@ -177,7 +209,7 @@ def http_markdown() -> str:
         out += ["### Error", "", *_properties(schemas["Error"]), ""]
     tool_paths = {p: v for p, v in doc["paths"].items() if "/tools/" in p}
     other_paths = {p: v for p, v in doc["paths"].items() if p not in tool_paths}
-    out += ["## Endpoints", ""]
+    out += [*_listener_limits(), "## Endpoints", ""]
     for path, methods in other_paths.items():
         for method, op in methods.items():
             out += [f"### `{method.upper()} {path}`", "", _cell(op.get("summary", "")), ""]

@@ -430,7 +430,8 @@ RENDERERS: dict[Words, Callable[[dict[str, Any]], str]] = {
     ("op", "show"): _op, ("op", "wait"): _op, ("op", "cancel"): _op, ("op", "list"): _ops,
     ("version",): lambda r: f"bsk {r['version']}",
     ("show",): lambda r: r["url"] + ("" if r.get("opened") else
-                                     "\n  (open it in a browser on this machine)"),
+                                     "\n  (open it in a browser on this machine: the link "
+                                     "is good once, for 5 minutes)"),
     ("install-skill",): _install_skill,
     ("pdf",): _evidence_written, ("video", "stop"): _evidence_written,
     ("trace", "stop"): _evidence_written, ("video", "start"): _recording_started,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -662,3 +663,21 @@ def test_a_urls_scheme_is_case_insensitive(bsk: Bsk, site: str) -> None:
     opened = bsk.ok("open", f"{shouted}/counter.html")
     assert opened["result"]["url"] == f"{site}/counter.html"
     assert bsk.ok("open", "ABOUT:blank")["result"]["url"] == "about:blank"
+
+
+@pytest.mark.parametrize("header", ["Idempotency-Key", "X-Op-Id"])
+def test_http_a_repeated_operation_header_is_refused_naming_it(
+        api: httpx.Client, agent: Bsk, header: str) -> None:
+    """Two names for one call (as two Host headers would be two listeners): which one the
+    daemon used could differ from the one the caller retries or cancels with."""
+    sid = agent.session
+    values = ["op_dup_first_" + uuid.uuid4().hex[:8], "op_dup_second_" + uuid.uuid4().hex[:8]]
+    calls = [("POST", tool_path(sid, "eval"), {"expression": "1+1"}),
+             ("POST", f"/v1/sessions/{sid}/webmcp/invoke", {"name": "echo"})]
+    if header == "X-Op-Id":
+        calls.append(("GET", f"/v1/sessions/{sid}/webmcp/tools", None))
+    for method, path, body in calls:
+        r = api.request(method, path, json=body, headers=[(header, v) for v in values])
+        assert_http_error(r, "invalid_params", header)
+    for op_id in values:  # nothing ran under either name
+        assert_http_error(api.get(f"/v1/ops/{op_id}"), "op_not_found")

@@ -4,6 +4,7 @@ own loads it, as a person would, and watches a real session of the shared daemon
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,17 +18,23 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 
-@pytest.fixture(scope="module")
-def dash_url(shared_bsk: Bsk) -> str:
-    answer = shared_bsk.ok("show", "--url")
-    assert answer["url"].startswith("http://127.0.0.1:") and "token=" in answer["url"]
+def new_link(runner: Bsk) -> str:
+    """A one-time link to the dashboard, as `bsk show --url` prints it."""
+    answer = runner.ok("show", "--url")
+    assert answer["url"].startswith("http://127.0.0.1:") and "/?code=" in answer["url"]
     assert answer["opened"] is False
-    return answer["url"]
+    return str(answer["url"])
+
+
+@pytest.fixture
+def dash_url(shared_bsk: Bsk) -> str:
+    return new_link(shared_bsk)
 
 
 @pytest.fixture(scope="module")
-def viewer(dash_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
-    with dashboard_viewer(dash_url, tmp_path_factory.mktemp("viewer") / "chromium.log") as v:
+def viewer(shared_bsk: Bsk, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
+    with dashboard_viewer(new_link(shared_bsk),
+                          tmp_path_factory.mktemp("viewer") / "chromium.log") as v:
         yield v
 
 
@@ -93,24 +100,30 @@ def test_stop_from_the_dashboard_stops_the_session(shared_bsk: Bsk, site: str,
 
 
 def _parts(url: str) -> tuple[str, str, str]:
-    base, _, token = url.partition("/?token=")
-    return base, token, base.removeprefix("http://")
+    base, _, code = url.partition("/?code=")
+    return base, code, base.removeprefix("http://")
 
 
-def test_the_dashboard_refuses_requests_without_its_token(dash_url: str) -> None:
-    base, _, host = _parts(dash_url)
+def test_the_dashboard_refuses_requests_without_its_token(shared_bsk: Bsk,
+                                                          dash_url: str) -> None:
+    base, code, host = _parts(dash_url)
     assert httpx.get(base + "/").status_code == 401
-    assert httpx.get(base + "/?token=wrong").status_code == 401
+    assert httpx.get(base + "/?code=wrong").status_code == 401
+    assert httpx.get(base + "/?token=" + code).status_code == 401  # no token in URLs
     assert httpx.get(base + "/", cookies={"bsk_dashboard": "wrong"}).status_code == 401
-    first = httpx.get(dash_url)
-    assert first.status_code == 303 and first.headers["location"] == "/"
-    cookie = first.cookies["bsk_dashboard"]
-    assert "httponly" in first.headers["set-cookie"].lower()
-    page = httpx.get(base + "/", cookies={"bsk_dashboard": cookie})
-    assert page.status_code == 200 and "BrowserSkill" in page.text
-    # A foreign Host (DNS rebinding), even with the token, is refused.
+    # A foreign Host (DNS rebinding), even with the link, is refused (the link unspent).
     assert httpx.get(dash_url, headers={"Host": f"evil.example:{host.split(':')[1]}"}
                      ).status_code == 403
+    first = httpx.get(dash_url)  # the link, exchanged for the cookie
+    assert first.status_code == 200 and 'content="0;url=/"' in first.text
+    cookie = first.cookies["bsk_dashboard"]
+    set_cookie = first.headers["set-cookie"].lower()
+    assert "httponly" in set_cookie and "samesite=strict" in set_cookie
+    assert cookie not in dash_url  # the link is not the token
+    again = httpx.get(dash_url)  # good once
+    assert again.status_code == 401 and "used already" in again.json()["error"]["message"]
+    page = httpx.get(base + "/", cookies={"bsk_dashboard": cookie})
+    assert page.status_code == 200 and "BrowserSkill" in page.text
     assert httpx.get(base + "/", cookies={"bsk_dashboard": cookie},
                      headers={"Host": "evil.example"}).status_code == 403
     origin = {"Origin": base}
@@ -125,12 +138,34 @@ def test_the_dashboard_refuses_requests_without_its_token(dash_url: str) -> None
         assert json.loads(ws.recv(timeout=10))["type"] == "state"
 
 
-def test_show_prints_the_same_url_each_time(shared_bsk: Bsk, dash_url: str) -> None:
-    assert shared_bsk.ok("show", "--url")["url"] == dash_url
+def test_show_prints_a_new_one_time_link_each_time(shared_bsk: Bsk, dash_url: str) -> None:
+    again = new_link(shared_bsk)
+    assert again != dash_url and _parts(again)[0] == _parts(dash_url)[0]
     bad = shared_bsk("show", "--bogus")
     assert bad.code == 2 and bad.json["error"]["details"]["field"] == "arguments"
     bad = shared_bsk("show", "--url", "--bogus")  # the message names what is wrong
     assert bad.code == 2 and "'--bogus'" in bad.json["error"]["message"], bad.stdout
+
+
+def test_bsk_show_puts_no_secret_on_the_browsers_command_line(
+        shared_bsk: Bsk, tmp_path: Path) -> None:
+    """Any user can read a process's command line (`ps`): the browser `bsk show` opens is
+    given a file of the user's own (0600), which goes on to a one-time link."""
+    argv_file = tmp_path / "argv"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {argv_file}\n')
+    browser.chmod(0o700)
+    shower = Bsk(shared_bsk.home, DISPLAY=":99", BROWSER=str(browser))
+    answer = shower.ok("show")
+    assert answer["opened"] is True and "code=" not in answer["url"], answer
+    (arg,) = argv_file.read_text().split()
+    page = Path(answer["file"])
+    assert arg == page.as_uri() and stat.S_IMODE(page.stat().st_mode) == 0o600
+    link = page.read_text().partition('url=')[2].partition('"')[0].replace("&amp;", "&")
+    assert "/?code=" in link and link not in arg
+    with dashboard_viewer(arg, tmp_path / "chromium.log") as viewer:  # the file, as opened
+        assert viewer.eval("location.href") == _parts(link)[0] + "/"
+    assert httpx.get(link).status_code == 401  # spent by the browser
 
 
 def test_dashboard_html_is_packaged() -> None:
@@ -213,7 +248,7 @@ def test_a_dialog_opened_by_the_persons_click_does_not_end_the_live_view(
 def test_input_from_the_live_view_is_refused_unless_a_person_holds_the_session(
         bsk: Bsk, site: str, dash_url: str) -> None:
     bsk.ok("open", f"{site}/dash.html")
-    base = dash_url.partition("/?token=")[0]
+    base = _parts(dash_url)[0]
     cookie = httpx.get(dash_url).cookies["bsk_dashboard"]
     with connect(base.replace("http://", "ws://") + "/feed", additional_headers={
             "Origin": base, "Cookie": f"bsk_dashboard={cookie}"}, open_timeout=10) as ws:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from support.wait import wait_until
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from browserskill.browser.extension_pairing import HELLO, PAIR_HELLO, mac
+from browserskill.browser.extension_pairing import HELLO, PAIR_HELLO, WRONG_CODE_DELAY_S, mac
 from browserskill.browser.extension_protocol import EXTENSION_ORIGIN
 
 
@@ -147,22 +148,58 @@ def test_a_forged_origin_from_a_plain_websocket_client_is_refused(
     bad = forged(real["browser_id"], auth=lambda sn: {
         "nonce": nonce, "proof": mac(b"guess", HELLO, sn, nonce, real["browser_id"])})
     assert bad["type"] == "refused" and bad["code"] == "bad_secret"
-    # Guessing the pairing code: five wrong tries void it, so the right one fails too.
-    code = ext.bsk.ok("extension", "pair")["code"].replace("-", "")
-    for _ in range(5):
-        wrong = forged("forger", pair=lambda sn: {
-            "nonce": nonce, "proof": mac(b"AAAAAAAAAA", PAIR_HELLO, sn, nonce, "forger")})
-        assert wrong["code"] == "bad_code"
-    assert "5 times" in wrong["reason"]
-    late = forged("forger", pair=lambda sn: {
-        "nonce": nonce, "proof": mac(code.encode(), PAIR_HELLO, sn, nonce, "forger")})
-    assert late["code"] == "bad_code" and "no pairing code is pending" in late["reason"]
     # None of it became a browser, paired one, or disturbed the real one.
     assert [b["browser_id"] for b in ext.connected()] == [real["browser_id"]]
     assert [p["browser_id"] for p in ext.bsk.ok("browsers")["paired"]] == [real["browser_id"]]
     s = ext.bsk.with_session("still")
     ext.bsk.ok("session", "start", "still", "--browser", "extension")
     assert s("eval", "6 * 7").value == 42
+
+
+def test_wrong_codes_cost_their_connections_not_the_owners_code(
+        make_bsk: Callable[..., Bsk]) -> None:
+    """Guessing the code: each wrong try holds its own connection, then closes it; the
+    code stays good, so a local user can't deny the owner the pairing. A handshake whose
+    protocol is not a whole number (`Infinity`) is refused like any bad handshake."""
+    port = free_port()
+    runner = make_bsk(BSK_EXTENSION_PORT=str(port))
+    runner.ok("daemon", "start")
+    url = f"ws://127.0.0.1:{port}/"
+    code = runner.ok("extension", "pair")["code"].replace("-", "")
+    nonce = "cd" * 16
+
+    def attempt(key: bytes, instance: str) -> tuple[dict[str, Any], float]:
+        began = time.monotonic()
+        with connect(url, origin=EXTENSION_ORIGIN) as ws:  # type: ignore[arg-type]
+            answer = handshake(ws, instance, pair=lambda sn: {
+                "nonce": nonce, "proof": mac(key, PAIR_HELLO, sn, nonce, instance)})
+            if answer["type"] == "refused":
+                with pytest.raises(ConnectionClosed):  # one try per connection
+                    ws.recv(timeout=5)
+        return answer, time.monotonic() - began
+
+    wrong: list[tuple[dict[str, Any], float]] = []
+    guessers = [threading.Thread(target=lambda: wrong.append(attempt(b"AAAAAAAAAA", "guess")))
+                for _ in range(12)]
+    for t in guessers:
+        t.start()
+    for t in guessers:
+        t.join(30)
+    assert len(wrong) == 12
+    for answer, took in wrong:
+        assert answer["code"] == "bad_code" and "wrong pairing code" in answer["reason"]
+        assert took >= WRONG_CODE_DELAY_S  # the guess cost its connection this long
+    welcome, _ = attempt(code.encode(), "owner-browser")
+    assert welcome["type"] == "welcome" and welcome["paired"] is True, welcome
+    assert [p["browser_id"] for p in runner.ok("browsers")["paired"]] == ["owner-browser"]
+
+    with connect(url, origin=EXTENSION_ORIGIN) as ws:  # type: ignore[arg-type]
+        json.loads(ws.recv(timeout=5))
+        ws.send('{"type": "hello", "protocol": Infinity, "instance_id": "x"}')
+        answer = json.loads(ws.recv(timeout=5))
+    assert answer["code"] == "bad_handshake" and "protocol" in answer["reason"], answer
+    log = (runner.home / "daemon.log").read_text()
+    assert "Traceback" not in log and "OverflowError" not in log, log[-3000:]
 
 
 def test_the_extension_obeys_no_daemon_that_cannot_prove_the_secret(

@@ -135,6 +135,15 @@ def _webmcp_call(body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
     return params, timeout_ms
 
 
+def _one_header(request: Request, name: str) -> str | None:
+    """A header that names an operation: two of it would be two names for one call."""
+    values = request.headers.getlist(name)
+    if len(values) > 1:
+        raise BskError("invalid_params", f"{name}: {len(values)} {name} headers; send one",
+                       hint=f"send the {name} header once", details={"field": name})
+    return values[0] if values else None
+
+
 async def _disconnected(request: Request) -> None:
     """Returns when the client hangs up (the body has already been read)."""
     while (await request.receive())["type"] != "http.disconnect":
@@ -167,8 +176,8 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         timeout_ms = body.pop("timeout_ms", None)
         op = await dispatcher.submit(
             sid, tool, body, wait=wait, timeout_ms=timeout_ms,
-            idempotency_key=request.headers.get("idempotency-key"),
-            op_id=request.headers.get("x-op-id"),
+            idempotency_key=_one_header(request, "Idempotency-Key"),
+            op_id=_one_header(request, "X-Op-Id"),
         )
         return await finish(op, detach, request)
 
@@ -176,7 +185,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
     async def webmcp_tools(request: Request) -> Response:
         op = await dispatcher.submit(
             request.path_params["sid"], "webmcp_list", {},
-            wait=_bool_query(request, "wait"), op_id=request.headers.get("x-op-id"))
+            wait=_bool_query(request, "wait"), op_id=_one_header(request, "X-Op-Id"))
         return await finish(op, False, request)
 
     @guarded
@@ -186,8 +195,8 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         params, timeout_ms = _webmcp_call(body)
         op = await dispatcher.submit(
             request.path_params["sid"], "webmcp_invoke", params, wait=wait,
-            timeout_ms=timeout_ms, idempotency_key=request.headers.get("idempotency-key"),
-            op_id=request.headers.get("x-op-id"))
+            timeout_ms=timeout_ms, idempotency_key=_one_header(request, "Idempotency-Key"),
+            op_id=_one_header(request, "X-Op-Id"))
         return await finish(op, detach, request)
 
     @guarded

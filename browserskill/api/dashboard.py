@@ -3,9 +3,11 @@ loopback port of its own, started on first use, with one WebSocket feed carrying
 sessions and their operations, the live view of one session's current tab, and the
 person's actions (cancel, stop, take over, hand back, input, answer a request for help).
 
-Invariants: nothing is reached without this daemon's dashboard token (given in the URL
-once, then an HttpOnly SameSite=Strict cookie), a `Host` naming this listener, and for
-the feed an `Origin` of this listener (a web page elsewhere can't open it). The feed's
+Invariants: nothing is reached without this daemon's dashboard token (an HttpOnly
+SameSite=Strict cookie), a `Host` naming this listener, and for the feed an `Origin` of
+this listener (a web page elsewhere can't open it). The token is in no URL: `bsk show`
+gets a one-time link (`Links`: good once, for `LINK_TTL_S`) that the page exchanges for
+the cookie, so what a process's command line shows (`ps`) opens nothing once used. The feed's
 actions go through the same dispatcher calls as the API's (`cancel`, a queued
 `session_stop`, `interrupt`); none is a second path.
 """
@@ -20,6 +22,7 @@ import logging
 import secrets
 import socket
 import struct
+import time
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -27,10 +30,12 @@ from urllib.parse import parse_qs
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from browserskill.admission import Admission
+from browserskill.api import listeners
 from browserskill.browser.screencast import Screencast, send_input
 from browserskill.browser.tab import Tab
 from browserskill.dispatch.operations import BY_PERSON
@@ -47,14 +52,22 @@ COOKIE = "bsk_dashboard"
 STATE_EVERY_S = 0.25  # how often the feed looks for changes (a new op shows within this)
 OPS_SHOWN = 30  # per session, newest first
 PARAM_SUMMARY = 80  # characters of an operation's parameters shown in the timeline
+LINK_TTL_S = 300.0  # a one-time link from `bsk show` (time enough to paste it)
+LINKS_KEPT = 16
+# The answer to a one-time link: the cookie, then the page by a navigation of this page's
+# own (a same-site one, so the Strict cookie goes with it even when the link was opened
+# from a file: page, as `bsk show` does).
+SIGNED_IN = ('<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" '
+             'content="0;url=/"><title>BrowserSkill</title><a href="/">Open the dashboard</a>')
 
 
 class DashboardGate:
     """Host, token and Origin checks in front of the dashboard app (HTTP and WebSocket)."""
 
-    def __init__(self, app: Any, token: str, port: int) -> None:
+    def __init__(self, app: Any, token: str, port: int, links: Links) -> None:
         self.app = app
         self.token = token.encode()
+        self.links = links
         self.hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
         self.origins = {b"http://" + h for h in self.hosts}
 
@@ -72,14 +85,48 @@ class DashboardGate:
                 return await _refuse(scope, send, 403, "the feed is for the dashboard's own "
                                      "page (Origin)")
         query = parse_qs(scope.get("query_string", b"").decode())
-        given = query.get("token", [""])[0].encode()
-        if given and scope["type"] == "http" and hmac.compare_digest(given, self.token):
-            scope["bsk_token_in_url"] = True  # the page sets the cookie and drops it
+        code = query.get("code", [""])[0]
+        if code and scope["type"] == "http":
+            if not self.links.use(code):
+                return await _refuse(scope, send, 401, "this dashboard link was used "
+                                     f"already or is older than {LINK_TTL_S / 60:g} "
+                                     "minutes: run `bsk show` for a new one")
+            scope["bsk_signed_in"] = True  # the page sets the cookie
             return await self.app(scope, receive, send)
         if not hmac.compare_digest(_cookie(headers, COOKIE), self.token):
-            return await _refuse(scope, send, 401, "no dashboard token: open the URL that "
-                                 "`bsk show` prints")
+            return await _refuse(scope, send, 401, "no dashboard token: open the link that "
+                                 "`bsk show` opens or prints")
         return await self.app(scope, receive, send)
+
+
+class Links:
+    """One-time links to the dashboard: each code is good once, for `LINK_TTL_S`; at
+    most `LINKS_KEPT` are pending (a new one drops the oldest)."""
+
+    def __init__(self) -> None:
+        self._expiry: dict[str, float] = {}
+
+    def new(self) -> str:
+        self._forget_expired()
+        while len(self._expiry) >= LINKS_KEPT:
+            del self._expiry[next(iter(self._expiry))]
+        code = secrets.token_urlsafe(24)
+        self._expiry[code] = time.monotonic() + LINK_TTL_S
+        return code
+
+    def use(self, given: str) -> bool:
+        """Whether `given` is a pending code; it is spent either way it was."""
+        self._forget_expired()
+        for code in list(self._expiry):
+            if hmac.compare_digest(code.encode(), given.encode()):
+                del self._expiry[code]
+                return True
+        return False
+
+    def _forget_expired(self) -> None:
+        now = time.monotonic()
+        for code in [c for c, t in self._expiry.items() if t <= now]:
+            del self._expiry[code]
 
 
 def _cookie(headers: list[tuple[bytes, bytes]], name: str) -> bytes:
@@ -100,7 +147,8 @@ async def _refuse(scope: Any, send: Any, status: int, message: str) -> None:
                                  "hint": "run `bsk show` for the dashboard's URL",
                                  "details": {}}}).encode()
     await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"x-should-retry", b"false")]})
+        (b"content-type", b"application/json"), (b"x-should-retry", b"false"),
+        (b"connection", b"close")]})  # a caller not let in keeps no connection open
     await send({"type": "http.response.body", "body": body})
 
 
@@ -148,26 +196,23 @@ class Dashboard:
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
         self._starting = asyncio.Lock()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/?token={self.token}"
+        self.admission = Admission("the dashboard listener")
+        self.links = Links()
 
     async def start(self) -> str:
-        """The dashboard's URL (with its token), listening from now on."""
+        """A one-time link to the dashboard, listening from now on."""
         async with self._starting:
             if self._task is None or self._task.done():
                 sock = socket.create_server(("127.0.0.1", 0))  # loopback only, by design
                 self.port = sock.getsockname()[1]
-                app = DashboardGate(self._app(), self.token, self.port)
-                config = uvicorn.Config(app, log_level="warning", access_log=False,
-                                        lifespan="off", http="httptools", ws="websockets",
-                                        ws_max_size=1 << 16, timeout_graceful_shutdown=2)
-                self._server = uvicorn.Server(config)
+                app = DashboardGate(self._app(), self.token, self.port, self.links)
+                self._server = listeners.server(app, self.admission, ws="websockets",
+                                                ws_max_size=1 << 16,
+                                                timeout_graceful_shutdown=2)
                 self._task = asyncio.create_task(self._server.serve(sockets=[sock]),
                                                  name="dashboard")
                 log.info("dashboard on http://127.0.0.1:%d", self.port)
-        return self.url
+        return f"http://127.0.0.1:{self.port}/?code={self.links.new()}"
 
     async def stop(self) -> None:
         if self._server is not None and self._task is not None:
@@ -208,9 +253,9 @@ class Dashboard:
 
     def _app(self) -> Starlette:
         async def page(request: Request) -> Response:
-            if request.scope.get("bsk_token_in_url"):
-                # The token moves to a cookie and out of the address bar and history.
-                response: Response = RedirectResponse("/", status_code=303)
+            if request.scope.get("bsk_signed_in"):
+                response: Response = HTMLResponse(SIGNED_IN, headers={
+                    "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
                 response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict",
                                     path="/")
                 return response

@@ -194,8 +194,9 @@ def document() -> dict[str, Any]:
                                         "to it (none without --extension-port).")},
         "/v1/tools": {"get": _simple("Tool catalog with input schemas.")},
         "/v1/dashboard": {"post": _simple(
-            "Start the dashboard (once) and answer its URL, token included: loopback only; "
-            "the token goes into a cookie on first load (docs/dashboard.md).")},
+            "Start the dashboard (once) and answer a one-time link to it (good once, for 5 "
+            "minutes): loopback only; the page exchanges it for the dashboard's cookie "
+            "(docs/dashboard.md).")},
         "/v1/openapi.json": {"get": _simple("This document.")},
         "/v1/sessions": {
             "post": _session_start(),

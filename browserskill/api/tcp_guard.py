@@ -62,5 +62,6 @@ async def _refuse(send: Any, status: int, message: str) -> None:
                                  "hint": "see docs/http-api.md", "details": {}}}).encode()
     assert CODES["invalid_params"].http == 400  # the code names the problem; status says auth
     await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"x-should-retry", b"false")]})
+        (b"content-type", b"application/json"), (b"x-should-retry", b"false"),
+        (b"connection", b"close")]})  # a caller not let in keeps no connection open
     await send({"type": "http.response.body", "body": body})

@@ -3,6 +3,8 @@
 `ExtensionHub` listens on 127.0.0.1:PORT for the extension's WebSocket: only the pinned
 extension origin may connect, and its first message must be a handshake within 5 s that
 proves the browser was paired (`extension_pairing.py`); nothing else becomes a browser.
+Until then a connection is unadmitted, and the listener holds only so many of those
+(`admission.py`).
 Each connected browser (known by the stable instance id it sends) is an
 `ExtensionBrowser`; each connection is an `ExtensionLink`, which implements the same
 `BrowserLink` interface as `CdpLink` by relaying CDP through `chrome.debugger`, so tools
@@ -37,9 +39,15 @@ import websockets
 from websockets.asyncio.server import ServerConnection, serve
 
 from browserskill import __version__
+from browserskill.admission import ACCEPT_BACKLOG, HEADER_READ_S, Admission
 from browserskill.browser.agent_window import AgentWindow
 from browserskill.browser.extension_link import ExtensionLink
-from browserskill.browser.extension_pairing import Pairings, Refused, welcome_proof
+from browserskill.browser.extension_pairing import (
+    WRONG_CODE_DELAY_S,
+    Pairings,
+    Refused,
+    welcome_proof,
+)
 from browserskill.browser.extension_protocol import (
     DEFAULT_PORT,
     EXTENSION_ORIGIN,
@@ -55,6 +63,10 @@ from browserskill.browser.link import LinkError
 from browserskill.errors import BskError, invalid
 
 log = logging.getLogger(__name__)
+# websockets logs every connection's opening and closing at INFO: a flood would fill the
+# daemon's log. Refusals that matter are logged by the hub itself.
+_WS_LOG = logging.getLogger(f"{__name__}.websocket")
+_WS_LOG.setLevel(logging.WARNING)
 
 if TYPE_CHECKING:
     from browserskill.browser.backend import SessionView
@@ -108,6 +120,7 @@ class ExtensionHub:
         self.grace_s = grace_s  # how long a lost browser's sessions wait (0: until stopped)
         self.browsers: dict[str, ExtensionBrowser] = {}
         self._server: Any = None
+        self.admission = Admission("the extension listener")
         # Wired by the daemon: end ops of sessions on a lost link; a user's Stop; a
         # window closed by hand; sessions to re-create after a daemon restart.
         self.on_lost: Callable[[str, set[str]], None] = lambda reason, sids: None
@@ -120,9 +133,14 @@ class ExtensionHub:
         self.on_connected: Callable[[ExtensionBrowser, list[dict[str, Any]]], Any] | None = None
 
     async def start(self) -> None:
+        # Until its handshake proves a pairing a connection is unadmitted (admission.py):
+        # a few at a time, each with HEADER_READ_S for its upgrade, HANDSHAKE_S for its hello.
+        counted = type("Counted", (_Counted,), {"admission": self.admission})
         self._server = await serve(
             self._serve, self.host, self.port, process_request=self._check_request,
-            max_size=MAX_MESSAGE, compression=None, ping_interval=None)
+            max_size=MAX_MESSAGE, compression=None, ping_interval=None,
+            open_timeout=HEADER_READ_S, create_connection=counted, backlog=ACCEPT_BACKLOG,
+            logger=_WS_LOG)
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
         log.info("extension listener on %s:%d (origin %s)", self.host, self.port,
@@ -167,10 +185,14 @@ class ExtensionHub:
             await _refuse(ws, "bad_handshake", f"bad handshake: {e}")
             return
         except Refused as e:
+            if e.wrong_code:  # a guess costs its connection, not the owner's code
+                await asyncio.sleep(WRONG_CODE_DELAY_S)
             await _refuse(ws, e.code, str(e))
             return
         except websockets.ConnectionClosed:
             return
+        if isinstance(ws, _Counted):
+            ws.admitted()
         old = browser.link
         if old is not None and not old.closed:
             await old.close()  # the same browser again: the new connection wins
@@ -200,8 +222,8 @@ class ExtensionHub:
         if not isinstance(hello, dict) or hello.get("type") != "hello":
             raise Refused("bad_handshake",
                           "the first message must be the handshake (type: hello)")
-        theirs_max = int(hello["protocol"])
-        theirs_min = int(hello.get("min_protocol", theirs_max))
+        theirs_max = _version(hello, "protocol", None)
+        theirs_min = _version(hello, "min_protocol", theirs_max)
         agreed = negotiate(theirs_min, theirs_max)
         if agreed is None:
             raise Refused("protocol", f"protocol {theirs_min}-{theirs_max} is not supported: "
@@ -483,6 +505,38 @@ class ExtensionHub:
         log.info("unpaired browser %s", browser_id)
         return {"unpaired": browser_id,
                 "disconnected": browser is not None and browser.link is not None}
+
+
+def _version(hello: dict[str, Any], field: str, default: int | None) -> int:
+    value = hello.get(field, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 16:
+        raise Refused("bad_handshake", f"{field} must be a protocol version (a whole number), "
+                      f"got {str(value)[:40]}")
+    return value
+
+
+class _Counted(ServerConnection):
+    """A connection counted as unadmitted from its accept until `admitted()`."""
+
+    admission: Admission
+    _waiting = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if self.admission.enter():
+            self._waiting = True
+        else:
+            assert isinstance(transport, asyncio.Transport)
+            transport.abort()  # over the cap: the fd goes back at once
+
+    def admitted(self) -> None:
+        if self._waiting:
+            self._waiting = False
+            self.admission.leave()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.admitted()
+        super().connection_lost(exc)
 
 
 async def _refuse(ws: ServerConnection, code: str, reason: str) -> None:

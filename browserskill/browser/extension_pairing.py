@@ -9,9 +9,13 @@ nonces and its instance id, keyed by the secret (or, to pair, by the code, from 
 sides then derive the new secret). The daemon's welcome carries its own HMAC, so the
 extension obeys only a daemon that holds the secret too.
 
-A code is short-lived (5 minutes), good for one pairing, and void after 5 wrong tries;
-one is pending at a time. Secrets are kept per browser instance in
-STATE_DIR/extension-pairings.json, 0600 from its creation.
+A code is short-lived (5 minutes), good for one pairing, and one is pending at a time.
+A wrong code costs the connection that sent it, never the owner's code: the listener
+holds that connection `WRONG_CODE_DELAY_S` before refusing and closing it, and a
+connection gets one try. With at most `admission.MAX_UNADMITTED` connections waiting at
+once, a guesser makes ~64 tries a second, ~19,000 in a code's life, against 30^10 codes;
+and no number of wrong tries can deny the owner the pairing. Secrets are kept per
+browser instance in STATE_DIR/extension-pairings.json, 0600 from its creation.
 """
 
 from __future__ import annotations
@@ -33,9 +37,9 @@ from browserskill import paths
 log = logging.getLogger(__name__)
 
 CODE_TTL_S = 300.0
-CODE_TRIES = 5
+WRONG_CODE_DELAY_S = 1.0  # what a wrong code costs its connection, before the refusal
 # No 0/O, 1/I/L, U: a code read off a terminal is typed back without doubt. 10 of these
-# (~49 bits) for a code that lives 5 minutes and dies after 5 wrong tries.
+# (~49 bits) for a code that lives 5 minutes.
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTVWXYZ23456789"
 CODE_LENGTH = 10
 NONCE = re.compile(r"[0-9a-f]{32,128}")
@@ -67,16 +71,16 @@ def new_code() -> str:
 class Refused(Exception):
     """A handshake the listener turns away; `code` tells the extension what to show."""
 
-    def __init__(self, code: str, reason: str) -> None:
+    def __init__(self, code: str, reason: str, *, wrong_code: bool = False) -> None:
         super().__init__(reason)
         self.code = code
+        self.wrong_code = wrong_code  # a guess: the listener makes its connection pay
 
 
 @dataclass
 class PendingCode:
     code: str  # canonical form
     expires_at: float
-    tries_left: int = CODE_TRIES
 
 
 class Pairings:
@@ -133,12 +137,8 @@ class Pairings:
                           "pair` again")
         key = pending.code.encode()
         if not hmac.compare_digest(proof, mac(key, PAIR_HELLO, server_nonce, nonce, instance)):
-            pending.tries_left -= 1
-            if pending.tries_left <= 0:
-                self.pending = None
-                raise Refused("bad_code", f"wrong pairing code, {CODE_TRIES} times: the "
-                              "code is void; run `bsk extension pair` again")
-            raise Refused("bad_code", "wrong pairing code: check it and try again")
+            raise Refused("bad_code", "wrong pairing code: check it and try again",
+                          wrong_code=True)
         self.pending = None  # good for one pairing
         return bytes.fromhex(mac(key, PAIR_SECRET, server_nonce, nonce, instance))
 

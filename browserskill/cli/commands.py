@@ -19,6 +19,7 @@ from browserskill.tools.catalog import SESSION_START as _SESSION_START
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from browserskill.cli.daemon_client import Client
@@ -236,7 +237,9 @@ def cmd_install_skill(client: Client, args: list[str]) -> Any:
 
 
 def cmd_show(client: Client, args: list[str]) -> Any:
-    """The dashboard's URL; opened in the default browser when there is a display."""
+    """A one-time link to the dashboard; opened in the default browser when there is a
+    display, through a file of the user's own: a browser's command line is readable by
+    every user (`ps`), so no link that opens the dashboard goes on it (docs/dashboard.md)."""
     only_url = "--url" in args
     _no_args("show [--url]", [a for a in args if a != "--url"])
     answer = client.call("POST", "/v1/dashboard")[2]
@@ -245,8 +248,29 @@ def cmd_show(client: Client, args: list[str]) -> Any:
                          or sys.platform == "darwin"):
         import webbrowser
 
-        answer["opened"] = webbrowser.open(answer["url"])
+        page = _link_page(answer["url"])
+        answer["opened"] = webbrowser.open(page.as_uri())
+        if answer["opened"]:  # the browser spends the link: show where it went instead
+            answer["url"], answer["file"] = f"http://127.0.0.1:{answer['port']}/", str(page)
     return answer
+
+
+def _link_page(link: str) -> Path:
+    """$BSK_HOME/dashboard-link.html (0600), a page that goes on to `link` (as Jupyter's
+    redirect file does): the browser's command line shows only this file's path."""
+    import html
+
+    page = paths.state_dir() / "dashboard-link.html"
+    tmp = page.with_name(page.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    fd = paths.open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    quoted = html.escape(link, quote=True)
+    with os.fdopen(fd, "w") as f:
+        f.write(f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" '
+                f'content="0;url={quoted}"><title>BrowserSkill</title>'
+                f'<a href="{quoted}">Open the dashboard</a>\n')
+    os.replace(tmp, page)
+    return page
 
 
 def cmd_replay(client: Client, args: list[str]) -> Any:

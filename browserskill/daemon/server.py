@@ -1,5 +1,6 @@
 """Running the daemon: one per state directory (a lock file), the API on a private Unix
-socket, an idle timer, and a clean stop that ends every operation honestly."""
+socket (and optionally on loopback TCP; each listener bounded on its own, api/listeners.py),
+an idle timer, and a clean stop that ends every operation honestly."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import contextlib
 import fcntl
 import logging
 import os
+import resource
 import signal
 import socket
 from pathlib import Path
 
-import uvicorn
-
 from browserskill import paths
+from browserskill.admission import FILE_LIMIT, UNIX_MAX_UNADMITTED, Admission
+from browserskill.api import listeners
 from browserskill.api.app import build_app
 from browserskill.api.dashboard import Dashboard
 from browserskill.api.tcp_guard import TcpGuard, load_token
@@ -64,6 +66,7 @@ async def serve(
     extension_grace_s: float = RECONNECT_GRACE_S, tcp_port: int | None = None,
 ) -> None:
     home = paths.ensure_state_dir()
+    _raise_file_limit()
     lock_fd = take_lock(home)
     paths.tighten_state_files(home)
     sock_path = paths.socket_path(home)
@@ -81,24 +84,28 @@ async def serve(
         log.warning("sessions after restart: %s", daemon.readopted)
     if daemon.extensions is not None:
         await daemon.extensions.start()  # a port already taken stops the start: say so
-    sockets = [bind_socket(sock_path)]
     dashboard = Dashboard(daemon)  # listens from the first `bsk show`
     app = build_app(daemon, dashboard)
+    # Each listener is a server of its own with its own connection limits (admission.py):
+    # a flood on the TCP listener never delays the owner's Unix socket.
+    servers = {"unix": listeners.server(app, Admission("the Unix socket", UNIX_MAX_UNADMITTED),
+                                        ws="none", timeout_graceful_shutdown=5)}
+    server_sockets = {"unix": bind_socket(sock_path)}
     if tcp_port is not None:
         tcp = socket.create_server(("127.0.0.1", tcp_port))  # loopback only, by design
         daemon.tcp_port = tcp.getsockname()[1]
-        app = TcpGuard(app, load_token(home), daemon.tcp_port)
-        sockets.append(tcp)
+        servers["tcp"] = listeners.server(TcpGuard(app, load_token(home), daemon.tcp_port),
+                                          Admission("the TCP listener"), ws="none",
+                                          timeout_graceful_shutdown=5)
+        server_sockets["tcp"] = tcp
         log.info("also listening on http://127.0.0.1:%d (bearer token in %s/token)",
                  daemon.tcp_port, home)
-    config = uvicorn.Config(app, log_level="warning", access_log=False,
-                            lifespan="off", timeout_graceful_shutdown=5, http="httptools")
-    server = uvicorn.Server(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, daemon.request_stop, f"signal {sig.name}")
     log.info("daemon %s listening on %s (pid %d)", daemon.version, sock_path, daemon.pid)
-    server_task = asyncio.create_task(server.serve(sockets=sockets))
+    server_tasks = {asyncio.create_task(servers[name].serve(sockets=[server_sockets[name]]),
+                                        name=f"listener-{name}") for name in servers}
     idle_task = asyncio.create_task(_idle_watch(daemon))
     # Retention's backlog (e.g. 90,000 rows over BSK_JOURNAL_MAX_COUNT) goes batch by batch
     # while requests are served, not before the first answer.
@@ -106,7 +113,7 @@ async def serve(
     prune_task.add_done_callback(_log_pruned)
     try:
         stop_wait = asyncio.create_task(daemon.stop_event.wait())
-        await asyncio.wait({server_task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({*server_tasks, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         log.info("stopping: %s", daemon.stop_reason or "server ended")
     finally:
         idle_task.cancel()
@@ -124,12 +131,21 @@ async def serve(
             with contextlib.suppress(Exception):
                 await daemon.extensions.stop()
         await daemon.browser.shutdown()
-        server.should_exit = True
+        for server in servers.values():
+            server.should_exit = True
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(server_task, 6)
+            await asyncio.wait_for(asyncio.gather(*server_tasks), 6)
         sock_path.unlink(missing_ok=True)
         daemon.journal.close()
         os.close(lock_fd)
+
+
+def _raise_file_limit() -> None:
+    """Room for the listeners' bounds (admission.py) above what the browser links need."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = FILE_LIMIT if hard == resource.RLIM_INFINITY else min(FILE_LIMIT, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 def _log_pruned(task: asyncio.Task[int]) -> None:
