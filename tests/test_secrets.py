@@ -26,7 +26,7 @@ SECRET = "Pw-dana-4471!"
 def dashboard_feed(bsk: Bsk) -> Iterator[list[str]]:
     """Every state frame the dashboard's feed sends while the block runs."""
     url = bsk.ok("show", "--url")["url"]
-    base = url.partition("/?token=")[0]
+    base = url.partition("/?code=")[0]
     cookie = httpx.get(url).cookies["bsk_dashboard"]
     frames: list[str] = []
     with connect(base.replace("http://", "ws://") + "/feed", open_timeout=10,
