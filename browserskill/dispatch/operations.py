@@ -2,12 +2,14 @@
 
 Invariants: it ends exactly once (`complete` or `fail`); its scope (`OperationScope`)
 holds its one deadline and why it was interrupted; what it reports has the contract's
-result shape (`contract.result`).
+result shape (`contract.result`); what it keeps of its result (`kept_form`: `op show`
+and the journal) is bounded, whatever the result's size.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,6 +29,42 @@ QUEUED, DISPATCHED, CLEANING_UP, ENDED = contract.STATES
 # agent's call.
 TAKE_OVER = "take_over"
 BY_PERSON = frozenset({TAKE_OVER, "request_help"})
+
+
+# What `op show` and the journal keep of a result (docs/outcomes.md, "Bounded results"):
+# the call that ran it got it whole; a bigger one is kept with its long strings cut.
+KEPT_RESULT_MAX_CHARS = 64_000
+KEPT_STRING_MAX_CHARS = 2_000
+KEPT_LIST_MAX_ITEMS = 200
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > KEPT_STRING_MAX_CHARS:
+        return value[:KEPT_STRING_MAX_CHARS] + f"…[cut: {len(value):,} characters]"
+    if isinstance(value, dict):
+        return {k: _cut(v) for k, v in value.items()}
+    if isinstance(value, list):
+        more = len(value) - KEPT_LIST_MAX_ITEMS
+        return [_cut(v) for v in value[:KEPT_LIST_MAX_ITEMS]] + (
+            [f"…[cut: {more:,} more items]"] if more > 0 else [])
+    return value
+
+
+def kept_form(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`result` if its JSON text is at most KEPT_RESULT_MAX_CHARS, else a bounded form of
+    it (long strings and lists cut, or only the text's start) with a `kept_note`."""
+    if result is None:
+        return None
+    text = json.dumps(result, ensure_ascii=False)
+    if len(text) <= KEPT_RESULT_MAX_CHARS:
+        return result
+    kept = _cut(result)
+    if len(json.dumps(kept, ensure_ascii=False)) > KEPT_RESULT_MAX_CHARS:
+        kept = {"start": text[:KEPT_RESULT_MAX_CHARS // 2]}
+    return {**kept, "kept_note": (
+        f"bounded for op show and the journal: the result was {len(text):,} characters "
+        f"of JSON, more than the {KEPT_RESULT_MAX_CHARS:,} kept; the call that ran it got "
+        "it whole")}
 
 
 def iso(ts: float | None) -> str | None:
@@ -123,10 +161,12 @@ class Operation:
         self.note("ended", status)
 
     def to_result(self, *, with_timeline: bool = False) -> dict[str, Any]:
+        """Its answer; `with_timeline` (`op show`) also holds what the journal keeps."""
         out = contract.result(
             op_id=self.op_id, session_id=self.session_id, tool=self.tool, state=self.state,
             status=self.status, dispatched=self.dispatched, retry_safe=self.retry_safe,
-            result=self.result, error=self.error, started_at=iso(self.created_at),
+            result=kept_form(self.result) if with_timeline else self.result,
+            error=self.error, started_at=iso(self.created_at),
             ended_at=iso(self.ended_at))
         if with_timeline:
             out["timeline"] = self.timeline
