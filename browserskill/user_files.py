@@ -87,14 +87,23 @@ def read_bounded(path: str | Path, field: str, cap: int) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise _open_error(field, path, e, "read") from None
-    with os.fdopen(fd, "rb") as f:
+    try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise _not_regular(field, path, mode)
-        try:
-            data = f.read(cap + 1)  # a file that grows meanwhile costs at most this
-        except OSError as e:
-            raise _refuse(field, path, f"can't read it: {e.strerror or e}") from None
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= cap:  # a file that grows meanwhile costs at most cap + 1 bytes
+            chunk = os.read(fd, min(cap + 1 - size, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    except OSError as e:
+        raise _refuse(field, path, f"can't read it: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
     if len(data) > cap:
         raise _refuse(field, path, f"is larger than the {cap:,} bytes allowed",
                       hint="give a smaller file")

@@ -1,0 +1,207 @@
+"""Files a user names (browserskill/user_files.py) and results a page makes, bounded:
+a FIFO, a device or a directory is refused fast, naming the file and what it is; a file
+is read up to its cap and no further; a stuck file holds only its own call, which ends at
+its deadline while other sessions and the control plane answer; an eval's value and what
+the journal keeps of a result are cut, saying so."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support.cli import Bsk, daemon_pid
+
+from browserskill import user_files
+from browserskill.dispatch.operations import KEPT_RESULT_MAX_CHARS
+from browserskill.errors import BskError
+from browserskill.tools.catalog import EVAL_MAX_CHARS
+from browserskill.tools.routes import MAX_BODY_BYTES
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return path
+
+
+def refused(r, field: str, *words: str) -> dict:  # type: ignore[no-untyped-def]
+    assert r.code == 2, (r.stdout, r.stderr)
+    error = r.json["error"]
+    assert error["code"] == "invalid_params" and error["details"]["field"] == field, error
+    for word in words:
+        assert word in error["message"], error
+    return error
+
+
+# -- the helper itself -------------------------------------------------------------------
+
+
+def test_reads_refuse_what_is_not_a_regular_file_and_stop_at_the_cap(
+        tmp_path: Path, fifo: Path) -> None:
+    for path, kind in ((Path("/dev/zero"), "character device"),
+                       (Path("/dev/full"), "character device"),
+                       (fifo, "FIFO"), (tmp_path, "directory")):
+        with pytest.raises(BskError) as e:
+            user_files.read_bounded(path, "file", 1000)
+        assert e.value.code == "invalid_params" and kind in e.value.message
+        assert str(path) in e.value.message and e.value.details["file"] == str(path)
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 1001)
+    with pytest.raises(BskError, match="larger than the 1,000 bytes"):
+        user_files.read_bounded(big, "file", 1000)
+    assert user_files.read_bounded(big, "file", 1001) == b"x" * 1001
+
+
+def test_a_write_never_touches_a_fifo_or_a_device(fifo: Path) -> None:
+    # A FIFO with a reader waiting: opening it would succeed, and is refused by fstat.
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with pytest.raises(BskError, match="FIFO"):
+            user_files.write_whole(fifo, b"secret")
+        assert os.read(reader, 100) == b""  # nothing was written into it
+    finally:
+        os.close(reader)
+    with pytest.raises(BskError, match="FIFO"):  # no reader: ENXIO, named for what it is
+        user_files.write_whole(fifo, b"x")
+    with pytest.raises(BskError, match="character device"):
+        user_files.write_whole("/dev/full", b"x")
+
+
+def test_a_stuck_file_ends_at_the_deadline_and_the_loop_runs_meanwhile(fifo: Path) -> None:
+    """A blocking open (what a FIFO or a hung mount does to a plain `open`) runs in a
+    worker: the caller's deadline ends it on time and the event loop keeps serving."""
+    async def main() -> tuple[float, int]:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        beat = asyncio.create_task(ticker())
+        start = time.monotonic()
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await user_files.in_worker(lambda: open(fifo, "rb").close())  # blocks
+        took = time.monotonic() - start
+        beat.cancel()
+        return took, ticks
+
+    took, ticks = asyncio.run(main())
+    assert 0.5 <= took < 1.5, took
+    assert ticks >= 20  # the loop ran all along
+    # Let the abandoned worker finish: a writer opens the other end.
+    done = threading.Event()
+    threading.Thread(target=lambda: (open(fifo, "wb").close(), done.set()), daemon=True).start()
+    assert done.wait(10)
+
+
+# -- reads through the daemon ------------------------------------------------------------
+
+
+def test_route_file_refuses_devices_fifos_and_big_files_fast(bsk: Bsk, tmp_path: Path,
+                                                              fifo: Path) -> None:
+    pid = daemon_pid(bsk.home)
+    assert pid is not None
+    before = rss_mb(pid)
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate(MAX_BODY_BYTES + 1)
+    cases = {"/dev/full": "character device", "/dev/zero": "character device",
+             str(fifo): "FIFO", str(tmp_path): "directory", str(big): "larger than"}
+    for path, why in cases.items():
+        start = time.monotonic()
+        r = bsk("route", "add", "**/x", "--file", path, "--timeout", "10", timeout=30)
+        assert time.monotonic() - start < 8, path
+        refused(r, "file", path, why)
+    assert bsk.ok("route", "list")["result"]["routes"] == []
+    assert rss_mb(pid) < before + 50  # /dev/full grew main's daemon to 20 GB
+
+
+def test_state_upload_and_replay_refuse_a_fifo(bsk: Bsk, site: str, fifo: Path) -> None:
+    refused(bsk("state", "load", str(fifo), timeout=30), "path", "FIFO")
+    refused(bsk("replay", str(fifo), timeout=30), "file", "FIFO")
+    refused(bsk("replay", "/dev/zero", timeout=30), "file", "character device")
+    refused(bsk("session", "start", "fifo-state", "--isolated", "--state", str(fifo),
+                timeout=30), "state", "FIFO")
+    bsk.ok("open", f"{site}/form.html")
+    snap = bsk.ok("snapshot")["result"]["snapshot"]
+    avatar = next(line.split("[ref=")[1].split("]")[0] for line in snap.splitlines()
+                  if 'button "Avatar"' in line)
+    refused(bsk("upload", avatar, str(fifo), timeout=30), "files", "FIFO")
+    refused(bsk("upload", avatar, "/dev/zero", timeout=30), "files", "character device")
+
+
+# -- writes through the daemon -----------------------------------------------------------
+
+
+def test_a_fifo_target_is_refused_while_other_sessions_and_status_answer(
+        bsk: Bsk, shared_bsk: Bsk, site: str, fifo: Path) -> None:
+    bsk.ok("open", f"{site}/form.html")
+    other = shared_bsk.with_session(bsk.session + "-other")
+    other.ok("session", "start", other.session)
+    try:
+        shot = bsk.popen("screenshot", str(fifo), "--timeout", "5")
+        start = time.monotonic()
+        assert other.ok("eval", "1+1")["result"]["value"] == 2
+        assert shared_bsk("status").code == 0
+        assert time.monotonic() - start < 10  # main: both hung behind the FIFO for ever
+        out, _ = shot.communicate(timeout=30)
+        assert time.monotonic() - start < 10  # at or before its 5 s deadline (+ start-up)
+        error = json.loads(out)["error"]
+        assert error["code"] == "invalid_params" and "FIFO" in error["message"], error
+    finally:
+        other("session", "stop", "--wait")
+    for args in (("screenshot", str(fifo)), ("pdf", str(fifo) + ".pdf"),
+                 ("state", "save", str(fifo)), ("network", "har", str(fifo))):
+        target = args[-1]
+        if not os.path.exists(target):
+            os.mkfifo(target)
+        refused(bsk(*args, "--timeout", "10", timeout=30), "path", target, "FIFO")
+    refused(bsk("screenshot", "/dev/full", timeout=30), "path", "character device")
+
+
+# -- page-sourced results ----------------------------------------------------------------
+
+
+def test_an_oversize_eval_is_cut_with_a_note_and_kept_bounded(bsk: Bsk,
+                                                              shared_bsk: Bsk) -> None:
+    big = bsk.ok("eval", "'x'.repeat(3e6)")
+    got = big["result"]
+    assert len(got["value"]) == EVAL_MAX_CHARS and got["truncated"] is True
+    assert got["total_chars"] == 3_000_000 and "--max-chars" in got["note"]
+    more = bsk.ok("eval", "'x'.repeat(3e6)", "--max-chars", "2000000")["result"]
+    assert len(more["value"]) == 2_000_000
+    obj = bsk.ok("eval", "Array(400000).fill('abcdefghij')")["result"]  # cut in the page
+    assert obj["truncated"] and obj["total_chars"] == 400_000 * 13 + 1
+    assert obj["value"].startswith('["abcdefghij","abcdefghij"')
+    assert len(obj["value"]) == EVAL_MAX_CHARS
+    small = bsk.ok("eval", "({a: [1, 2]})")["result"]
+    assert small["value"] == {"a": [1, 2]} and "truncated" not in small
+
+    shown = bsk.ok("op", "show", big["op_id"])
+    assert len(json.dumps(shown["result"])) < KEPT_RESULT_MAX_CHARS + 1000
+    assert "bounded for op show" in shown["result"]["kept_note"]
+    assert "the call that ran it got it whole" in shown["result"]["kept_note"]
+    db = sqlite3.connect(f"file:{shared_bsk.home / 'journal.sqlite3'}?mode=ro", uri=True)
+    try:
+        (row,) = db.execute("SELECT length(result) FROM ops WHERE op_id = ?",
+                            (big["op_id"],)).fetchone()
+    finally:
+        db.close()
+    assert row < KEPT_RESULT_MAX_CHARS + 1000
