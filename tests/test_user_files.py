@@ -18,7 +18,12 @@ import pytest
 from support.cli import Bsk, daemon_pid
 
 from browserskill import user_files
-from browserskill.dispatch.operations import KEPT_RESULT_MAX_CHARS
+from browserskill.dispatch.operations import (
+    KEPT_RESULT_MAX_CHARS,
+    RESULT_MAX_CHARS,
+    capped_result,
+    kept_form,
+)
 from browserskill.errors import BskError
 from browserskill.tools.catalog import EVAL_MAX_CHARS
 from browserskill.tools.routes import MAX_BODY_BYTES
@@ -205,3 +210,17 @@ def test_an_oversize_eval_is_cut_with_a_note_and_kept_bounded(bsk: Bsk,
     finally:
         db.close()
     assert row < KEPT_RESULT_MAX_CHARS + 1000
+
+
+def test_any_result_past_the_cap_is_cut_saying_so() -> None:
+    """The net under every tool's own cap: a result (a huge snapshot, a storage value, a
+    WebMCP tool's answer) past RESULT_MAX_CHARS of JSON is cut, with a note."""
+    whole = {"value": "x" * (RESULT_MAX_CHARS + 1), "ok": True, "note": "the tool's own"}
+    cut = capped_result(whole)
+    assert cut["ok"] is True and cut["truncated"] is True
+    assert len(json.dumps(cut)) < RESULT_MAX_CHARS // 10
+    assert cut["note"].startswith("the tool's own; cut: the result was")
+    items = capped_result({"items": list(range(RESULT_MAX_CHARS // 3))})
+    assert items["items"][-1].startswith("…[cut: ") and "lists over" in items["note"]
+    small = {"value": "x" * 1000}
+    assert capped_result(small) is small and kept_form(small) is small

@@ -31,40 +31,68 @@ TAKE_OVER = "take_over"
 BY_PERSON = frozenset({TAKE_OVER, "request_help"})
 
 
-# What `op show` and the journal keep of a result (docs/outcomes.md, "Bounded results"):
-# the call that ran it got it whole; a bigger one is kept with its long strings cut.
+# Every result is bounded (docs/outcomes.md, "Bounded results"): a tool's own cap (eval's
+# and html's --max-chars, …) cuts first, with its own note; past RESULT_MAX_CHARS of JSON
+# any result is cut here. `op show` and the journal keep less (KEPT_*): the call that ran
+# it got it whole.
+RESULT_MAX_CHARS = 12_000_000
+RESULT_STRING_MAX_CHARS = 1_000_000
+RESULT_LIST_MAX_ITEMS = 10_000
 KEPT_RESULT_MAX_CHARS = 64_000
 KEPT_STRING_MAX_CHARS = 2_000
 KEPT_LIST_MAX_ITEMS = 200
 
 
-def _cut(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > KEPT_STRING_MAX_CHARS:
-        return value[:KEPT_STRING_MAX_CHARS] + f"…[cut: {len(value):,} characters]"
+def _cut(value: Any, max_string: int, max_items: int) -> Any:
+    if isinstance(value, str) and len(value) > max_string:
+        return value[:max_string] + f"…[cut: {len(value):,} characters]"
     if isinstance(value, dict):
-        return {k: _cut(v) for k, v in value.items()}
+        return {k: _cut(v, max_string, max_items) for k, v in value.items()}
     if isinstance(value, list):
-        more = len(value) - KEPT_LIST_MAX_ITEMS
-        return [_cut(v) for v in value[:KEPT_LIST_MAX_ITEMS]] + (
+        more = len(value) - max_items
+        return [_cut(v, max_string, max_items) for v in value[:max_items]] + (
             [f"…[cut: {more:,} more items]"] if more > 0 else [])
     return value
 
 
+def _bounded(result: dict[str, Any], limit: int, max_string: int, max_items: int,
+             note: str) -> tuple[dict[str, Any], str | None]:
+    """`result` if its JSON text is at most `limit` characters, else its long strings and
+    lists cut (or, if that is still too big, only the start of the text) and a note."""
+    text = json.dumps(result, ensure_ascii=False)
+    if len(text) <= limit:
+        return result, None
+    kept = _cut(result, max_string, max_items)
+    if len(json.dumps(kept, ensure_ascii=False)) > limit:
+        kept = {"start": text[:limit // 2]}
+    return kept, (f"{note}: the result was {len(text):,} characters of JSON, more than "
+                  f"the {limit:,} allowed")
+
+
+def capped_result(result: dict[str, Any]) -> dict[str, Any]:
+    """What a call answers: `result`, or past RESULT_MAX_CHARS a cut form with a `note`."""
+    out, note = _bounded(result, RESULT_MAX_CHARS, RESULT_STRING_MAX_CHARS,
+                         RESULT_LIST_MAX_ITEMS, "cut")
+    if note is None:
+        return result
+    said = (f"{note}; strings over {RESULT_STRING_MAX_CHARS:,} characters and lists over "
+            f"{RESULT_LIST_MAX_ITEMS:,} items were cut: ask for less (a ref, --limit, "
+            "--max-chars) or save it to a file")
+    before = out.get("note")
+    return {**out, "truncated": True,
+            "note": f"{before}; {said}" if isinstance(before, str) else said}
+
+
 def kept_form(result: dict[str, Any] | None) -> dict[str, Any] | None:
-    """`result` if its JSON text is at most KEPT_RESULT_MAX_CHARS, else a bounded form of
-    it (long strings and lists cut, or only the text's start) with a `kept_note`."""
+    """What `op show` and the journal keep of `result`: itself if its JSON text is at
+    most KEPT_RESULT_MAX_CHARS, else a bounded form of it with a `kept_note`."""
     if result is None:
         return None
-    text = json.dumps(result, ensure_ascii=False)
-    if len(text) <= KEPT_RESULT_MAX_CHARS:
+    out, note = _bounded(result, KEPT_RESULT_MAX_CHARS, KEPT_STRING_MAX_CHARS,
+                         KEPT_LIST_MAX_ITEMS, "bounded for op show and the journal")
+    if note is None:
         return result
-    kept = _cut(result)
-    if len(json.dumps(kept, ensure_ascii=False)) > KEPT_RESULT_MAX_CHARS:
-        kept = {"start": text[:KEPT_RESULT_MAX_CHARS // 2]}
-    return {**kept, "kept_note": (
-        f"bounded for op show and the journal: the result was {len(text):,} characters "
-        f"of JSON, more than the {KEPT_RESULT_MAX_CHARS:,} kept; the call that ran it got "
-        "it whole")}
+    return {**out, "kept_note": f"{note}; the call that ran it got it whole"}
 
 
 def iso(ts: float | None) -> str | None:
@@ -140,7 +168,7 @@ class Operation:
 
     def complete(self, result: dict[str, Any], retry_safe: bool) -> None:
         self._end("completed", "yes", retry_safe)
-        self.result = result
+        self.result = capped_result(result)
 
     def fail(self, err: BskError) -> None:
         entry = CODES[err.code]
