@@ -33,8 +33,8 @@ BY_PERSON = frozenset({TAKE_OVER, "request_help"})
 
 # Every result is bounded (docs/outcomes.md, "Bounded results"): a tool's own cap (eval's
 # and html's --max-chars, …) cuts first, with its own note; past RESULT_MAX_CHARS of JSON
-# any result is cut here. `op show` and the journal keep less (KEPT_*): the call that ran
-# it got it whole.
+# any result is cut here. The journal keeps less (KEPT_*): the call that ran it, and
+# `op show`/`op wait` while the daemon holds the operation, get it whole.
 RESULT_MAX_CHARS = 12_000_000
 RESULT_STRING_MAX_CHARS = 1_000_000
 RESULT_LIST_MAX_ITEMS = 10_000
@@ -84,12 +84,13 @@ def capped_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def kept_form(result: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What `op show` and the journal keep of `result`: itself if its JSON text is at
-    most KEPT_RESULT_MAX_CHARS, else a bounded form of it with a `kept_note`."""
+    """What the journal keeps of `result` (so `op show` once the daemon has let the
+    operation go): itself if its JSON text is at most KEPT_RESULT_MAX_CHARS, else a
+    bounded form of it with a `kept_note`."""
     if result is None:
         return None
     out, note = _bounded(result, KEPT_RESULT_MAX_CHARS, KEPT_STRING_MAX_CHARS,
-                         KEPT_LIST_MAX_ITEMS, "bounded for op show and the journal")
+                         KEPT_LIST_MAX_ITEMS, "bounded in the journal")
     if note is None:
         return result
     return {**out, "kept_note": f"{note}; the call that ran it got it whole"}
@@ -189,14 +190,17 @@ class Operation:
         self.note("ended", status)
 
     def to_result(self, *, with_timeline: bool = False) -> dict[str, Any]:
-        """Its answer; `with_timeline` (`op show`) also holds what the journal keeps."""
+        """Its answer; `with_timeline` (`op show`, `op wait`) adds its history, and says
+        when the journal keeps only a bounded form of its result."""
         out = contract.result(
             op_id=self.op_id, session_id=self.session_id, tool=self.tool, state=self.state,
             status=self.status, dispatched=self.dispatched, retry_safe=self.retry_safe,
-            result=kept_form(self.result) if with_timeline else self.result,
-            error=self.error, started_at=iso(self.created_at),
+            result=self.result, error=self.error, started_at=iso(self.created_at),
             ended_at=iso(self.ended_at))
         if with_timeline:
+            kept = kept_form(self.result)
+            if kept is not self.result and kept is not None:  # as the journal will say
+                out["journal_note"] = kept["kept_note"]
             out["timeline"] = self.timeline
             out["params"] = self.params
             out["idempotency_key"] = self.idempotency_key
