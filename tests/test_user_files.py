@@ -18,6 +18,7 @@ import pytest
 from support.cli import Bsk, daemon_pid
 
 from browserskill import user_files
+from browserskill.dispatch.dispatcher import WHOLE_RESULTS
 from browserskill.dispatch.operations import (
     KEPT_RESULT_MAX_CHARS,
     RESULT_MAX_CHARS,
@@ -226,3 +227,19 @@ def test_any_result_past_the_cap_is_cut_saying_so() -> None:
     assert items["items"][-1].startswith("…[cut: ") and "lists over" in items["note"]
     small = {"value": "x" * 1000}
     assert capped_result(small) is small and kept_form(small) is small
+
+
+def test_memory_returns_after_a_big_eval(bsk: Bsk, tmp_path: Path) -> None:
+    """main kept a 100 MB eval's value in memory (and the journal) for good; here the
+    answer is cut, and once WHOLE_RESULTS more operations end, only the journal's
+    bounded form of it stays."""
+    pid = daemon_pid(bsk.home)
+    assert pid is not None
+    bsk.ok("eval", "1")
+    before = rss_mb(pid)
+    got = bsk.ok("eval", "'x'.repeat(50e6)", "--timeout", "120")["result"]
+    assert got["truncated"] and got["total_chars"] == 50_000_000
+    script = tmp_path / "small.bsk"
+    script.write_text("eval 1\n" * (WHOLE_RESULTS + 1))
+    assert bsk.ok("replay", str(script))["result"]["completed"] == WHOLE_RESULTS + 1
+    assert rss_mb(pid) < before + 25, (before, rss_mb(pid))

@@ -171,6 +171,11 @@ class Operation:
         self._end("completed", "yes", retry_safe)
         self.result = capped_result(result)
 
+    def keep_bounded(self) -> None:
+        """Hold only what the journal keeps of its result (`kept_form`), so the memory of
+        a big one returns once its callers have it."""
+        self.result = kept_form(self.result)
+
     def fail(self, err: BskError) -> None:
         entry = CODES[err.code]
         dispatched = err.dispatched or entry.dispatched
