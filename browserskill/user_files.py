@@ -201,6 +201,13 @@ async def in_worker(fn: Callable[..., T], *args: Any) -> T:
     return await done
 
 
+def close_soon(f: BinaryIO) -> None:
+    """Close `f` in a thread of its own, not waiting (a call that failed or ran out of
+    time lets go of its file: a flush that hangs holds only that thread)."""
+    if not f.closed:
+        threading.Thread(target=f.close, name="bsk-file-close", daemon=True).start()
+
+
 async def read_file(path: str | Path, field: str, cap: int) -> bytes:
     """`read_bounded` in a worker: the event loop never waits on a user's file."""
     return await in_worker(read_bounded, path, field, cap)

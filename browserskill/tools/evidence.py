@@ -77,9 +77,10 @@ async def save_stream(tab: Tab, handle: str, path: Path, timeout: float) -> int:
     size = 0
     try:
         async with asyncio.timeout(timeout):
-            # Opened and written in a worker (browserskill/user_files.py): a slow disk
-            # holds this call until its deadline, never the event loop.
-            with await user_files.in_worker(user_files.open_for_write, path) as out:
+            # Opened, written and closed in workers (browserskill/user_files.py): a slow
+            # disk holds this call until its deadline, never the event loop.
+            out = await user_files.in_worker(user_files.open_for_write, path)
+            try:
                 while True:
                     chunk = await tab.send("IO.read", {"handle": handle, "size": 1 << 20})
                     data = chunk.get("data", "")
@@ -89,6 +90,9 @@ async def save_stream(tab: Tab, handle: str, path: Path, timeout: float) -> int:
                     size += len(raw)
                     if chunk.get("eof"):
                         break
+                await user_files.in_worker(out.close)
+            finally:
+                user_files.close_soon(out)  # failed or cut short: closed, never waited on
     finally:
         with contextlib.suppress(LinkError, TabGone):
             await tab.send("IO.close", {"handle": handle}, timeout=2.0)
