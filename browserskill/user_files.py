@@ -9,7 +9,9 @@ screenshot) and every write (screenshots, PDFs, traces, HAR, state, scripts, vid
   file over its cap is refused having cost at most the cap;
 - the async forms run the blocking part in a thread of its own (`in_worker`), so a slow
   or stuck file holds only its own call, which ends at its deadline like any other step:
-  never the event loop (other sessions, the control plane) nor a shared thread pool.
+  never the event loop (other sessions, the control plane) nor a shared thread pool;
+- a write whose call has ended while its open waited (a frozen disk) writes nothing: the
+  file it made is removed, so nothing lands after the answer said it did not.
 """
 
 from __future__ import annotations
@@ -21,12 +23,17 @@ import shutil
 import stat
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from browserskill.errors import BskError
 
 T = TypeVar("T")
+
+# Set in a worker's thread (`in_worker`) once the call that started it has stopped waiting.
+_ABANDONED: ContextVar[threading.Event | None] = ContextVar("bsk_file_abandoned",
+                                                            default=None)
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -115,6 +122,7 @@ def open_for_write(path: str | Path, field: str = "path", *,
     """`path` opened to be written from its start (made if missing; 0600 if `private`,
     also when it existed), refusing anything but a regular file. Blocking: for a worker."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+    existed = os.path.lexists(path)
     try:
         fd = os.open(path, flags, 0o600 if private else 0o666)
     except OSError as e:
@@ -123,6 +131,11 @@ def open_for_write(path: str | Path, field: str = "path", *,
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise _not_regular(field, path, mode)
+        abandoned = _ABANDONED.get()
+        if abandoned is not None and abandoned.is_set():  # its call has answered already
+            if not existed:
+                os.unlink(path)
+            raise _refuse(field, path, "its call ended before the file could be opened")
         if private:
             os.fchmod(fd, 0o600)
         os.ftruncate(fd, 0)  # only now: a FIFO or device was never touched
@@ -174,6 +187,7 @@ async def in_worker(fn: Callable[..., T], *args: Any) -> T:
     Not the shared executor: a file stuck for ever must not starve anything else."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[T] = loop.create_future()
+    abandoned = threading.Event()
 
     def settle(result: T | None, error: BaseException | None) -> None:
         if done.cancelled():
@@ -184,6 +198,7 @@ async def in_worker(fn: Callable[..., T], *args: Any) -> T:
             done.set_result(result)  # type: ignore[arg-type]
 
     def run() -> None:
+        _ABANDONED.set(abandoned)  # a new thread has a context of its own
         try:
             result = fn(*args)
         except BaseException as e:  # handed to the caller, who re-raises it
@@ -198,7 +213,11 @@ async def in_worker(fn: Callable[..., T], *args: Any) -> T:
 
     threading.Thread(target=run, name=f"bsk-file-{getattr(fn, '__name__', 'io')}",
                      daemon=True).start()
-    return await done
+    try:
+        return await done
+    except asyncio.CancelledError:
+        abandoned.set()
+        raise
 
 
 def close_soon(f: BinaryIO) -> None:

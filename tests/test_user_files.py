@@ -9,13 +9,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sqlite3
+import subprocess
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from support.cli import Bsk, daemon_pid
+from support.wait import wait_until
 
 from browserskill import user_files
 from browserskill.dispatch.dispatcher import WHOLE_RESULTS
@@ -180,6 +184,66 @@ def test_a_fifo_target_is_refused_while_other_sessions_and_status_answer(
             os.mkfifo(target)
         refused(bsk(*args, "--timeout", "10", timeout=30), "path", target, "FIFO")
     refused(bsk("screenshot", "/dev/full", timeout=30), "path", "character device")
+
+
+@pytest.fixture
+def frozen(tmp_path: Path) -> Iterator[tuple[Path, Callable[[], None]]]:
+    """A real filesystem (ext4 on a loop device) frozen with `fsfreeze`: opening a file
+    for writing there blocks in the kernel until it is thawed — a disk that hangs. Needs
+    root and loop devices: skipped, saying why, where they are missing."""
+    if os.geteuid() != 0 or not all(map(shutil.which, ("mkfs.ext4", "fsfreeze", "mount"))):
+        pytest.skip("needs root, mkfs.ext4, fsfreeze and mount to freeze a filesystem")
+    image, mnt = tmp_path / "disk.img", tmp_path / "mnt"
+    mnt.mkdir()
+    with open(image, "wb") as f:
+        f.truncate(8 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
+    mounted = subprocess.run(["mount", "-o", "loop", str(image), str(mnt)],
+                             capture_output=True, text=True)
+    if mounted.returncode:
+        pytest.skip(f"can't mount a loop device here: {mounted.stderr.strip()}")
+
+    def thaw() -> None:
+        subprocess.run(["fsfreeze", "-u", str(mnt)], capture_output=True)
+
+    try:
+        subprocess.run(["fsfreeze", "-f", str(mnt)], check=True, capture_output=True)
+        yield mnt, thaw
+    finally:
+        thaw()
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_stuck_write_ends_at_its_deadline_and_writes_nothing_after(
+        bsk: Bsk, shared_bsk: Bsk, site: str,
+        frozen: tuple[Path, Callable[[], None]]) -> None:
+    mnt, thaw = frozen
+    target = mnt / "shot.png"
+    bsk.ok("open", f"{site}/form.html")
+    other = shared_bsk.with_session(bsk.session + "-other")
+    other.ok("session", "start", other.session)
+    pid = daemon_pid(bsk.home)
+    assert pid is not None
+    try:
+        start = time.monotonic()
+        shot = bsk.popen("screenshot", str(target), "--timeout", "8")
+        assert other.ok("eval", "1+1")["result"]["value"] == 2
+        assert shared_bsk("status").code == 0
+        assert shot.poll() is None  # both answered while the screenshot's file was stuck
+        out, _ = shot.communicate(timeout=60)
+        took = time.monotonic() - start
+        answer = json.loads(out)
+        assert answer["status"] == "cancelled", answer  # main: never answered at all
+        assert answer["error"]["details"]["reason"] == "deadline", answer
+        assert 8 <= took < 15, took
+    finally:
+        other("session", "stop", "--wait")
+    threads = len(os.listdir(f"/proc/{pid}/task"))  # the stuck worker among them
+    thaw()
+    wait_until(lambda: len(os.listdir(f"/proc/{pid}/task")) < threads, 20,
+               "the stuck worker to finish once the disk thawed")
+    assert not target.exists()  # its open finished after the answer: nothing was kept
+    assert bsk.ok("screenshot", str(target))["result"]["bytes"] > 0  # the disk works again
 
 
 # -- page-sourced results ----------------------------------------------------------------
