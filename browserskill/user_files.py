@@ -1,4 +1,5 @@
-"""Files a user names: the one place that opens them (docs/design.md, "User files").
+"""Files a user names: the one place that opens them (docs/design.md, "User files and
+bounded results").
 
 Invariants, for every read (route bodies, storage state, replay scripts, the MCP
 screenshot) and every write (screenshots, PDFs, traces, HAR, state, scripts, videos):
@@ -78,7 +79,7 @@ def check_regular(path: str | Path, field: str) -> None:
 
 def check_not_special(path: Path, field: str = "path") -> None:
     """Refuse (invalid_params) a write target that exists and is not a regular file, by
-    `lstat`-free `stat` alone (no open: nothing blocks): the early check before work."""
+    `stat` alone (no open, so nothing blocks): the early check, before any work."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
