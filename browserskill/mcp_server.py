@@ -25,7 +25,6 @@ import logging
 import re
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -33,10 +32,12 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from browserskill import __version__, contract, render
+from browserskill import __version__, contract, render, user_files
 from browserskill.client import AsyncClient, BrowserSkillError, Result
 from browserskill.errors import BskError, invalid
 from browserskill.tools import catalog
+
+SCREENSHOT_MAX_BYTES = 50_000_000  # the PNG read back to return it as an image
 
 log = logging.getLogger(__name__)
 
@@ -195,11 +196,11 @@ def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any]) -> types.CallT
     result = answer.get("result") or {}
     if not failed and spec is not None and spec.name == "screenshot" and result.get("path"):
         try:
-            data = Path(result["path"]).read_bytes()
+            data = user_files.read_bounded(result["path"], "path", SCREENSHOT_MAX_BYTES)
             content.append(types.ImageContent(data=base64.b64encode(data).decode(),
                                               mime_type="image/png"))
-        except OSError as e:  # a daemon on another machine (TCP): the path is not ours
-            content.append(types.TextContent(text=f"(image not readable here: {e})"))
+        except BskError as e:  # a daemon on another machine (TCP): the path is not ours
+            content.append(types.TextContent(text=f"(image not readable here: {e.message})"))
     return types.CallToolResult(content=content, structured_content=answer, is_error=failed)
 
 

@@ -82,7 +82,8 @@ def _eval(r: dict[str, Any]) -> str:
     if r.get("type") == "undefined":
         return "undefined"
     value = r.get("value")
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text + (f"\n[… {r['note']}]" if r.get("truncated") else "")
 
 
 def _snapshot(r: dict[str, Any]) -> str:

@@ -204,7 +204,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         body = await json_body(request)
         timeout_ms = contract.check_timeout_ms(body.pop("timeout_ms", None))
         params = catalog.SESSION_START.validate(body)
-        state = (await asyncio.to_thread(read_state_file, params["state"])
+        state = (await read_state_file(params["state"])
                  if params["state"] else None)
         create = asyncio.ensure_future(daemon.sessions.create(
             params["session_id"], params["label"], params["browser"],

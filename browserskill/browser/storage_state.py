@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import stat
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
+from browserskill import user_files
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError, invalid
 
@@ -46,26 +46,22 @@ STORAGE_JS = """(function(area, op, key, value) {
 })(%s)"""
 
 
-def read_state_file(path: str, field: str = "state") -> dict[str, Any]:
-    """A storageState file, checked; invalid_params naming `field` and what is wrong."""
-    if not os.path.isabs(path):
-        raise invalid(field, "must be an absolute path (the CLI makes it absolute)")
-    try:
-        # O_NONBLOCK: a FIFO must not hold the daemon; anything but a file is refused.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise invalid(field, f"{path} is not a regular file")
-            raw = f.read(STATE_FILE_MAX_BYTES + 1)
-    except OSError as e:
-        raise invalid(field, f"can't read {path}: {e.strerror}") from None
-    if len(raw) > STATE_FILE_MAX_BYTES:
-        raise invalid(field, f"{path} is larger than {STATE_FILE_MAX_BYTES} bytes")
+def parse_state_file(raw: bytes, path: str, field: str = "state") -> dict[str, Any]:
+    """A storageState file's bytes (read by `user_files.read_file`, bounded at
+    STATE_FILE_MAX_BYTES), checked; invalid_params naming `field` and what is wrong."""
     try:
         state = json.loads(raw)
     except ValueError as e:
         raise invalid(field, f"{path} is not JSON ({e})") from None
     return check_state(state, field)
+
+
+async def read_state_file(path: str, field: str = "state") -> dict[str, Any]:
+    """A storageState file, read off the event loop and bounded, then checked."""
+    if not os.path.isabs(path):
+        raise invalid(field, "must be an absolute path (the CLI makes it absolute)")
+    raw = await user_files.read_file(path, field, STATE_FILE_MAX_BYTES)
+    return parse_state_file(raw, path, field)
 
 
 def check_state(state: Any, field: str = "state") -> dict[str, Any]:

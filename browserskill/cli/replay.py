@@ -13,6 +13,7 @@ from browserskill.cli.args import local_file_url, parse_tool_args
 from browserskill.cli.calls import tool_call
 from browserskill.errors import BskError, invalid
 from browserskill.tools.catalog import BY_WORDS, ToolSpec
+from browserskill.user_files import read_bounded
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
     from browserskill.cli.daemon_client import Client
 
+SCRIPT_MAX_BYTES = 10_000_000  # a script is text a recording wrote: far below this
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -67,10 +69,7 @@ def _stopped(answer: dict[str, Any], path: str, number: int, text: str,
 
 def replay(client: Client, path: str) -> dict[str, Any]:
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError as e:
-        raise invalid("file", f"can't read {path}: {e.strerror}") from None
+        lines = read_bounded(path, "file", SCRIPT_MAX_BYTES).decode().splitlines()
     except UnicodeDecodeError:
         raise invalid("file", f"{path} is not a text script (UTF-8)",
                       hint="give the file `bsk record stop FILE` wrote") from None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import deque
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,9 @@ from browserskill.tools.context import ToolContext
 log = logging.getLogger(__name__)
 
 RECENT_OPS = 1000  # ended operations kept in memory (the journal keeps the rest)
+# Of those, the latest to end keep their whole result; older ones keep the journal's
+# bounded form (`Operation.keep_bounded`): memory returns after big results (docs/design.md).
+WHOLE_RESULTS = 16
 TAKE_OVER_MAX_S = 3600.0  # a take-over forgotten in an open dashboard ends after an hour
 # Who took a session's tabs, as the agent's next refused change says it.
 STOP_PRESSED = "the user pressed Stop in the browser and took over this session's tabs"
@@ -61,6 +65,7 @@ class Dispatcher:
         browser.on_lost(self._link_lost)
         sessions.on_link_lost = self._link_lost  # a remote placement's own link
         self._keys: dict[tuple[str, str], Operation] = {}
+        self._whole: deque[Operation] = deque()  # ended, holding whole results (oldest first)
         # Keys whose first call is still making its operation (see `_claim_key`).
         self._claims: dict[tuple[str, str], asyncio.Future[None]] = {}
         self._starting: dict[str, asyncio.Future[Session]] = {}  # default session's start
@@ -220,6 +225,9 @@ class Dispatcher:
                 op.fail(BskError("outcome_unknown", "the daemon stopped mid-operation"))
             self.journal.record(op)
             op.done.set()
+            self._whole.append(op)
+            if len(self._whole) > WHOLE_RESULTS:
+                self._whole.popleft().keep_bounded()
 
     async def _dispatch(self, op: Operation, session: Session) -> None:
         op.state = DISPATCHED

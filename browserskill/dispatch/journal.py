@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from browserskill import contract, paths
-from browserskill.dispatch.operations import ENDED, QUEUED, Operation, iso
+from browserskill.dispatch.operations import ENDED, QUEUED, Operation, iso, kept_form
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ops (
@@ -77,7 +77,7 @@ class Journal:
             op.op_id, op.session_id, op.tool, json.dumps(op.shown_params()),
             op.idempotency_key,
             op.state, op.status, op.dispatched, int(op.retry_safe),
-            None if op.result is None else json.dumps(op.result),
+            None if op.result is None else json.dumps(kept_form(op.result)),  # bounded
             None if op.error is None else json.dumps(op.error),
             op.created_at, op.ended_at, json.dumps(op.timeline),
         )

@@ -3,13 +3,16 @@
 Invariants: it ends exactly once (`complete` or `fail`); its scope (`OperationScope`)
 holds its one deadline and why it was interrupted; what it reports has the contract's
 result shape (`contract.result`); params that may be a password (`contract.MAYBE_SECRET`)
-are shown and journaled masked (`shown_params`) until the tool knows its target.
+are shown and journaled masked (`shown_params`) until the tool knows its target; what it
+keeps of its result (`kept_form`: `op show` and the journal) is bounded, whatever the
+result's size.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -38,6 +41,71 @@ _DIGEST_KEY = os.urandom(16)  # this process's: a digest is no password hash at 
 def _digest(params: dict[str, Any], names: tuple[str, ...]) -> bytes:
     text = "\0".join(str(params.get(n)) for n in names)
     return hashlib.blake2b(text.encode(), key=_DIGEST_KEY, digest_size=16).digest()
+
+
+# Every result is bounded (docs/outcomes.md, "Bounded results"): a tool's own cap (eval's
+# and html's --max-chars, …) cuts first, with its own note; past RESULT_MAX_CHARS of JSON
+# any result is cut here. The journal keeps less (KEPT_*): the call that ran it, and
+# `op show`/`op wait` while the daemon holds the operation, get it whole.
+RESULT_MAX_CHARS = 12_000_000
+RESULT_STRING_MAX_CHARS = 1_000_000
+RESULT_LIST_MAX_ITEMS = 10_000
+KEPT_RESULT_MAX_CHARS = 64_000
+KEPT_STRING_MAX_CHARS = 2_000
+KEPT_LIST_MAX_ITEMS = 200
+
+
+def _cut(value: Any, max_string: int, max_items: int) -> Any:
+    if isinstance(value, str) and len(value) > max_string:
+        return value[:max_string] + f"…[cut: {len(value):,} characters]"
+    if isinstance(value, dict):
+        return {k: _cut(v, max_string, max_items) for k, v in value.items()}
+    if isinstance(value, list):
+        more = len(value) - max_items
+        return [_cut(v, max_string, max_items) for v in value[:max_items]] + (
+            [f"…[cut: {more:,} more items]"] if more > 0 else [])
+    return value
+
+
+def _bounded(result: dict[str, Any], limit: int, max_string: int, max_items: int,
+             note: str) -> tuple[dict[str, Any], str | None]:
+    """`result` if its JSON text is at most `limit` characters, else its long strings and
+    lists cut (or, if that is still too big, only the start of the text) and a note."""
+    text = json.dumps(result, ensure_ascii=False)
+    if len(text) <= limit:
+        return result, None
+    kept = _cut(result, max_string, max_items)
+    if len(json.dumps(kept, ensure_ascii=False)) > limit:
+        kept = {"start": text[:limit // 2]}
+    return kept, (f"{note}: the result was {len(text):,} characters of JSON, more than "
+                  f"the {limit:,} allowed")
+
+
+def capped_result(result: dict[str, Any]) -> dict[str, Any]:
+    """What a call answers: `result`, or past RESULT_MAX_CHARS a cut form with a `note`."""
+    out, note = _bounded(result, RESULT_MAX_CHARS, RESULT_STRING_MAX_CHARS,
+                         RESULT_LIST_MAX_ITEMS, "cut")
+    if note is None:
+        return result
+    said = (f"{note}; strings over {RESULT_STRING_MAX_CHARS:,} characters and lists over "
+            f"{RESULT_LIST_MAX_ITEMS:,} items were cut: ask for less (a ref, --limit, "
+            "--max-chars) or save it to a file")
+    before = out.get("note")
+    return {**out, "truncated": True,
+            "note": f"{before}; {said}" if isinstance(before, str) else said}
+
+
+def kept_form(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the journal keeps of `result` (so `op show` once the daemon has let the
+    operation go): itself if its JSON text is at most KEPT_RESULT_MAX_CHARS, else a
+    bounded form of it with a `kept_note`."""
+    if result is None:
+        return None
+    out, note = _bounded(result, KEPT_RESULT_MAX_CHARS, KEPT_STRING_MAX_CHARS,
+                         KEPT_LIST_MAX_ITEMS, "bounded in the journal")
+    if note is None:
+        return result
+    return {**out, "kept_note": f"{note}; the call that ran it got it whole"}
 
 
 def iso(ts: float | None) -> str | None:
@@ -144,7 +212,12 @@ class Operation:
 
     def complete(self, result: dict[str, Any], retry_safe: bool) -> None:
         self._end("completed", "yes", retry_safe)
-        self.result = result
+        self.result = capped_result(result)
+
+    def keep_bounded(self) -> None:
+        """Hold only what the journal keeps of its result (`kept_form`), so the memory of
+        a big one returns once its callers have it."""
+        self.result = kept_form(self.result)
 
     def fail(self, err: BskError) -> None:
         entry = CODES[err.code]
@@ -166,12 +239,17 @@ class Operation:
         self.note("ended", status)
 
     def to_result(self, *, with_timeline: bool = False) -> dict[str, Any]:
+        """Its answer; `with_timeline` (`op show`, `op wait`) adds its history, and says
+        when the journal keeps only a bounded form of its result."""
         out = contract.result(
             op_id=self.op_id, session_id=self.session_id, tool=self.tool, state=self.state,
             status=self.status, dispatched=self.dispatched, retry_safe=self.retry_safe,
             result=self.result, error=self.error, started_at=iso(self.created_at),
             ended_at=iso(self.ended_at))
         if with_timeline:
+            kept = kept_form(self.result)
+            if kept is not self.result and kept is not None:  # as the journal will say
+                out["journal_note"] = kept["kept_note"]
             out["timeline"] = self.timeline
             out["params"] = self.shown_params()
             out["idempotency_key"] = self.idempotency_key

@@ -238,6 +238,9 @@ WAIT_UNTIL = Param(
 # (browserskill/tools/locators.py), resolved once at call time to exactly one element.
 TARGET_PARAMS = frozenset({"ref", "source", "target", "frame"})
 TARGET_MAX = 4096
+# eval's value, cut in the page where it can be (docs/outcomes.md, "Bounded results").
+EVAL_MAX_CHARS = 1_000_000
+EVAL_MAX_CHARS_LIMIT = 5_000_000
 LOCATOR_HELP = ('; or a locator: css=SELECTOR, text=TEXT, role=ROLE[name="NAME"], '
                 'chained into an iframe with " >> "')
 REF = Param("ref", "string", "element ref from the last snapshot, e.g. e12" + LOCATOR_HELP,
@@ -291,7 +294,10 @@ TOOLS: tuple[ToolSpec, ...] = (
          Param("ref", "string", "run the function with this element as its argument, e.g. "
                "--ref e3 'el => el.value'", max_length=64),
          Param("frame", "string", "ref of an <iframe>: run in that frame's document",
-               max_length=64)),
+               max_length=64),
+         Param("max_chars", "integer", "cut the value at this many characters (of its JSON "
+               "text, for an object)", default=EVAL_MAX_CHARS, minimum=100,
+               maximum=EVAL_MAX_CHARS_LIMIT)),
         example="bsk eval 'document.title'",
     ),
     ToolSpec(

@@ -8,14 +8,24 @@ with `--frame` in the page world of that iframe's document.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from browserskill.errors import BskError, invalid
+from browserskill.tools import catalog
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import element_handle, resolve
 from browserskill.tools.registry import implements
 
 _GROUP = "bsk-eval"
+# An object's value crosses whole only if its JSON text fits; else only that text's start
+# (the caller's --max-chars). Not JSON (a cycle, a BigInt): whole, as CDP serializes it.
+_BY_VALUE_CUT = """function(max) {
+  let text;
+  try { text = JSON.stringify(this); } catch (e) { return {whole: this}; }
+  return typeof text === "string" && text.length > max
+    ? {cut: text.slice(0, max), total: text.length} : {whole: this};
+}"""
 _PRIMITIVES = ("undefined", "string", "number", "boolean", "bigint", "symbol")
 
 
@@ -51,12 +61,12 @@ async def evaluate(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
                       undoes_effect=False)
         try:
             if "exceptionDetails" not in answer:
-                answer = await _settle(ctx, answer["result"], where)
+                answer = await _settle(ctx, answer["result"], where, params["max_chars"])
         finally:
             await _release(ctx, where)
     if "exceptionDetails" in answer:
         return _thrown(ctx, answer["exceptionDetails"])
-    return _value(answer["result"])
+    return _bounded(_value(answer["result"]), params["max_chars"], answer.get("cut"))
 
 
 async def _on_element(ctx: ToolContext, ref: str,
@@ -103,8 +113,8 @@ async def _release(ctx: ToolContext, where: dict[str, Any]) -> None:
                       session_id=where.get("session_id"))
 
 
-async def _settle(ctx: ToolContext, remote: dict[str, Any],
-                  where: dict[str, Any]) -> dict[str, Any]:
+async def _settle(ctx: ToolContext, remote: dict[str, Any], where: dict[str, Any],
+                  max_chars: int) -> dict[str, Any]:
     """Await a returned promise (replMode awaits only its own wrapper), then take the value."""
     object_id = remote.get("objectId")
     if not object_id or remote.get("type") in _PRIMITIVES:
@@ -116,10 +126,16 @@ async def _settle(ctx: ToolContext, remote: dict[str, Any],
                                     session_id=sid)
     if remote.get("subtype") in ("node", "window") or remote.get("type") == "function":
         return {"result": remote}  # not data: described, not serialized
-    return await ctx.inspect("Runtime.callFunctionOn", {
-        "objectId": object_id, "functionDeclaration": "function() { return this; }",
-        "returnByValue": True,
-    }, session_id=sid)
+    got = await ctx.inspect("Runtime.callFunctionOn", {
+        "objectId": object_id, "functionDeclaration": _BY_VALUE_CUT, "returnByValue": True,
+        "arguments": [{"value": max_chars}]}, session_id=sid)
+    kept = got.get("result", {}).get("value")
+    if "exceptionDetails" in got or not isinstance(kept, dict):
+        return got
+    if "cut" in kept:  # only its start crossed: a page's 100 MB object never does
+        return {"result": {**remote, "value": kept["cut"]},
+                "cut": {"total_chars": kept["total"]}}
+    return {"result": {**remote, "value": kept.get("whole")}}
 
 
 def _thrown(ctx: ToolContext, details: dict[str, Any]) -> dict[str, Any]:
@@ -147,4 +163,28 @@ def _value(remote: dict[str, Any]) -> dict[str, Any]:
             out["description"] = remote.get("description")
     if remote.get("subtype"):
         out["subtype"] = remote["subtype"]
+    return out
+
+
+def _bounded(out: dict[str, Any], max_chars: int,
+             cut: dict[str, Any] | None) -> dict[str, Any]:
+    """The value cut at `max_chars` characters (a string's, or an object's JSON text's),
+    with a note saying so and how to get more (docs/outcomes.md, "Bounded results")."""
+    value = out.get("value")
+    total = cut["total_chars"] if cut else None
+    if total is None and isinstance(value, str) and len(value) > max_chars:
+        total, out["value"] = len(value), value[:max_chars]
+    elif total is None and isinstance(value, dict | list):
+        text = json.dumps(value, ensure_ascii=False)  # a promise's value, taken whole
+        if len(text) > max_chars:
+            total, out["value"] = len(text), text[:max_chars]
+    if total is None:
+        return out
+    what = "its JSON text" if out.get("type") == "object" else "the string"
+    more = ("give --max-chars (up to "
+            f"{catalog.EVAL_MAX_CHARS_LIMIT:,}) for more" if max_chars <
+            catalog.EVAL_MAX_CHARS_LIMIT else "return it in parts")
+    out.update(truncated=True, chars=max_chars, total_chars=total,
+               note=f"cut: value holds the first {max_chars:,} of {total:,} characters of "
+                    f"{what}; {more}, or return a part (e.g. .slice(start, end))")
     return out

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from browserskill import user_files
 from browserskill.browser.link import CdpError, LinkError
 from browserskill.browser.tab import Tab, TabGone
 from browserskill.errors import BskError, invalid
@@ -76,16 +77,22 @@ async def save_stream(tab: Tab, handle: str, path: Path, timeout: float) -> int:
     size = 0
     try:
         async with asyncio.timeout(timeout):
-            with path.open("wb") as out:
+            # Opened, written and closed in workers (browserskill/user_files.py): a slow
+            # disk holds this call until its deadline, never the event loop.
+            out = await user_files.in_worker(user_files.open_for_write, path)
+            try:
                 while True:
                     chunk = await tab.send("IO.read", {"handle": handle, "size": 1 << 20})
                     data = chunk.get("data", "")
                     raw = (base64.b64decode(data) if chunk.get("base64Encoded")
                            else data.encode())
-                    out.write(raw)
+                    await user_files.in_worker(out.write, raw)
                     size += len(raw)
                     if chunk.get("eof"):
                         break
+                await user_files.in_worker(out.close)
+            finally:
+                user_files.close_soon(out)  # failed or cut short: closed, never waited on
     finally:
         with contextlib.suppress(LinkError, TabGone):
             await tab.send("IO.close", {"handle": handle}, timeout=2.0)
@@ -337,7 +344,7 @@ async def video_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
         await _to_mp4(recording.file, path, ctx.remaining())
         recording.file.unlink()
     else:
-        shutil.move(recording.file, path)
+        await user_files.in_worker(user_files.move_into, recording.file, path)
     frames = recording.pacer.written
     return {"path": str(path), "bytes": path.stat().st_size, "tab_id": recording.tab.tab_id,
             "size": _wxh(recording.size), "fps": FPS, "frames": frames,

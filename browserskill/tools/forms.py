@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from browserskill import user_files
 from browserskill.browser import keys
 from browserskill.errors import BskError, invalid
 from browserskill.tools import secrets
@@ -330,11 +331,9 @@ async def upload(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     for f in files:
         if not os.path.isabs(f):
             raise invalid("files", f"{f!r} must be an absolute path (the CLI makes it so)")
-        if not os.path.isfile(f):
-            why = "is a directory" if os.path.isdir(f) else "does not exist"
-            raise BskError("invalid_params", f"files: {f} {why}",
-                           hint="check the path; the daemon reads files on this machine",
-                           details={"field": "files", "file": f})
+        # The browser reads it (streamed, when the page does): only a regular file, as
+        # a FIFO or a device would hang or flood it (browserskill/user_files.py).
+        await user_files.in_worker(user_files.check_regular, f, "files")
     target = resolve(ctx, ref)
     kind: Any = await call_on(ctx, target, _FILE_INPUT)
     if kind.get("error"):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from browserskill import __version__
+from browserskill import __version__, user_files
 from browserskill.browser.buffers import public
 from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
@@ -275,13 +275,7 @@ async def network_har(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
                    "creator": {"name": "BrowserSkill", "version": __version__},
                    "pages": [], "entries": entries}}
     data = json.dumps(har, ensure_ascii=False, indent=1).encode()
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(path, 0o600)
-    except OSError as e:
-        raise invalid("path", f"can't write {path}: {e.strerror or e}") from None
+    await user_files.write_file(path, data, private=True)
     out: dict[str, Any] = {"path": str(path), "entries": len(entries), "bytes": len(data)}
     if params["content"]:
         out["bodies"] = bodies

@@ -1,7 +1,9 @@
 """Files the daemon writes for a tool (screenshots, PDFs, videos, HAR, scripts).
 
 A path is checked before anything is sent to the browser, so a call that can't write its
-file fails with nothing done (`invalid_params` naming `path`, retry-safe).
+file fails with nothing done (`invalid_params` naming `path`, retry-safe). The writing
+itself goes through browserskill/user_files.py: opened non-blocking in a worker, only a
+regular file, inside the call's deadline.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from browserskill import user_files
 from browserskill.errors import invalid
 
 
@@ -17,6 +20,7 @@ def check_writable(path: Path) -> None:
     try:
         if path.is_dir():
             raise invalid("path", f"{path} is a directory; give a file name")
+        user_files.check_not_special(path)  # a FIFO or a device: refused, never opened
         if not path.parent.is_dir():
             raise invalid("path", f"directory {path.parent} does not exist")
         if not os.access(path.parent, os.W_OK | os.X_OK) or (

@@ -19,6 +19,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from browserskill import user_files
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab, TabGone
 from browserskill.errors import BskError
@@ -230,11 +231,10 @@ async def record_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
     session.script_recording = None
     text = recording.script()
     try:
-        path.write_text(text)
-    except OSError as e:
+        await user_files.write_file(path, text.encode())
+    except BaseException:  # refused, failed or past its deadline
         session.script_recording = recording  # nothing lost: stop again with another path
-        raise BskError("invalid_params", f"path: can't write {path}: {e.strerror}",
-                       details={"field": "path"}) from None
+        raise
     commands = [line for line in recording.lines if not line.startswith("#")]
     return {"path": str(path), "commands": len(commands), "secrets": [
         f"BSK_SECRET_{i}" for i in range(1, recording.secrets + 1)], "script": text}

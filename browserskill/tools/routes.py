@@ -11,6 +11,7 @@ import mimetypes
 from pathlib import Path
 from typing import Any
 
+from browserskill import user_files
 from browserskill.browser.routing import Route
 from browserskill.errors import invalid
 from browserskill.tools.context import ToolContext
@@ -32,7 +33,8 @@ def _headers(raw: list[str] | None) -> list[tuple[str, str]]:
     return out
 
 
-def _route(params: dict[str, Any]) -> Route:
+def _route(params: dict[str, Any], file_body: bytes | None) -> Route:
+    """The route the call describes; `file_body` is --file's content (None: not read yet)."""
     pattern = params["pattern"]
     if params["abort"] is not None:
         given = [p for p in ("body", "file", "header", "content_type") if params[p]]
@@ -44,15 +46,8 @@ def _route(params: dict[str, Any]) -> Route:
         raise invalid("file", "give --body or --file, not both")
     headers = _headers(params["header"])
     source = None
-    if params["file"]:
-        path = Path(params["file"])
-        try:
-            if path.stat().st_size > MAX_BODY_BYTES:
-                raise invalid("file", f"{path} is larger than {MAX_BODY_BYTES} bytes")
-            body = path.read_bytes()
-        except OSError as e:
-            raise invalid("file", f"can't read {path}: {e.strerror or e}") from None
-        source = str(path)
+    if params["file"]:  # read by the caller once the rest is checked
+        body, source = file_body or b"", str(Path(params["file"]))
     else:
         body = (params["body"] or "").encode()
         if len(body) > MAX_BODY_BYTES:
@@ -71,7 +66,10 @@ def _route(params: dict[str, Any]) -> Route:
 
 @implements("route_add")
 async def route_add(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    route = _route(params)
+    route = _route(params, None)  # every other rule is checked before the file is read
+    if params["file"]:  # bounded, and off the event loop (browserskill/user_files.py)
+        route = _route(params, await user_files.read_file(params["file"], "file",
+                                                          MAX_BODY_BYTES))
     table = ctx.session.routes
     replaced = table.add(route)
     ctx.mark_dispatched()

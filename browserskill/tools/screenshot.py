@@ -7,6 +7,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from browserskill import user_files
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import restore_hover
@@ -66,10 +67,7 @@ async def screenshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
     extra = await _clip(ctx, params)
     shot = await ctx.inspect("Page.captureScreenshot", {"format": "png", **extra})
     data = base64.b64decode(shot["data"])
-    try:
-        path.write_bytes(data)
-    except OSError as e:
-        raise invalid("path", f"can't write {path}: {e.strerror}") from None
+    await user_files.write_file(path, data)
     width, height = png_size(data)
     out = {"path": str(path), "bytes": len(data), "width": width, "height": height,
            "tab_id": ctx.tab.tab_id, "url": ctx.tab.url}

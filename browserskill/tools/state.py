@@ -20,9 +20,11 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from browserskill import user_files
 from browserskill.browser.link import CdpError
 from browserskill.browser.storage_state import (
     STORAGE_JS,
@@ -32,6 +34,7 @@ from browserskill.browser.storage_state import (
 )
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
+from browserskill.tools.output_files import check_writable
 from browserskill.tools.refs import isolated_world
 from browserskill.tools.registry import implements
 
@@ -224,6 +227,8 @@ _ORIGIN_STORAGE_JS = """(() => {
 
 @implements("state_save")
 async def state_save(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    if os.path.isabs(params["path"]):
+        check_writable(Path(params["path"]))  # refused before any work, like a screenshot
     tab = ctx.tab
     cookies = [_cookie_out(c) for c in await _all_cookies(ctx, tab)]
     origins: dict[str, dict[str, Any]] = {}
@@ -245,7 +250,7 @@ async def state_save(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
             for found in await read_origins(helper, elsewhere, ctx.remaining):
                 origins[found["origin"]] = found
     state = {"cookies": cookies, "origins": [origins[o] for o in sorted(origins)]}
-    path = write_private(params["path"], json.dumps(state, indent=2) + "\n")
+    path = await write_private(params["path"], json.dumps(state, indent=2) + "\n")
     return {"path": path, "cookies": len(cookies), "origins": sorted(origins),
             "scope": _scope(ctx)}
 
@@ -261,25 +266,18 @@ async def _helper_tab(ctx: ToolContext) -> AsyncIterator[Tab]:
         await asyncio.shield(ctx.backend.close_tab(helper))
 
 
-def write_private(path: str, text: str) -> str:
-    """Write a file only its owner can read (0600, also when it existed before)."""
+async def write_private(path: str, text: str) -> str:
+    """Write a file only its owner can read (0600, also when it existed before), off the
+    event loop and only if it is a regular file (browserskill/user_files.py)."""
     if not os.path.isabs(path):
         raise invalid("path", "must be an absolute path (the CLI makes it absolute)")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), 0o600)
-            f.write(text)
-    except OSError as e:
-        raise BskError("invalid_params", f"path: can't write {path}: {e.strerror}",
-                       hint="give a path in a directory you can write",
-                       details={"field": "path"}, dispatched="no") from None
+    await user_files.write_file(path, text.encode(), private=True)
     return path
 
 
 @implements("state_load")
 async def state_load(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    state = await asyncio.to_thread(read_state_file, params["path"], "path")
+    state = await read_state_file(params["path"], "path")
     tab = ctx.tab
     ctx.mark_dispatched()
     if state["origins"]:
