@@ -91,3 +91,11 @@ def test_every_cause_is_named() -> None:
     assert cause(httpx.RemoteProtocolError("")) == "RemoteProtocolError"
     assert cause(httpx.ConnectError("[Errno 111] Connection refused")) == \
         "ConnectError: [Errno 111] Connection refused"
+    try:  # as async httpx raises it: the OS error is only in the chain
+        try:
+            raise ConnectionRefusedError(111, "Connect call failed")
+        except OSError as inner:
+            raise httpx.ConnectError("All connection attempts failed") from inner
+    except httpx.ConnectError as outer:
+        assert cause(outer) == \
+            "ConnectError: All connection attempts failed (Connection refused)"

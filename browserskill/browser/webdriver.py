@@ -14,6 +14,7 @@ the Grid ended, a node that is gone (and the session with it), a session the hub
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -57,7 +58,23 @@ def cause(e: BaseException, timeout: float | None = None) -> str:
         within = f" within {timeout:g} s" if timeout else ""
         return f"no answer{within} ({type(e).__name__})"
     text = str(e).strip()
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+    said = f"{type(e).__name__}: {text}" if text else type(e).__name__
+    errno = _errno(e)  # async httpx says only "All connection attempts failed"
+    if errno is not None and os.strerror(errno) not in said:
+        said += f" ({os.strerror(errno)})"
+    return said
+
+
+def _errno(e: BaseException) -> int | None:
+    """The OS error under an exception's chain (connection refused, no route to host)."""
+    seen: BaseException | None = e
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, OSError) and seen.errno is not None:
+            return seen.errno
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _said(answer: httpx.Response) -> str:

@@ -129,12 +129,15 @@ class Grid:
         if sig == signal.SIGKILL:
             proc.wait(15)
 
-    def restart_hub(self, logdir: Path) -> None:
-        """Kill the hub hard and start it again on its ports; its nodes stay. Ready once
-        the nodes have registered with the new hub again (they keep their sessions)."""
+    def kill_hub(self) -> None:
+        """Kill the hub hard; its nodes stay, with their sessions."""
         hub = self.procs[0]
         os.killpg(hub.pid, signal.SIGKILL)
         hub.wait(15)
+
+    def start_hub_again(self, logdir: Path) -> None:
+        """The hub again on its ports, knowing no session; ready once its nodes have
+        registered again (they keep their sessions: their slots stay taken)."""
         port = int(self.url.rsplit(":", 1)[1])
         pub, sub = self.bus
         log = logdir / f"grid-hub-{port}-again.log"
