@@ -65,6 +65,7 @@ class GridPlacement(RemotePlacement):
         # What ended the WebDriver session for good (webdriver.check), once known.
         self.gone: webdriver.Verdict | None = None
         self._released = False
+        self._checking = asyncio.Lock()  # one check (and release) at a time
         self._keeper = asyncio.get_running_loop().create_task(
             self._keep_alive(), name=f"grid-keep-alive-{grid.webdriver_id[:8]}")
 
@@ -134,13 +135,20 @@ class GridPlacement(RemotePlacement):
         while True:
             await asyncio.sleep(KEEP_ALIVE_S)
             try:
-                verdict = await webdriver.check(self._http, self.grid, 5.0)
+                if not await self._still_there(5.0):
+                    return
             except webdriver.GridError as e:  # unreachable for now: the CDP probe decides
                 log.info("grid keep-alive of %s: %s", self.grid.webdriver_id, e)
-                continue
-            if verdict.state != webdriver.ALIVE:
-                await self._grid_ended(verdict)
-                return
+
+    async def _still_there(self, timeout: float) -> bool:
+        """Ask the Grid (`webdriver.check`); False once the session is gone for good, its
+        slot released where the hub forgot it. GridError while no one can say."""
+        async with self._checking:
+            if self.gone is None:
+                verdict = await webdriver.check(self._http, self.grid, timeout)
+                if verdict.state != webdriver.ALIVE:
+                    await self._grid_ended(verdict)
+            return self.gone is None
 
     async def _grid_ended(self, verdict: webdriver.Verdict) -> None:
         self.gone = verdict
@@ -187,20 +195,17 @@ class GridPlacement(RemotePlacement):
 
     async def recover_tabs(self, lost: list[Tab],
                            timeout: float) -> tuple[list[tuple[Tab, str]], str | None]:
-        if self.gone is None:
-            try:
-                verdict = await webdriver.check(self._http, self.grid, min(timeout, 6.0))
-            except webdriver.GridError as e:
-                raise BskError(
-                    "browser_unavailable", f"the Grid can't say yet whether this session's "
-                    f"browser lives: {e}",
-                    hint=f"call again in a while: the daemon reconnects once the Grid at "
-                         f"{redacted(self.grid.grid_url)} and the session's node answer, and "
-                         "brings this session's tabs back; if this goes on, `bsk session "
-                         "stop` it and start another",
-                    details={"reason": "grid_error", "node": self.grid.node}) from None
-            if verdict.state != webdriver.ALIVE:
-                await self._grid_ended(verdict)
+        try:
+            await self._still_there(min(timeout, 6.0))
+        except webdriver.GridError as e:
+            raise BskError(
+                "browser_unavailable", f"the Grid can't say yet whether this session's "
+                f"browser lives: {e}",
+                hint=f"call again in a while: the daemon reconnects once the Grid at "
+                     f"{redacted(self.grid.grid_url)} and the session's node answer, and "
+                     "brings this session's tabs back; if this goes on, `bsk session "
+                     "stop` it and start another",
+                details={"reason": "grid_error", "node": self.grid.node}) from None
         if self.gone is not None:
             raise self._gone_error(self.gone)
         return await super().recover_tabs(lost, timeout)
