@@ -276,25 +276,30 @@ async def check(client: httpx.AsyncClient, session: GridSession,
     return judge(hub, session.node, node_reply, availability)
 
 
+async def _delete(client: httpx.AsyncClient, base: str, webdriver_id: str,
+                  timeout: float) -> Reply:
+    try:
+        answer = await client.delete(_url(base, f"/session/{webdriver_id}"), timeout=timeout)
+    except httpx.HTTPError as e:
+        return Reply(None, cause(e, timeout), isinstance(e, httpx.TimeoutException))
+    return Reply(answer.status_code, _said(answer))
+
+
 async def delete_session(client: httpx.AsyncClient, grid_url: str, webdriver_id: str,
                          timeout: float = 3.0) -> bool:
     """Release the slot; True if the Grid said it did. Best effort: a Grid that can't be
     reached ends it on its own (the node's idle --session-timeout)."""
-    try:
-        answer = await client.delete(_url(grid_url, f"/session/{webdriver_id}"),
-                                     timeout=timeout)
-    except httpx.HTTPError:
-        return False
-    return answer.status_code == 200
+    return (await _delete(client, grid_url, webdriver_id, timeout)).status == 200
 
 
 async def release(client: httpx.AsyncClient, session: GridSession,
                   timeout: float = 3.0) -> bool:
     """Delete the session through the hub, else on its node directly: a hub that forgot
-    the session (it restarted) can't route the delete, and the node keeps the slot taken
-    until its idle timeout otherwise. True if either said it did."""
-    if await delete_session(client, session.grid_url, session.webdriver_id, timeout):
-        return True
-    if session.node is None:
-        return False
-    return await delete_session(client, session.node, session.webdriver_id, timeout)
+    the session (it restarted) or is down can't route the delete, and the node keeps the
+    slot taken until its idle timeout otherwise. A hub that is slow to answer is left to
+    finish the delete it was sent. True if hub or node said it deleted it."""
+    hub = await _delete(client, session.grid_url, session.webdriver_id, timeout)
+    if hub.status == 200 or hub.timed_out or session.node is None:
+        return hub.status == 200
+    on_node = await _delete(client, session.node, session.webdriver_id, timeout)
+    return on_node.status == 200
