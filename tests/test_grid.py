@@ -300,7 +300,10 @@ def answer_once_known(s: Bsk, reason: str, within: float) -> dict:
         assert r.json["status"] != "completed", seen
         return r.json if r.json["error"]["details"].get("reason") == reason else None
 
-    answer: dict = wait_until(known, within, f"an answer saying {reason}: {seen}")
+    try:
+        answer: dict = wait_until(known, within, f"an answer saying {reason}")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the answers: {seen}") from None
     return answer
 
 
