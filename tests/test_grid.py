@@ -11,7 +11,9 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
+import httpx
 import pytest
 from conftest import Bsk, Chromium, daemon_pid, in_ci, stop_for_good, wait_until
 from support.cli import kill_daemon_hard
@@ -268,3 +270,129 @@ def test_malformed_placement_urls_are_refused_naming_the_field(gbsk: Bsk) -> Non
         assert r.code == 2, (url, r.json)
         assert r.json["error"]["details"]["field"] == field and url in r.json["error"]["message"]
     assert "malformed" not in {s["session_id"] for s in gbsk.ok("session", "list")["sessions"]}
+
+
+# -- a node or hub that dies for good, or freezes ---------------------------------------
+
+
+@pytest.fixture
+def lone_hub(tmp_path: Path) -> Iterator[Grid]:
+    """A hub with one node of two chrome slots, for a test to kill or restart."""
+    g = Grid.hub(tmp_path)
+    try:
+        g.add_node(tmp_path, max_sessions=2)
+        g.wait_ready(nodes=1)
+    except BaseException:
+        g.stop()
+        raise
+    yield g
+    g.stop()
+
+
+def answer_once_known(s: Bsk, reason: str, within: float) -> dict:
+    """Call until the session's answer says `reason`; the calls before it (the link's
+    loss being noticed) may only fail, never complete."""
+    seen: list[dict] = []
+
+    def known() -> dict | None:
+        r = s("eval", "1 + 1")
+        seen.append(r.json)
+        assert r.json["status"] != "completed", seen
+        return r.json if r.json["error"]["details"].get("reason") == reason else None
+
+    try:
+        answer: dict = wait_until(known, within, f"an answer saying {reason}")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the answers: {seen}") from None
+    return answer
+
+
+def test_a_killed_node_is_named_and_the_answer_says_to_start_another(
+        make_bsk: Callable[..., Bsk], lone_hub: Grid, site: str) -> None:
+    runner = make_bsk()
+    placement = start_on(runner, "g-node-lost", "--grid", lone_hub.url)
+    node = placement["node"]
+    assert node in lone_hub.nodes
+    s = runner.with_session("g-node-lost")
+    s.ok("open", f"{site}/click.html")
+    lone_hub.signal_node(node, signal.SIGKILL)
+
+    # The hub still lists the node UP (its health check comes minutes later), but it
+    # can't reach it, and nothing listens there: the node is named as gone, at once.
+    answer = answer_once_known(s, "grid_node_lost", 30)
+    error = answer["error"]
+    assert answer["dispatched"] == "no"
+    assert error["code"] == "browser_unavailable" and error["details"]["node"] == node
+    assert error["details"]["lasting"] is True  # X-Should-Retry: false
+    assert f"node {node}" in error["message"] and "gone" in error["message"]
+    assert "Connection refused" in error["message"], error  # the evidence, not "HTTP 500"
+    assert "session stop" in error["hint"] and "start another" in error["hint"]
+    assert "call again" not in error["hint"]
+    # It stays so (no reconnect attempt is promised), and the session stops cleanly.
+    again = s("snapshot").json["error"]
+    assert again["details"]["reason"] == "grid_node_lost", again
+    transport = httpx.HTTPTransport(uds=str(runner.home / "bsk.sock"))
+    with httpx.Client(transport=transport, base_url="http://bsk", timeout=60) as http:
+        r = http.post("/v1/sessions/g-node-lost/tools/eval", json={"expression": "1"})
+    assert r.status_code == 503 and r.headers["x-should-retry"] == "false", r.text
+    started = time.monotonic()
+    runner.ok("session", "stop", "g-node-lost")
+    assert time.monotonic() - started < 15
+
+
+def test_a_session_the_restarted_hub_forgot_is_released_on_its_node(
+        make_bsk: Callable[..., Bsk], lone_hub: Grid, tmp_path: Path) -> None:
+    runner = make_bsk()
+    called = start_on(runner, "g-forgot-a", "--grid", lone_hub.url)
+    stopped = start_on(runner, "g-forgot-b", "--grid", lone_hub.url)
+    node = called["node"]
+    assert runner.with_session("g-forgot-a").ok("eval", "1 + 1")["result"]["value"] == 2
+    lone_hub.kill_hub()
+
+    # `session stop` while the hub is down: deleted on its node directly.
+    runner.ok("session", "stop", "g-forgot-b")
+    on_node = httpx.get(f"{node}/session/{stopped['webdriver_id']}/timeouts", timeout=10)
+    assert on_node.status_code == 404, on_node.text  # the node no longer has it
+
+    # The hub back, knowing no session; the node still runs the other one. A call (or
+    # the keep-alive before it) learns the hub forgot it, says so, and deletes it on
+    # its node at once.
+    lone_hub.start_hub_again(tmp_path)
+    answer = answer_once_known(runner.with_session("g-forgot-a"), "grid_session_forgotten",
+                               30)
+    error = answer["error"]
+    assert error["code"] == "browser_unavailable" and error["details"]["lasting"] is True
+    assert "slot is free" in error["message"] and node in error["message"], error
+    assert "session stop" in error["hint"] and "call again" not in error["hint"]
+    wait_until(lambda: not lone_hub.sessions(), 20, "the node to free both slots")
+    # Both slots are free: two new sessions get one at once.
+    for sid in ("g-after-1", "g-after-2"):
+        assert runner.ok("--timeout", "30", "session", "start", sid, "--grid",
+                         lone_hub.url)["placement"]["kind"] == "grid"
+    runner.ok("session", "stop", "g-forgot-a")
+
+
+def test_a_frozen_node_is_named_with_its_cause_and_comes_back(
+        make_bsk: Callable[..., Bsk], hub: Grid, site: str) -> None:
+    runner = make_bsk()
+    wait_until(lambda: not hub.sessions(), 20, "the shared hub's slots to be free")
+    node = start_on(runner, "g-frozen", "--grid", hub.url)["node"]
+    s = runner.with_session("g-frozen")
+    s.ok("open", f"{site}/click.html")
+    s.ok("eval", "window.marker = 7")
+    hub.signal_node(node, signal.SIGSTOP)
+    try:
+        answer = answer_once_known(s, "grid_error", 60)
+    finally:
+        hub.signal_node(node, signal.SIGCONT)
+    error = answer["error"]
+    assert error["code"] == "browser_unavailable" and answer["retry_safe"] is True
+    assert not error["details"].get("lasting") and error["details"]["node"] == node
+    # Its cause is named: no answer, how long it waited, from the hub and from the node.
+    assert "no answer within" in error["message"] and "ReadTimeout" in error["message"]
+    assert node in error["message"] and "frozen or cut off" in error["message"], error
+    assert not error["message"].rstrip().endswith(":"), error
+    # Resumed, the node's page is as it was.
+    assert wait_until(lambda: s("eval", "window.marker").json.get("result"), 30,
+                      "the session to come back")["value"] == 7
+    runner.ok("session", "stop", "g-frozen")

@@ -9,12 +9,19 @@ as a `RemotePlacement`. Its life on the Grid (docs/design.md, placement):
 - a WebDriver call every `KEEP_ALIVE_S` keeps the node's idle `--session-timeout` from
   ending the session while it lives, and notices when the Grid ended it anyway (the
   Grid leaves the CDP socket open and silent then: the link's probe notices that too);
-- `session stop`, idle exit and `daemon stop` delete the WebDriver session (the slot is
-  free again); the WebDriver id and endpoints are journaled, so a restarted daemon
-  re-adopts a session the Grid still has, and deletes one it can't use.
+- a lost link is re-made on the next call if the Grid still has the session; where the
+  hub says no, `webdriver.check` asks the node and /status why, and the answer names it:
+  ended by the Grid, its node gone, or forgotten by a hub that restarted (then the
+  session is deleted on its node at once, so the slot frees). Those are lasting: the
+  answer says to stop the session and start another, and is not retry-safe;
+- `session stop`, idle exit and `daemon stop` delete the WebDriver session (through the
+  hub, else on its node: the slot is free again); the WebDriver id, endpoints and node
+  are journaled, so a restarted daemon re-adopts a session the Grid still has, and
+  deletes one it can't use.
 
-Invariant: a WebDriver session this placement created is deleted when its session ends,
-or left to the node's idle timeout only when the Grid can't be reached.
+Invariant: a WebDriver session this placement created is deleted when its session ends
+(on its node where the hub forgot it), or left to the node's idle timeout only when
+neither hub nor node can be reached.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from browserskill.browser.launcher import redacted
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.remote import RemotePlacement
 from browserskill.browser.tab import Tab
-from browserskill.errors import BskError
+from browserskill.errors import LASTING, BskError
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +62,10 @@ class GridPlacement(RemotePlacement):
         super().__init__(manager, context_id=context_id, window_size=window_size)
         self.grid = grid
         self._http = httpx.AsyncClient()
-        self.ended_by_grid = False
+        # What ended the WebDriver session for good (webdriver.check), once known.
+        self.gone: webdriver.Verdict | None = None
+        self._released = False
+        self._checking = asyncio.Lock()  # one check (and release) at a time
         self._keeper = asyncio.get_running_loop().create_task(
             self._keep_alive(), name=f"grid-keep-alive-{grid.webdriver_id[:8]}")
 
@@ -88,7 +98,7 @@ class GridPlacement(RemotePlacement):
             else:
                 await manager.shutdown()
                 async with httpx.AsyncClient() as http:
-                    await webdriver.delete_session(http, grid_url, grid.webdriver_id)
+                    await webdriver.release(http, grid)
             raise
 
     @classmethod
@@ -99,10 +109,15 @@ class GridPlacement(RemotePlacement):
                                      str(stored["cdp_url"]), stored.get("node"))
         async with httpx.AsyncClient() as http:
             try:
-                if not await webdriver.alive(http, grid, 5.0):
-                    return None
+                verdict = await webdriver.check(http, grid, 5.0)
             except webdriver.GridError as e:
                 log.warning("grid session %s: %s", grid.webdriver_id, e)
+                return None
+            if verdict.state != webdriver.ALIVE:
+                log.warning("grid session %s (%s): %s", grid.webdriver_id, verdict.state,
+                            verdict.why)
+                if verdict.state != webdriver.ENDED:  # a hub that forgot it: on its node
+                    await webdriver.release(http, grid)
                 return None
             manager = cls.attach(grid.cdp_url, state_dir)
             try:
@@ -110,7 +125,7 @@ class GridPlacement(RemotePlacement):
             except BskError as e:
                 log.warning("grid session %s: %s; deleting it", grid.webdriver_id, e.message)
                 await manager.shutdown()
-                await webdriver.delete_session(http, grid.grid_url, grid.webdriver_id)
+                await webdriver.release(http, grid)
                 return None
         size = stored.get("window_size")
         return cls(manager, grid, context_id=stored.get("context_id"),
@@ -120,47 +135,79 @@ class GridPlacement(RemotePlacement):
         while True:
             await asyncio.sleep(KEEP_ALIVE_S)
             try:
-                if await webdriver.alive(self._http, self.grid, 5.0):
-                    continue
+                if not await self._still_there(5.0):
+                    return
             except webdriver.GridError as e:  # unreachable for now: the CDP probe decides
                 log.info("grid keep-alive of %s: %s", self.grid.webdriver_id, e)
-                continue
-            self._grid_ended()
-            return
 
-    def _grid_ended(self) -> None:
-        self.ended_by_grid = True
+    async def _still_there(self, timeout: float) -> bool:
+        """Ask the Grid (`webdriver.check`); False once the session is gone for good, its
+        slot released where the hub forgot it. GridError while no one can say."""
+        async with self._checking:
+            if self.gone is None:
+                verdict = await webdriver.check(self._http, self.grid, timeout)
+                if verdict.state != webdriver.ALIVE:
+                    await self._grid_ended(verdict)
+            return self.gone is None
+
+    async def _grid_ended(self, verdict: webdriver.Verdict) -> None:
+        self.gone = verdict
+        if verdict.state == webdriver.FORGOTTEN:  # free its slot now, not at session stop
+            self._released = await webdriver.release(self._http, self.grid)
         link = self.manager.link
         if link is not None and not link.closed:
-            link.abort("the Grid ended this session's WebDriver session")
+            link.abort(f"the Grid session is gone ({verdict.state})")
+
+    def _gone_error(self, gone: webdriver.Verdict) -> BskError:
+        wd = self.grid.webdriver_id
+        details: dict[str, Any] = {"webdriver_id": wd, LASTING: True}
+        if gone.state == webdriver.NODE_LOST:
+            message = (f"the Grid node {self.grid.node} that ran this session's browser is "
+                       f"gone, and the browser with it: {gone.why}")
+            details.update(reason="grid_node_lost", node=self.grid.node)
+        elif gone.state == webdriver.FORGOTTEN:
+            released = ("bsk deleted it on the node, so its slot is free" if self._released
+                        else "deleting it on the node failed: the node's --session-timeout "
+                             "will free its slot")
+            message = (f"the Grid's hub no longer knows this session's WebDriver session "
+                       f"{wd} (the hub restarted?): {gone.why}; {released}")
+            details.update(reason="grid_session_forgotten", node=self.grid.node)
+        else:
+            message = f"the Grid ended this session's WebDriver session {wd}: {gone.why}"
+            details.update(reason="grid_session_ended")
+        return BskError("browser_unavailable", message, hint=self.lost_hint(),
+                        details=details)
 
     # -- Backend ------------------------------------------------------------------------
 
     def lost_hint(self) -> str:
-        if self.ended_by_grid:
-            return ("the Grid ended this session's browser (deleted, or idle past its node's "
-                    "--session-timeout): `bsk session stop` it and start a new one")
+        stop = (f"`bsk session stop` this session and start another (`bsk session start ID "
+                f"--grid {redacted(self.grid.grid_url)}` gets a browser on a node that is "
+                "up); its tabs and page state are gone, so calling again can't help")
+        if self.gone is not None:
+            return stop if self.gone.state != webdriver.ENDED else (
+                "the Grid ended this session's browser (deleted, or idle past its node's "
+                f"--session-timeout): {stop}")
         return (f"call again: the daemon reconnects through the Grid at "
-                f"{redacted(self.grid.grid_url)} and brings this session's tabs back; if the "
-                "Grid ended its WebDriver session (deleted, or idle past the node's "
-                "--session-timeout) the answer says so: then `bsk session stop` it and "
-                "start a new one")
+                f"{redacted(self.grid.grid_url)} and brings this session's tabs back; if "
+                "the Grid ended its WebDriver session or its node is gone, the answer says "
+                "so: then `bsk session stop` it and start another")
 
     async def recover_tabs(self, lost: list[Tab],
                            timeout: float) -> tuple[list[tuple[Tab, str]], str | None]:
-        if not self.ended_by_grid:
-            try:
-                if not await webdriver.alive(self._http, self.grid, min(timeout, 3.0)):
-                    self._grid_ended()
-            except webdriver.GridError as e:
-                raise BskError("browser_unavailable", f"the Grid does not answer: {e}",
-                               hint=self.lost_hint(), details={"reason": "grid_error"}) \
-                    from None
-        if self.ended_by_grid:
-            raise BskError("browser_unavailable", "the Grid ended this session's WebDriver "
-                           f"session {self.grid.webdriver_id}", hint=self.lost_hint(),
-                           details={"reason": "grid_session_ended",
-                                    "webdriver_id": self.grid.webdriver_id})
+        try:
+            await self._still_there(min(timeout, 6.0))
+        except webdriver.GridError as e:
+            raise BskError(
+                "browser_unavailable", f"the Grid can't say yet whether this session's "
+                f"browser lives: {e}",
+                hint=f"call again in a while: the daemon reconnects once the Grid at "
+                     f"{redacted(self.grid.grid_url)} and the session's node answer, and "
+                     "brings this session's tabs back; if this goes on, `bsk session "
+                     "stop` it and start another",
+                details={"reason": "grid_error", "node": self.grid.node}) from None
+        if self.gone is not None:
+            raise self._gone_error(self.gone)
         return await super().recover_tabs(lost, timeout)
 
     async def session_ended(self) -> None:
@@ -168,9 +215,9 @@ class GridPlacement(RemotePlacement):
         try:
             await super().session_ended()
         finally:
-            if not self.ended_by_grid:
-                await webdriver.delete_session(self._http, self.grid.grid_url,
-                                               self.grid.webdriver_id)
+            if not self._released and (self.gone is None
+                                       or self.gone.state != webdriver.ENDED):
+                await webdriver.release(self._http, self.grid)
             await self._http.aclose()
 
     def stored(self) -> dict[str, Any]:

@@ -86,7 +86,7 @@ class BrowserManager:
             except launcher.NoBrowser as e:  # waiting won't install one
                 raise self._unavailable(str(e), lasting=True) from None
             except (launcher.LaunchError, LinkError, OSError, TimeoutError) as e:
-                raise self._unavailable(str(e)) from None
+                raise self._unavailable(str(e) or type(e).__name__) from None
             await self._adopt_link(link)
             assert self.link is not None
             return self.link

@@ -302,7 +302,8 @@ class SessionManager:
             recovered, also_lost = await session.backend.recover_tabs(lost, timeout)
         except (LinkError, TabGone, TimeoutError) as e:  # nothing of the call went out
             raise BskError("browser_unavailable", f"could not bring this session's tabs back "
-                           f"after its browser was lost: {e}", hint=session.backend.lost_hint(),
+                           f"after its browser was lost: {str(e) or type(e).__name__}",
+                           hint=session.backend.lost_hint(),
                            details={"reason": "recovery_failed"}) from None
         if not recovered:
             return None

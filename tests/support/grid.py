@@ -58,6 +58,7 @@ class Grid:
     url: str
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)
+    nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)  # by URI
 
     # -- starting ----------------------------------------------------------------------
 
@@ -112,16 +113,45 @@ class Grid:
         log = logdir / f"grid-node-{port}.log"
         pub, sub = self.bus
         self.logs.append(log)
-        self.procs.append(self._java(
+        proc = self._java(
             "node", port, log, "--hub", self.url,
             "--publish-events", f"tcp://127.0.0.1:{pub}",
             "--subscribe-events", f"tcp://127.0.0.1:{sub}",
-            *self._node_options(max_sessions, session_timeout)))
+            *self._node_options(max_sessions, session_timeout))
+        self.procs.append(proc)
+        self.nodes[f"http://127.0.0.1:{port}"] = proc
+
+    def signal_node(self, uri: str, sig: signal.Signals) -> None:
+        """SIGKILL, SIGSTOP or SIGCONT the node at `uri` (its whole process group: the
+        node's chromedriver and Chromium with it)."""
+        proc = self.nodes[uri]
+        os.killpg(proc.pid, sig)
+        if sig == signal.SIGKILL:
+            proc.wait(15)
+
+    def kill_hub(self) -> None:
+        """Kill the hub hard; its nodes stay, with their sessions."""
+        hub = self.procs[0]
+        os.killpg(hub.pid, signal.SIGKILL)
+        hub.wait(15)
+
+    def start_hub_again(self, logdir: Path) -> None:
+        """The hub again on its ports, knowing no session; ready once its nodes have
+        registered again (they keep their sessions: their slots stay taken)."""
+        port = int(self.url.rsplit(":", 1)[1])
+        pub, sub = self.bus
+        log = logdir / f"grid-hub-{port}-again.log"
+        self.logs.append(log)
+        self.procs[0] = self._java("hub", port, log, "--publish-events",
+                                   f"tcp://127.0.0.1:{pub}", "--subscribe-events",
+                                   f"tcp://127.0.0.1:{sub}")
+        self.wait_ready(nodes=len(self.nodes), busy_ok=True)
 
     bus: tuple[int, int] = (0, 0)
 
-    def wait_ready(self, nodes: int, timeout: float = 60.0) -> None:
-        """Until /status is ready with `nodes` nodes up (polled: a condition)."""
+    def wait_ready(self, nodes: int, timeout: float = 60.0, busy_ok: bool = False) -> None:
+        """Until /status is ready with `nodes` nodes up (polled: a condition); `busy_ok`:
+        up is enough, free slots or not."""
         deadline = time.monotonic() + timeout
         last: Any = None
         while time.monotonic() < deadline:
@@ -132,7 +162,7 @@ class Grid:
             try:
                 last = self.status()
                 up = [n for n in last.get("nodes", []) if n.get("availability") == "UP"]
-                if (last.get("ready") or nodes == 0) and len(up) >= nodes:
+                if (last.get("ready") or nodes == 0 or busy_ok) and len(up) >= nodes:
                     return
             except (httpx.HTTPError, ValueError, KeyError):
                 pass
@@ -171,6 +201,7 @@ class Grid:
     def stop(self) -> None:
         for proc in reversed(self.procs):
             if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGCONT)  # a node a test froze
                 os.killpg(proc.pid, signal.SIGTERM)
         for proc in reversed(self.procs):
             try:
