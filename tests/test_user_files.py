@@ -114,7 +114,9 @@ def test_a_stuck_file_ends_at_the_deadline_and_the_loop_runs_meanwhile(fifo: Pat
 
     took, ticks = asyncio.run(main())
     assert 0.5 <= took < 1.5, took
-    assert ticks >= 20  # the loop ran all along
+    # The loop ran meanwhile: on the loop, the open would have blocked it (one tick at
+    # most) and the deadline could not have fired. A loaded machine ticks late, not never.
+    assert ticks >= 3, ticks
     # Let the abandoned worker finish: a writer opens the other end.
     done = threading.Event()
     threading.Thread(target=lambda: (open(fifo, "wb").close(), done.set()), daemon=True).start()
