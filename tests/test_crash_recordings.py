@@ -261,3 +261,20 @@ def test_a_session_whose_browser_hangs_is_ended_as_timed_out_and_blocks_no_other
     assert ended["session_id"] == "far" and "timed out after 2 s" in ended["reason"]
     assert "far" not in [x["session_id"] for x in runner.ok("session", "list")["sessions"]]
     assert "timed out" in far("eval", "1").json["error"]["message"]
+
+
+def test_the_dead_daemons_cdp_sessions_are_detached(home: Bsk, site: str) -> None:
+    """The keeper keeps the dead daemon's CDP sessions open; left attached, each restart
+    added another copy of every event, and their `Fetch` interception paused requests of
+    routes the new daemon knows nothing of, for ever (a page that hangs)."""
+    home.ok("session", "start", "rec")
+    home.ok("open", f"{site}/counter.html")
+    home.ok("route", "add", "**/other.html", "--body", "mocked")
+    fetch = "await fetch('/other.html').then(r => r.text()).then(t => t.slice(0, 6))"
+    assert home.ok("eval", fetch)["result"]["value"] == "mocked"
+    for _ in range(2):
+        kill_daemon_hard(home.home)
+        # Routes live in the daemon (docs/design.md): gone with it, in the browser too.
+        r = home("eval", fetch, "--timeout", "10")
+        assert r.code == 0, r.stdout
+        assert r.json["result"]["value"] != "mocked"

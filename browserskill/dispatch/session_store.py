@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS sessions (
   session_id TEXT PRIMARY KEY,
   label TEXT,
   created_at REAL NOT NULL,
-  tabs TEXT NOT NULL,          -- [[tab_id, target_id], ...]
+  tabs TEXT NOT NULL,          -- [[tab_id, target_id, cdp_session_id], ...]
   current_tab TEXT,
   tab_seq INTEGER NOT NULL,
   ended_at REAL,
@@ -43,6 +43,9 @@ class StoredSession:
     ended_reason: str | None
     browser: dict[str, Any] | None = None  # its placement (Backend.stored())
     recordings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The CDP sessions its daemon had in its tabs (rows from before: none): the browser
+    # keeper keeps them open after that daemon dies, so the next one detaches them.
+    cdp_sessions: list[str] = field(default_factory=list)
 
 
 class SessionStore:
@@ -56,7 +59,7 @@ class SessionStore:
             self.db.execute("ALTER TABLE sessions ADD COLUMN recordings TEXT")
 
     def save(self, session: Any) -> None:
-        tabs = [[t.tab_id, t.target_id] for t in session.tabs.values()]
+        tabs = [[t.tab_id, t.target_id, t.session_id] for t in session.tabs.values()]
         browser = session.backend.stored()
         recordings = {kind: r.stored() for kind, r in session.recordings.items()}
         self.db.execute(
@@ -106,7 +109,8 @@ class SessionStore:
 def _stored(r: tuple[Any, ...]) -> StoredSession:
     """A row as written by `save`: may raise (ValueError, TypeError) on one that is not,
     which `SessionManager.readopt` reports as that session's failure."""
-    tabs = [(str(tab_id), str(target_id)) for tab_id, target_id in json.loads(r[3])]
-    return StoredSession(r[0], r[1], r[2], tabs, r[4], r[5],
+    tabs = json.loads(r[3])
+    return StoredSession(r[0], r[1], r[2], [(str(t[0]), str(t[1])) for t in tabs], r[4], r[5],
                          r[6], json.loads(r[7]) if r[7] else None,
-                         json.loads(r[8]) if r[8] else {})
+                         json.loads(r[8]) if r[8] else {},
+                         [str(t[2]) for t in tabs if len(t) > 2 and t[2]])

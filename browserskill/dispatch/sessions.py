@@ -306,7 +306,10 @@ class SessionManager:
             except BskError:
                 alive = set()  # ended below, its WebDriver session deleted
         elif not _embedded(row.browser):  # an extension browser: wait for it to reconnect
-            return self._await_browser(session, row, report)
+            ended = self._await_browser(session, row, report)
+            if ended is None:  # its tabs come back later: a video is kept, a trace is not
+                await self._restore_recordings(session, row)
+            return ended
         else:
             session.backend = EmbeddedPlacement.restore(self.browser, row.browser or {})
             alive = embedded_alive
@@ -321,21 +324,45 @@ class SessionManager:
             return "its browser tabs did not survive the daemon's restart"
         current = row.current_tab if row.current_tab in session.tabs else None
         session.current_tab_id = current or next(iter(session.tabs))
-        for kind_of, stored in row.recordings.items():
+        await self._restore_recordings(session, row)
+        if _embedded(row.browser):
+            await self._detach_old(session, row)
+        self.sessions[session.id] = session
+        self.store.save(session)
+        report["readopted"].append(session.id)
+        return None
+
+    async def _restore_recordings(self, session: Session, row: StoredSession) -> None:
+        """Its recordings back (a trace re-adopted, a video as interrupted); one that is
+        lost is reported where the session's saved recordings are."""
+        for kind, stored in row.recordings.items():
             if self.recordings_after_restart is None:
                 continue
             try:
                 recording = await self.recordings_after_restart.readopt(session, stored)
             except Exception as e:  # the session is back; this recording is reported lost
-                why = f"its {kind_of} was lost at the daemon's restart: {describe_error(e)}"
+                why = f"its {kind} was lost at the daemon's restart: {describe_error(e)}"
                 log.warning("session %s: %s", session.id, why)
-                session.saved_recordings.append({"kind": kind_of, "error": why})
+                session.saved_recordings.append({"kind": kind, "error": why})
                 continue
-            session.recordings[kind_of] = recording
-        self.sessions[session.id] = session
-        self.store.save(session)
-        report["readopted"].append(session.id)
-        return None
+            session.recordings[kind] = recording
+
+    async def _detach_old(self, session: Session, row: StoredSession) -> None:
+        """The dead daemon's CDP sessions in these tabs, which the browser keeper kept
+        open: detached, else each restart adds a copy of every event (and of the page's
+        paused requests, script injections) for no one. A re-adopted trace keeps its own
+        until `trace stop`."""
+        link = self.browser.link
+        if link is None or link.closed:
+            return
+        kept = {getattr(r, "cdp_session", None) for r in session.recordings.values()}
+        for sid in row.cdp_sessions:
+            if sid in kept:
+                continue
+            try:
+                await link.send("Target.detachFromTarget", {"sessionId": sid}, timeout=2.0)
+            except LinkError as e:  # already gone with its target: nothing to release
+                log.debug("detaching %s: %s", sid, e)
 
     async def _readopt_remote(self, session: Session,
                               stored: dict[str, Any]) -> RemotePlacement | None:

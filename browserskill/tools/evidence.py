@@ -441,6 +441,12 @@ class _AfterRestart:
             tab = session.tabs.get(stored.get("tab_id"))
             if tab is None:
                 raise LookupError(f"its tab {stored.get('tab_id')} did not survive")
+            try:  # the CDP session it runs in is still open (not so in a remote browser)
+                await tab.send("Target.getTargetInfo", session_id=str(stored["cdp_session"]),
+                               timeout=5.0)
+            except CdpError as e:
+                raise LookupError("the browser ended it with the dead daemon's connection "
+                                  f"({e})") from None
             return TraceRecording.readopt(tab, stored)
         raise ValueError(f"unknown recording kind {kind!r}")
 
@@ -658,19 +664,22 @@ class TraceRecording:
             if "stream" not in done:
                 raise BskError("action_failed", "Chromium returned no trace data",
                                details={"reason": "browser_error"}, dispatched="yes")
-            return await save_stream(self.tab, done["stream"], path, timeout,
+            size = await save_stream(self.tab, done["stream"], path, timeout,
                                      session_id=self.cdp_session)
         except TimeoutError:
             raise BskError("action_failed", "the trace did not finish in time",
                            details={"reason": "trace_timeout"}, dispatched="yes") from None
         except (LinkError, TabGone) as e:
             raise BskError("action_failed", f"the trace is lost: {e}",
-                           hint="the daemon stopped before the browser began this trace"
-                           if self.readopted else
-                           "the traced tab closed or its browser went away",
+                           hint="the traced tab closed or its browser went away",
                            details={"reason": "tab_gone"}, dispatched="yes") from None
         finally:
             self._unsubscribe()
+            if self.readopted:  # the dead daemon's CDP session, kept open for this trace
+                with contextlib.suppress(LinkError):
+                    await self.tab.link.send("Target.detachFromTarget",
+                                             {"sessionId": self.cdp_session}, timeout=2.0)
+        return size
 
     async def stop_with_session(self) -> dict[str, Any]:
         path = self.folder / f"{self.name}.json"
