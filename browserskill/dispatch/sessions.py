@@ -202,9 +202,9 @@ class SessionManager:
 
     async def readopt(self, timeout: float = READOPT_TIMEOUT_S) -> dict[str, Any]:
         """After a daemon restart: re-attach sessions whose tabs survived; end the rest,
-        each with why. Sessions are re-adopted side by side, each within `timeout`: one
-        that fails or hangs is ended saying so (a timeout named as such) and delays no
-        other (docs/design.md, what survives what)."""
+        each with why. Sessions are re-adopted side by side, within `timeout`: one that
+        fails or hangs is ended saying so (a timeout named as such) and delays no other
+        (docs/design.md, what survives what)."""
         report: dict[str, Any] = {"readopted": [], "ended": []}
         rows: list[StoredSession] = []
         for sid in self.store.open_ids():
@@ -217,8 +217,11 @@ class SessionManager:
             return report
         embedded_alive: set[str] = set()
         browser_lost: str | None = None
+        # One deadline for all (the browser re-attached within it too): the daemon answers
+        # within it plus LET_GO_TIMEOUT_S, well inside what a spawning CLI waits.
+        end = asyncio.get_running_loop().time() + timeout
         if any(_embedded(row.browser) for row in rows):
-            deadline = asyncio.timeout(timeout)
+            deadline = asyncio.timeout_at(end)
             try:
                 async with deadline:
                     if await self.browser.adopt_running():
@@ -226,8 +229,8 @@ class SessionManager:
             except Exception as e:
                 browser_lost = (f"re-attaching the daemon's browser failed: "
                                 f"{describe_error(e, timeout if deadline.expired() else None)}")
-        await asyncio.gather(*(self._readopt_one(row, embedded_alive, browser_lost, timeout,
-                                                 report) for row in rows))
+        await asyncio.gather(*(self._readopt_one(row, embedded_alive, browser_lost, end,
+                                                 timeout, report) for row in rows))
         return report
 
     def _ended(self, session_id: str, reason: str, report: dict[str, Any]) -> None:
@@ -237,10 +240,10 @@ class SessionManager:
         report.setdefault("reasons", {})[session_id] = reason
 
     async def _readopt_one(self, row: StoredSession, embedded_alive: set[str],
-                           browser_lost: str | None, timeout: float,
+                           browser_lost: str | None, end: float, timeout: float,
                            report: dict[str, Any]) -> None:
         session = Session(row.session_id, row.label, row.created_at, tab_seq=row.tab_seq)
-        deadline = asyncio.timeout(timeout)
+        deadline = asyncio.timeout_at(end)
         try:
             if browser_lost is not None and _embedded(row.browser):
                 ended: str | None = browser_lost

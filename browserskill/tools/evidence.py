@@ -450,17 +450,29 @@ class _AfterRestart:
             return TraceRecording.readopt(tab, stored)
         raise ValueError(f"unknown recording kind {kind!r}")
 
+    def __init__(self) -> None:
+        self._settling: set[asyncio.Task[None]] = set()
+
     async def left_behind(self, stored: dict[str, Any]) -> str | None:
         if stored.get("kind") == "video":
             video = LeftoverVideo(stored)
-            try:
-                await video.settle(LEFTOVER_ENCODER_S)
-            except BskError as e:
-                return f"its video was lost: {e.message}"
+            # Closed in the background: the daemon's start waits for no encoder.
+            task = asyncio.get_running_loop().create_task(self._settle(video))
+            self._settling.add(task)
+            task.add_done_callback(self._settling.discard)
             return f"its video (until the daemon stopped) is at {video.file}"
         if stored.get("kind") == "trace":
             return "its trace ended with its tabs"
         return None
+
+
+    @staticmethod
+    async def _settle(video: LeftoverVideo) -> None:
+        try:
+            await video.settle(LEFTOVER_ENCODER_S)
+        except (BskError, OSError) as e:
+            log.warning("closing the video %s left by the previous daemon: %s", video.file,
+                        e.message if isinstance(e, BskError) else e)
 
 
 RECORDINGS_AFTER_RESTART = _AfterRestart()
