@@ -490,8 +490,14 @@ def _size(text: str | None) -> tuple[int, int] | None:
 def _already(ctx: ToolContext, kind: str, stop: str) -> None:
     running = ctx.session.recordings.get(kind)
     if running is not None:
+        summary = running.summary()
+        if summary.get("state") == "interrupted":  # a LeftoverVideo
+            raise BskError("action_failed", f"this session has a {kind} that a daemon crash "
+                           f"interrupted (tab {summary.get('tab_id')}), not yet saved",
+                           hint=f"save it first: bsk {stop} FILE",
+                           details={"reason": "already_recording"}, dispatched="no")
         raise BskError("action_failed", f"this session is already recording a {kind} "
-                       f"(tab {running.summary().get('tab_id')})",
+                       f"(tab {summary.get('tab_id')})",
                        hint=f"stop it first: bsk {stop} FILE",
                        details={"reason": "already_recording"}, dispatched="no")
 
