@@ -33,8 +33,8 @@ def need_ffmpeg() -> None:
 
 
 @pytest.fixture
-def home(make_bsk: Callable[..., Bsk]) -> Bsk:
-    """A daemon of this test's own (it gets killed)."""
+def rec(make_bsk: Callable[..., Bsk]) -> Bsk:
+    """Session "rec" on a daemon of this test's own (it gets killed)."""
     return make_bsk().with_session("rec")
 
 
@@ -76,49 +76,49 @@ def encoder_of(file: Path) -> int | None:
 
 
 def test_a_trace_is_readopted_across_kill_9_and_written_whole(
-        home: Bsk, site: str, tmp_path: Path) -> None:
+        rec: Bsk, site: str, tmp_path: Path) -> None:
     """Before: after the crash `trace stop` said "not recording" while `trace start` said
     "already started" (the browser kept tracing in the dead daemon's CDP session)."""
-    home.ok("session", "start", "rec")
-    home.ok("trace", "start")
-    home.ok("open", f"{site}/counter.html?before-crash")
+    rec.ok("session", "start", "rec")
+    rec.ok("trace", "start")
+    rec.ok("open", f"{site}/counter.html?before-crash")
     for _ in range(2):  # a few kill cycles: re-adopted again each time
-        kill_daemon_hard(home.home)
-        listed = recordings(home)["trace"]
+        kill_daemon_hard(rec.home)
+        listed = recordings(rec)["trace"]
         assert listed["state"] == "recording" and "re-adopted" in listed["readopted"]
-    refused = home("trace", "start")  # consistent: the trace is this session's, running
+    refused = rec("trace", "start")  # consistent: the trace is this session's, running
     assert refused.code != 0
     assert refused.json["error"]["details"]["reason"] == "already_recording"
-    home.ok("open", f"{site}/counter.html?after-crash")
+    rec.ok("open", f"{site}/counter.html?after-crash")
     out = tmp_path / "trace.json"
-    r = home.ok("trace", "stop", str(out))["result"]
+    r = rec.ok("trace", "stop", str(out))["result"]
     assert r["bytes"] == out.stat().st_size > 0
     events = json.loads(out.read_text())["traceEvents"]
     urls = {e.get("args", {}).get("data", {}).get("url") for e in events
             if e.get("name") == "ResourceSendRequest"}
     assert {f"{site}/counter.html?before-crash", f"{site}/counter.html?after-crash"} <= urls
-    assert "trace" not in recordings(home)
+    assert "trace" not in recordings(rec)
     # The browser's one trace is free again: a new one starts and stops.
-    home.ok("trace", "start")
-    home.ok("trace", "stop", str(tmp_path / "again.json"))
+    rec.ok("trace", "start")
+    rec.ok("trace", "stop", str(tmp_path / "again.json"))
     # And a trace left by a crash ends with its session (nothing keeps the browser busy).
-    home.ok("trace", "start")
-    kill_daemon_hard(home.home)
-    assert recordings(home)["trace"]["readopted"]
-    home.ok("session", "stop", "--wait")
-    other = home.with_session("other")
+    rec.ok("trace", "start")
+    kill_daemon_hard(rec.home)
+    assert recordings(rec)["trace"]["readopted"]
+    rec.ok("session", "stop", "--wait")
+    other = rec.with_session("other")
     other.ok("session", "start", "other")
     other.ok("trace", "start")
     other.ok("trace", "stop", str(tmp_path / "other.json"))
 
 
 @pytest.fixture
-def animated(home: Bsk, site: str) -> Bsk:
-    home.ok("session", "start", "rec")
-    home.ok("open", f"{site}/evidence.html")
-    home.ok("eval", "setInterval(() => { document.getElementById('data').textContent = "
+def animated(rec: Bsk, site: str) -> Bsk:
+    rec.ok("session", "start", "rec")
+    rec.ok("open", f"{site}/evidence.html")
+    rec.ok("eval", "setInterval(() => { document.getElementById('data').textContent = "
                     "performance.now() }, 40), 1")
-    return home
+    return rec
 
 
 def record_until_killed(s: Bsk, seconds: float, *,
@@ -263,18 +263,18 @@ def test_a_session_whose_browser_hangs_is_ended_as_timed_out_and_blocks_no_other
     assert "timed out" in far("eval", "1").json["error"]["message"]
 
 
-def test_the_dead_daemons_cdp_sessions_are_detached(home: Bsk, site: str) -> None:
+def test_the_dead_daemons_cdp_sessions_are_detached(rec: Bsk, site: str) -> None:
     """The keeper keeps the dead daemon's CDP sessions open; left attached, each restart
     added another copy of every event, and their `Fetch` interception paused requests of
     routes the new daemon knows nothing of, for ever (a page that hangs)."""
-    home.ok("session", "start", "rec")
-    home.ok("open", f"{site}/counter.html")
-    home.ok("route", "add", "**/other.html", "--body", "mocked")
+    rec.ok("session", "start", "rec")
+    rec.ok("open", f"{site}/counter.html")
+    rec.ok("route", "add", "**/other.html", "--body", "mocked")
     fetch = "await fetch('/other.html').then(r => r.text()).then(t => t.slice(0, 6))"
-    assert home.ok("eval", fetch)["result"]["value"] == "mocked"
+    assert rec.ok("eval", fetch)["result"]["value"] == "mocked"
     for _ in range(2):
-        kill_daemon_hard(home.home)
+        kill_daemon_hard(rec.home)
         # Routes live in the daemon (docs/design.md): gone with it, in the browser too.
-        r = home("eval", fetch, "--timeout", "10")
+        r = rec("eval", fetch, "--timeout", "10")
         assert r.code == 0, r.stdout
         assert r.json["result"]["value"] != "mocked"

@@ -253,6 +253,8 @@ class SessionManager:
         except Exception as e:
             ended = f"re-adopting it after the daemon's restart failed: " \
                     f"{describe_error(e, timeout if deadline.expired() else None)}"
+            if self.sessions.get(session.id) is session:  # an extension session's, listed
+                del self.sessions[session.id]
             await self._let_go(session, row, embedded_alive)
         if ended is None:
             return
@@ -279,6 +281,7 @@ class SessionManager:
         placement), bounded, so nothing it held runs on for no one."""
         with contextlib.suppress(Exception):
             async with asyncio.timeout(LET_GO_TIMEOUT_S):
+                # Unset when it failed before its placement was made (a bad stored row).
                 backend = getattr(session, "backend", None)
                 for tab in list(session.tabs.values()):
                     if backend is not None:
@@ -358,7 +361,7 @@ class SessionManager:
         link = self.browser.link
         if link is None or link.closed:
             return
-        kept = {getattr(r, "cdp_session", None) for r in session.recordings.values()}
+        kept = {r.stored().get("cdp_session") for r in session.recordings.values()}
         for sid in row.cdp_sessions:
             if sid in kept:
                 continue
