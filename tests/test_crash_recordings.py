@@ -22,6 +22,8 @@ from support.chromium import Chromium
 from support.cli import Bsk, kill_daemon_hard
 from support.wait import in_ci, wait_until
 
+from browserskill.dispatch.sessions import describe_error
+from browserskill.errors import BskError
 from browserskill.paths import journal_path
 
 
@@ -278,3 +280,14 @@ def test_the_dead_daemons_cdp_sessions_are_detached(rec: Bsk, site: str) -> None
         r = rec("eval", fetch, "--timeout", "10")
         assert r.code == 0, r.stdout
         assert r.json["result"]["value"] != "mocked"
+
+
+def test_a_reason_is_never_empty() -> None:
+    """Exceptions with no message (a bare TimeoutError is the usual one) still say what
+    they were; a timeout is named as such."""
+    assert describe_error(TimeoutError()) == "timed out"
+    assert describe_error(TimeoutError(), 2.0) == "timed out after 2 s"
+    assert describe_error(KeyError("tabs")) == "KeyError: 'tabs'"
+    assert describe_error(RuntimeError()) == "RuntimeError (no message)"
+    assert describe_error(BskError("browser_unavailable", "no browser")) == \
+        "BskError: no browser"
