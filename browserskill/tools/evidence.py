@@ -41,6 +41,7 @@ from typing import Any
 
 from browserskill.browser.link import CdpError, LinkError
 from browserskill.browser.tab import Tab, TabGone
+from browserskill.dispatch.sessions import Recording, Session
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.emulation import page_view
@@ -433,12 +434,15 @@ async def _encoder_done(pid: int, file: Path, timeout: float) -> None:
 class _AfterRestart:
     """What a recording the previous daemon left becomes (SessionManager.readopt)."""
 
-    async def readopt(self, session: Any, stored: dict[str, Any]) -> Any:
+    def __init__(self) -> None:
+        self._settling: set[asyncio.Task[None]] = set()  # videos being closed
+
+    async def readopt(self, session: Session, stored: dict[str, Any]) -> Recording:
         kind = stored.get("kind")
         if kind == "video":
             return LeftoverVideo(stored)
         if kind == "trace":
-            tab = session.tabs.get(stored.get("tab_id"))
+            tab = session.tabs.get(str(stored.get("tab_id")))
             if tab is None:
                 raise LookupError(f"its tab {stored.get('tab_id')} did not survive")
             try:  # the CDP session it runs in is still open (not so in a remote browser)
@@ -449,9 +453,6 @@ class _AfterRestart:
                                   f"({e})") from None
             return TraceRecording.readopt(tab, stored)
         raise ValueError(f"unknown recording kind {kind!r}")
-
-    def __init__(self) -> None:
-        self._settling: set[asyncio.Task[None]] = set()
 
     async def left_behind(self, stored: dict[str, Any]) -> str | None:
         if stored.get("kind") == "video":
@@ -564,7 +565,12 @@ async def video_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
 async def _leftover_stop(ctx: ToolContext, video: LeftoverVideo,
                          path: Path) -> dict[str, Any]:
     """`video stop` of a video a crash interrupted: closed, then handed over as usual."""
-    await video.settle(min(LEFTOVER_ENCODER_S, ctx.remaining()))
+    try:
+        await video.settle(min(LEFTOVER_ENCODER_S, ctx.remaining()))
+    except BskError:  # nothing playable: said once, then the session is free of it
+        del ctx.session.recordings["video"]
+        video.file.unlink(missing_ok=True)
+        raise
     del ctx.session.recordings["video"]  # settled: nothing of it runs any more
     if path.suffix.lower() == ".mp4":
         await _to_mp4(video.file, path, ctx.remaining())
