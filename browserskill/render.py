@@ -261,6 +261,8 @@ def _sessions(r: dict[str, Any]) -> str:
                             for kind, r in (s.get("recordings") or {}).items())
         rows.append(f"{s['session_id']}{label}  tabs: {s['tabs']}  "
                     f"{_placement(s.get('placement') or {})}{routes}{busy}{recording}")
+    rows += [f"{e['session_id']}  ended when the daemon restarted: {e['reason']}"
+             for e in r.get("ended_at_restart") or []]
     return "\n".join(rows) or "(no sessions)"
 
 
@@ -286,6 +288,8 @@ _SCOPE = {"isolated": "its own browser context", "shared": "the shared profile"}
 def _evidence_written(r: dict[str, Any]) -> str:
     extra = (f"  {r['size']}, {r['frames']} frames, {r['duration_s']} s" if "frames" in r
              else "")
+    if r.get("interrupted"):  # a video a daemon crash cut short (tools/evidence.py)
+        extra += f"  {r.get('duration_s')} s\n{r['interrupted']}"
     return f"wrote {r['path']} ({r['bytes']} bytes){extra}"
 
 

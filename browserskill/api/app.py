@@ -229,7 +229,12 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
 
     @guarded
     async def list_sessions(request: Request) -> Response:
-        return respond({"sessions": [s.summary() for s in daemon.sessions.sessions.values()]})
+        # Sessions the last restart could not re-adopt, with why (docs/design.md).
+        ended = [{"session_id": sid, "reason": why}
+                 for sid, why in daemon.readopted.get("reasons", {}).items()
+                 if sid not in daemon.sessions.sessions]
+        return respond({"sessions": [s.summary() for s in daemon.sessions.sessions.values()],
+                        "ended_at_restart": ended})
 
     @guarded
     async def stop_session(request: Request) -> Response:

@@ -13,6 +13,7 @@ from browserskill import paths
 from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.server import AlreadyRunning, serve
+from browserskill.dispatch.sessions import READOPT_TIMEOUT_S
 
 
 def env_float(name: str, default: float) -> float:
@@ -68,6 +69,11 @@ def parser() -> argparse.ArgumentParser:
                    metavar="SEC",
                    help="seconds a cancelled operation may spend on compensation before it "
                         "ends outcome_unknown (default 2) [env BSK_CLEANUP_TIMEOUT]")
+    p.add_argument("--readopt-timeout", type=float,
+                   default=env_float("BSK_READOPT_TIMEOUT", READOPT_TIMEOUT_S),
+                   help="seconds re-adopting one session may take after a restart before "
+                        f"it is ended, saying so (default {READOPT_TIMEOUT_S:g}) "
+                        "[env BSK_READOPT_TIMEOUT]")
     p.add_argument("--extension-port", type=int,
                    default=int(os.environ["BSK_EXTENSION_PORT"])
                    if os.environ.get("BSK_EXTENSION_PORT", "").isdigit() else None,
@@ -124,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                           journal_max_age_s=args.journal_max_age,
                           journal_max_count=args.journal_max_count,
                           cleanup_timeout_s=args.cleanup_timeout,
+                          readopt_timeout_s=args.readopt_timeout,
                           extension_port=args.extension_port,
                           extension_grace_s=args.extension_grace,
                           tcp_port=args.tcp_port))

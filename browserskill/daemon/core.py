@@ -21,6 +21,7 @@ from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.session_store import SessionStore
 from browserskill.dispatch.sessions import SessionManager
+from browserskill.tools.evidence import RECORDINGS_AFTER_RESTART
 
 # A test names a Python file here (tests/support/faults.py) to reach inside the daemon.
 TEST_HOOK = "BSK_TEST_HOOK"
@@ -61,7 +62,8 @@ class Daemon:
         self.sessions = SessionManager(self.browser, self.session_store)
         self.dispatcher = Dispatcher(self.journal, self.sessions, self.browser, home,
                                      cleanup_timeout_s=cleanup_timeout_s)
-        self.readopted: dict[str, list[str]] = {}
+        self.readopted: dict[str, Any] = {}  # readopt()'s report: ids, and why some ended
+        self.sessions.recordings_after_restart = RECORDINGS_AFTER_RESTART
         # Routes a test hook adds (docs/design.md, test hooks); none in production.
         self.test_routes: list[Route] = []
         if os.environ.get(TEST_HOOK):

@@ -23,6 +23,7 @@ from browserskill.api.tcp_guard import TcpGuard, load_token
 from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.core import Daemon
+from browserskill.dispatch.sessions import READOPT_TIMEOUT_S, describe_error
 
 log = logging.getLogger("browserskill.daemon")
 
@@ -64,6 +65,7 @@ async def serve(
     browser_config: BrowserConfig, *, idle_timeout: float, journal_max_age_s: float,
     journal_max_count: int, cleanup_timeout_s: float = 2.0, extension_port: int | None = None,
     extension_grace_s: float = RECONNECT_GRACE_S, tcp_port: int | None = None,
+    readopt_timeout_s: float = READOPT_TIMEOUT_S,
 ) -> None:
     home = paths.ensure_state_dir()
     _raise_file_limit()
@@ -76,10 +78,10 @@ async def serve(
                     extension_grace_s=extension_grace_s)
     if any(daemon.reconciled.values()):
         log.warning("reconciled operations left by a previous daemon: %s", daemon.reconciled)
-    try:
-        daemon.readopted = await asyncio.wait_for(daemon.sessions.readopt(), 15)
-    except Exception as e:  # never fail to start over it; the sessions are reported gone
-        log.warning("re-adopting sessions failed: %s", e)
+    try:  # each session within its own deadline, ended with why when it fails
+        daemon.readopted = await daemon.sessions.readopt(readopt_timeout_s)
+    except Exception as e:  # never fail to start over it
+        log.warning("re-adopting sessions failed: %s", describe_error(e))
     if any(daemon.readopted.values()):
         log.warning("sessions after restart: %s", daemon.readopted)
     if daemon.extensions is not None:

@@ -2,7 +2,10 @@
 
 A row is written when a session starts, after each of its operations, and when it ends.
 On start, a new daemon re-attaches the sessions whose tabs still exist in a browser that
-survived, and remembers why the others ended, so a call to one says so.
+survived, and remembers why the others ended, so a call to one says so. A session's
+recordings (video, trace) are written as they start and stop, before the browser is
+asked, so the next daemon finds one that a crash interrupted (docs/design.md, what
+survives what).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _SCHEMA = """
@@ -18,12 +21,13 @@ CREATE TABLE IF NOT EXISTS sessions (
   session_id TEXT PRIMARY KEY,
   label TEXT,
   created_at REAL NOT NULL,
-  tabs TEXT NOT NULL,          -- [[tab_id, target_id], ...]
+  tabs TEXT NOT NULL,          -- [[tab_id, target_id, cdp_session_id], ...]
   current_tab TEXT,
   tab_seq INTEGER NOT NULL,
   ended_at REAL,
   ended_reason TEXT,
-  browser TEXT                 -- its placement: Backend.stored() (NULL: embedded, old rows)
+  browser TEXT,                -- its placement: Backend.stored() (NULL: embedded, old rows)
+  recordings TEXT              -- {kind: Recording.stored()} of those running (NULL: none)
 );
 """
 
@@ -38,6 +42,10 @@ class StoredSession:
     tab_seq: int
     ended_reason: str | None
     browser: dict[str, Any] | None = None  # its placement (Backend.stored())
+    recordings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The CDP sessions its daemon had in its tabs (rows from before: none): the browser
+    # keeper keeps them open after that daemon dies, so the next one detaches them.
+    cdp_sessions: list[str] = field(default_factory=list)
 
 
 class SessionStore:
@@ -47,16 +55,21 @@ class SessionStore:
         columns = {r[1] for r in self.db.execute("PRAGMA table_info(sessions)")}
         if "browser" not in columns:  # a database from before extension sessions
             self.db.execute("ALTER TABLE sessions ADD COLUMN browser TEXT")
+        if "recordings" not in columns:  # a database from before recordings were kept
+            self.db.execute("ALTER TABLE sessions ADD COLUMN recordings TEXT")
 
     def save(self, session: Any) -> None:
-        tabs = [[t.tab_id, t.target_id] for t in session.tabs.values()]
+        tabs = [[t.tab_id, t.target_id, t.session_id] for t in session.tabs.values()]
         browser = session.backend.stored()
+        recordings = {kind: r.stored() for kind, r in session.recordings.items()}
         self.db.execute(
             "INSERT OR REPLACE INTO sessions (session_id, label, created_at, tabs, current_tab,"
-            " tab_seq, ended_at, ended_reason, browser) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?)",
+            " tab_seq, ended_at, ended_reason, browser, recordings) "
+            "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)",
             (session.id, session.label, session.created_at, json.dumps(tabs),
              session.current_tab_id, session.tab_seq,
-             json.dumps(browser) if browser is not None else None),
+             json.dumps(browser) if browser is not None else None,
+             json.dumps(recordings) if recordings else None),
         )
 
     def end(self, session_id: str, reason: str) -> None:
@@ -66,9 +79,22 @@ class SessionStore:
     def open_sessions(self) -> list[StoredSession]:
         rows = self.db.execute(
             "SELECT session_id, label, created_at, tabs, current_tab, tab_seq, ended_reason, "
-            "browser FROM sessions WHERE ended_at IS NULL").fetchall()
-        return [StoredSession(r[0], r[1], r[2], [tuple(t) for t in json.loads(r[3])], r[4],
-                              r[5], r[6], json.loads(r[7]) if r[7] else None) for r in rows]
+            "browser, recordings FROM sessions WHERE ended_at IS NULL").fetchall()
+        return [_stored(r) for r in rows]
+
+    def open_ids(self) -> list[str]:
+        """The sessions left open (a row that can't be read still has its id)."""
+        return [r[0] for r in self.db.execute(
+            "SELECT session_id FROM sessions WHERE ended_at IS NULL")]
+
+    def load(self, session_id: str) -> StoredSession:
+        """One session's row (ValueError, TypeError, KeyError: one that can't be read)."""
+        row = self.db.execute(
+            "SELECT session_id, label, created_at, tabs, current_tab, tab_seq, ended_reason, "
+            "browser, recordings FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise KeyError(f"no row for session {session_id!r}")
+        return _stored(row)
 
     def ended_reason(self, session_id: str) -> str | None:
         row = self.db.execute("SELECT ended_reason FROM sessions WHERE session_id = ? AND "
@@ -78,3 +104,13 @@ class SessionStore:
     def prune(self, max_age_s: float) -> None:
         self.db.execute("DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < ?",
                         (time.time() - max_age_s,))
+
+
+def _stored(r: tuple[Any, ...]) -> StoredSession:
+    """A row as written by `save`: may raise (ValueError, TypeError) on one that is not,
+    which `SessionManager.readopt` reports as that session's failure."""
+    tabs = json.loads(r[3])
+    return StoredSession(r[0], r[1], r[2], [(str(t[0]), str(t[1])) for t in tabs], r[4], r[5],
+                         r[6], json.loads(r[7]) if r[7] else None,
+                         json.loads(r[8]) if r[8] else {},
+                         [str(t[2]) for t in tabs if len(t) > 2 and t[2]])

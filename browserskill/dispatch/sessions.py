@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import secrets
@@ -23,7 +24,7 @@ from browserskill.browser.storage_state import load_state
 from browserskill.browser.tab import Tab, TabGone
 from browserskill.contract import DEFAULT_SESSION
 from browserskill.dispatch.queue import SessionQueue
-from browserskill.dispatch.session_store import SessionStore
+from browserskill.dispatch.session_store import SessionStore, StoredSession
 from browserskill.errors import BskError, invalid
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,10 @@ log = logging.getLogger(__name__)
 # A session start's deadline when the caller names none: long enough for a Grid to hand
 # out a slot that frees soon, bounded so that a full Grid is an answer, not a hang.
 SESSION_START_TIMEOUT_S = 60.0
+# How long re-adopting one session may take after a restart (its browser answering, its
+# tabs re-attached); then it is ended, saying it timed out. Sessions go side by side.
+READOPT_TIMEOUT_S = 10.0
+LET_GO_TIMEOUT_S = 3.0  # closing what a session whose re-adoption failed had
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -64,8 +69,24 @@ class Recording(Protocol):
 
     def summary(self) -> dict[str, Any]: ...
 
+    def stored(self) -> dict[str, Any]:
+        """What the session store keeps of it ({"kind": …}), for the next daemon."""
+        ...
+
     async def stop_with_session(self) -> dict[str, Any]:
         """The session ends: stop, save what there is, say where (never raises)."""
+        ...
+
+
+class RecordingRestorer(Protocol):
+    """What a recording the previous daemon left running becomes (tools/evidence.py)."""
+
+    async def readopt(self, session: Session, stored: dict[str, Any]) -> Recording:
+        """Its session is back: the recording, to stop as usual (raises if it is lost)."""
+        ...
+
+    async def left_behind(self, stored: dict[str, Any]) -> str | None:
+        """Its session ended at the restart: close it; a note saying where it is."""
         ...
 
 
@@ -172,60 +193,182 @@ class SessionManager:
         # Ends the calls of the given sessions when their own link dies (the dispatcher's).
         self.on_link_lost: Callable[[str, set[str]], None] = lambda reason, sids: None
         browser.popup_handler = self._popup
+        # Recordings (video, trace) a previous daemon left: set by the daemon's wiring.
+        self.recordings_after_restart: RecordingRestorer | None = None
 
     def persist(self, session: Session) -> None:
         if self.sessions.get(session.id) is session:
             self.store.save(session)
 
-    async def readopt(self) -> dict[str, list[str]]:
-        """After a daemon restart: re-attach sessions whose tabs survived; end the rest."""
-        stored = self.store.open_sessions()
-        report: dict[str, list[str]] = {"readopted": [], "ended": []}
-        if not stored:
+    async def readopt(self, timeout: float = READOPT_TIMEOUT_S) -> dict[str, Any]:
+        """After a daemon restart: re-attach sessions whose tabs survived; end the rest,
+        each with why. Sessions are re-adopted side by side, within `timeout`: one that
+        fails or hangs is ended saying so (a timeout named as such) and delays no other
+        (docs/design.md, what survives what)."""
+        report: dict[str, Any] = {"readopted": [], "ended": []}
+        rows: list[StoredSession] = []
+        for sid in self.store.open_ids():
+            try:
+                rows.append(self.store.load(sid))
+            except Exception as e:  # a row that can't be read ends only its own session
+                self._ended(sid, f"its stored state could not be read: {describe_error(e)}",
+                            report)
+        if not rows:
             return report
         embedded_alive: set[str] = set()
-        if any(_embedded(row.browser) for row in stored) and await self.browser.adopt_running():
-            embedded_alive = await self.browser.page_targets()
-        for row in stored:
-            session = Session(row.session_id, row.label, row.created_at, tab_seq=row.tab_seq)
-            kind = (row.browser or {}).get("placement")
-            if kind in ("cdp", "grid"):
-                remote = await self._readopt_remote(session, row.browser or {})
-                if remote is None:
-                    self.store.end(row.session_id, f"its {kind} browser did not survive the "
-                                   "daemon's restart")
-                    report["ended"].append(row.session_id)
-                    continue
-                session.backend = remote
-                try:
-                    alive = await remote.manager.page_targets()
-                except BskError:
-                    alive = set()  # ended below, its WebDriver session deleted
-            elif not _embedded(row.browser):  # an extension browser: wait for it to reconnect
-                self._await_browser(session, row, report)
-                continue
-            else:
-                session.backend = EmbeddedPlacement.restore(self.browser, row.browser or {})
-                alive = embedded_alive
-            for tab_id, target_id in row.tabs:
-                if target_id in alive:
-                    try:
-                        session.tabs[tab_id] = await session.backend.adopt_tab(tab_id,
-                                                                               target_id)
-                    except Exception as e:
-                        log.warning("re-adopting %s/%s: %s", row.session_id, tab_id, e)
-            if not session.tabs:
-                await session.backend.session_ended()
-                self.store.end(row.session_id, "its browser tabs did not survive the daemon's "
-                               "restart")
-                report["ended"].append(row.session_id)
-                continue
-            current = row.current_tab if row.current_tab in session.tabs else None
-            session.current_tab_id = current or next(iter(session.tabs))
-            self.sessions[session.id] = session
-            self.store.save(session)
-            report["readopted"].append(session.id)
+        browser_lost: str | None = None
+        # One deadline for all (the browser re-attached within it too): the daemon answers
+        # within it plus LET_GO_TIMEOUT_S, well inside what a spawning CLI waits.
+        end = asyncio.get_running_loop().time() + timeout
+        if any(_embedded(row.browser) for row in rows):
+            deadline = asyncio.timeout_at(end)
+            try:
+                async with deadline:
+                    if await self.browser.adopt_running():
+                        embedded_alive = await self.browser.page_targets()
+            except Exception as e:
+                browser_lost = (f"re-attaching the daemon's browser failed: "
+                                f"{describe_error(e, timeout if deadline.expired() else None)}")
+        await asyncio.gather(*(self._readopt_one(row, embedded_alive, browser_lost, end,
+                                                 timeout, report) for row in rows))
         return report
+
+    def _ended(self, session_id: str, reason: str, report: dict[str, Any]) -> None:
+        log.warning("session %s not re-adopted: %s", session_id, reason)
+        self.store.end(session_id, reason)
+        report["ended"].append(session_id)
+        report.setdefault("reasons", {})[session_id] = reason
+
+    async def _readopt_one(self, row: StoredSession, embedded_alive: set[str],
+                           browser_lost: str | None, end: float, timeout: float,
+                           report: dict[str, Any]) -> None:
+        session = Session(row.session_id, row.label, row.created_at, tab_seq=row.tab_seq)
+        deadline = asyncio.timeout_at(end)
+        try:
+            if browser_lost is not None and _embedded(row.browser):
+                ended: str | None = browser_lost
+            else:
+                async with deadline:
+                    ended = await self._readopt_session(session, row, embedded_alive, report)
+        except Exception as e:
+            ended = f"re-adopting it after the daemon's restart failed: " \
+                    f"{describe_error(e, timeout if deadline.expired() else None)}"
+            if self.sessions.get(session.id) is session:  # an extension session's, listed
+                del self.sessions[session.id]
+            await self._let_go(session, row, embedded_alive)
+        if ended is None:
+            return
+        notes = [ended]
+        for stored in row.recordings.values():
+            note = await self._recording_left(stored)
+            if note:
+                notes.append(note)
+        self._ended(row.session_id, "; ".join(notes), report)
+
+    async def _recording_left(self, stored: dict[str, Any]) -> str | None:
+        """A recording of a session that ended at the restart: closed, and where it is."""
+        if self.recordings_after_restart is None:
+            return None
+        try:
+            return await self.recordings_after_restart.left_behind(stored)
+        except Exception as e:
+            return f"its {stored.get('kind', 'recording')} could not be closed: " \
+                   f"{describe_error(e)}"
+
+    async def _let_go(self, session: Session, row: StoredSession,
+                      embedded_alive: set[str]) -> None:
+        """A session whose re-adoption failed part-way: close what it had (its tabs, its
+        placement), bounded, so nothing it held runs on for no one."""
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(LET_GO_TIMEOUT_S):
+                # Unset when it failed before its placement was made (a bad stored row).
+                backend = getattr(session, "backend", None)
+                for tab in list(session.tabs.values()):
+                    if backend is not None:
+                        await backend.close_tab(tab)
+                if _embedded(row.browser):  # its windows that were not re-attached
+                    link = self.browser.link
+                    for _tab_id, target_id in row.tabs:
+                        if target_id in embedded_alive and link is not None and \
+                                not link.closed and not any(t.target_id == target_id
+                                                           for t in session.tabs.values()):
+                            await link.close_tab(target_id)
+                if backend is not None:
+                    await backend.session_ended()
+
+    async def _readopt_session(self, session: Session, row: StoredSession,
+                               embedded_alive: set[str],
+                               report: dict[str, Any]) -> str | None:
+        """Re-adopt one stored session: None once it is back (or awaits its browser),
+        else why it ended."""
+        kind = (row.browser or {}).get("placement")
+        if kind in ("cdp", "grid"):
+            remote = await self._readopt_remote(session, row.browser or {})
+            if remote is None:
+                return f"its {kind} browser did not survive the daemon's restart"
+            session.backend = remote
+            try:
+                alive = await remote.manager.page_targets()
+            except BskError:
+                alive = set()  # ended below, its WebDriver session deleted
+        elif not _embedded(row.browser):  # an extension browser: wait for it to reconnect
+            ended = self._await_browser(session, row, report)
+            if ended is None:  # its tabs come back later: a video is kept, a trace is not
+                await self._restore_recordings(session, row)
+            return ended
+        else:
+            session.backend = EmbeddedPlacement.restore(self.browser, row.browser or {})
+            alive = embedded_alive
+        for tab_id, target_id in row.tabs:
+            if target_id in alive:
+                try:
+                    session.tabs[tab_id] = await session.backend.adopt_tab(tab_id, target_id)
+                except Exception as e:
+                    log.warning("re-adopting %s/%s: %s", row.session_id, tab_id, e)
+        if not session.tabs:
+            await session.backend.session_ended()
+            return "its browser tabs did not survive the daemon's restart"
+        current = row.current_tab if row.current_tab in session.tabs else None
+        session.current_tab_id = current or next(iter(session.tabs))
+        await self._restore_recordings(session, row)
+        if _embedded(row.browser):
+            await self._detach_old(session, row)
+        self.sessions[session.id] = session
+        self.store.save(session)
+        report["readopted"].append(session.id)
+        return None
+
+    async def _restore_recordings(self, session: Session, row: StoredSession) -> None:
+        """Its recordings back (a trace re-adopted, a video as interrupted); one that is
+        lost is reported where the session's saved recordings are."""
+        for kind, stored in row.recordings.items():
+            if self.recordings_after_restart is None:
+                continue
+            try:
+                recording = await self.recordings_after_restart.readopt(session, stored)
+            except Exception as e:  # the session is back; this recording is reported lost
+                why = f"its {kind} was lost at the daemon's restart: {describe_error(e)}"
+                log.warning("session %s: %s", session.id, why)
+                session.saved_recordings.append({"kind": kind, "error": why})
+                continue
+            session.recordings[kind] = recording
+
+    async def _detach_old(self, session: Session, row: StoredSession) -> None:
+        """The dead daemon's CDP sessions in these tabs, which the browser keeper kept
+        open: detached, else each restart adds a copy of every event (and of the page's
+        paused requests, script injections) for no one. A re-adopted trace keeps its own
+        until `trace stop`."""
+        link = self.browser.link
+        if link is None or link.closed:
+            return
+        kept = {r.stored().get("cdp_session") for r in session.recordings.values()}
+        for sid in row.cdp_sessions:
+            if sid in kept:
+                continue
+            try:
+                await link.send("Target.detachFromTarget", {"sessionId": sid}, timeout=2.0)
+            except LinkError as e:  # already gone with its target: nothing to release
+                log.debug("detaching %s: %s", sid, e)
 
     async def _readopt_remote(self, session: Session,
                               stored: dict[str, Any]) -> RemotePlacement | None:
@@ -248,19 +391,18 @@ class SessionManager:
             self._wire(session, remote)
         return remote
 
-    def _await_browser(self, session: Session, row: Any, report: dict[str, list[str]]) -> None:
+    def _await_browser(self, session: Session, row: Any, report: dict[str, Any]) -> str | None:
         """An extension session after a daemon restart: its Agent Window waits for its
         browser to reconnect (calls meanwhile are browser_unavailable); the extension's
-        handshake then says which of its tabs are still open."""
+        handshake then says which of its tabs are still open. Why it ended, if it did."""
         if self.extensions is None:
-            self.store.end(session.id, "its browser's extension listener is off in this "
-                           "daemon (start it with --extension-port)")
-            report["ended"].append(session.id)
-            return
+            return ("its browser's extension listener is off in this daemon (start it with "
+                    "--extension-port)")
         session.backend = self.extensions.expect(session, row.browser)
         session.current_tab_id = row.current_tab
         self.sessions[session.id] = session
         report.setdefault("awaiting_browser", []).append(session.id)
+        return None
 
     def _popup(self, opener: Tab, info: dict[str, Any]) -> None:
         for session in self.sessions.values():
@@ -467,6 +609,15 @@ def _check_url(name: str, url: str, schemes: tuple[str, ...]) -> None:
     if parts.scheme not in schemes or not parts.hostname:
         raise invalid(name, f"{url!r} is not a {' or '.join(s + '://' for s in schemes)} URL",
                       hint=hint)
+
+
+def describe_error(e: BaseException, timeout: float | None = None) -> str:
+    """An exception as a reason a person can read: never empty (a bare TimeoutError or
+    CancelledError says nothing by itself), a timeout named as such."""
+    if isinstance(e, TimeoutError):
+        return f"timed out after {timeout:g} s" if timeout else "timed out"
+    message = e.message if isinstance(e, BskError) else str(e)
+    return f"{type(e).__name__}: {message}" if message else f"{type(e).__name__} (no message)"
 
 
 def _embedded(stored: dict[str, Any] | None) -> bool:

@@ -781,7 +781,8 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "video_stop", ("video", "stop"), _S,
         "Stop the session's video recording and write it to PATH: .webm (VP8) or .mp4 "
-        "(H.264).",
+        "(H.264). A video a daemon crash cut short (`interrupted` in `session list`) is "
+        "written the same way, with everything recorded until the crash.",
         (Param("path", "string", "video file to write (.webm or .mp4)", required=True,
                positional=True, path=True),),
         example="bsk video stop run.webm", default_timeout_s=120.0,
@@ -800,7 +801,8 @@ EVIDENCE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "trace_stop", ("trace", "stop"), _S,
         "Stop the trace and write it to PATH as Chrome trace JSON (open it in Perfetto "
-        "or DevTools' Performance panel).",
+        "or DevTools' Performance panel). A trace outlives a daemon crash: the next daemon "
+        "re-adopts it and this writes all of it.",
         (Param("path", "string", "trace file to write (.json)", required=True,
                positional=True, path=True),),
         example="bsk trace stop trace.json", default_timeout_s=120.0,

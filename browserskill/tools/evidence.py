@@ -13,6 +13,16 @@ and stopped with the session (what it had is saved under $BSK_HOME/recordings/).
   sessions' pages show up too) and runs one trace at a time: a second session's
   `trace start` is refused, naming the session that traces.
 - PDF: `Page.printToPDF`, streamed.
+
+Across a crash of the daemon (docs/design.md, what survives what): a recording is written
+to the session store before the browser or the encoder is asked, so the next daemon
+finds it. A trace is re-adopted: it runs in the browser, in the CDP session that started
+it, which the browser keeper keeps open; `trace stop` ends it there and writes all of
+it. A video's encoder runs in a session of its own, its input a pipe: the daemon's death
+closes the pipe and the encoder finishes the file; WebM written in clusters of at most
+CLUSTER_MS, so even an encoder killed too leaves a playable file. The next daemon holds
+it as an interrupted video: `video stop FILE` (or the session's end) closes it
+(re-muxed: its duration and index written) and says the film ends at the crash.
 """
 
 from __future__ import annotations
@@ -21,8 +31,10 @@ import asyncio
 import base64
 import contextlib
 import logging
+import os
 import re
 import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +42,7 @@ from typing import Any
 from browserskill import user_files
 from browserskill.browser.link import CdpError, LinkError
 from browserskill.browser.tab import Tab, TabGone
+from browserskill.dispatch.sessions import Recording, Session
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.emulation import page_view
@@ -53,6 +66,10 @@ DEFAULT_CATEGORIES = (
     "disabled-by-default-v8.cpu_profiler", "loading",
 )
 SCREENSHOT_CATEGORY = "disabled-by-default-devtools.screenshot"
+# A WebM cluster is written out at most this often: what a killed encoder can lose.
+CLUSTER_MS = 500
+# How long a restarted daemon waits for the encoder the dead one left to finish its file.
+LEFTOVER_ENCODER_S = 10.0
 _VIDEO_SUFFIXES = (".webm", ".mp4")
 _SIZE = re.compile(r"^(\d{1,5})x(\d{1,5})$")
 
@@ -72,8 +89,10 @@ def _recordings_dir(ctx: ToolContext) -> Path:
     return folder
 
 
-async def save_stream(tab: Tab, handle: str, path: Path, timeout: float) -> int:
-    """Copy a CDP stream (`IO.read`) of the tab's session into `path`; its size."""
+async def save_stream(tab: Tab, handle: str, path: Path, timeout: float, *,
+                      session_id: str | None = None) -> int:
+    """Copy a CDP stream (`IO.read`) of the tab's session (or the CDP session named)
+    into `path`; its size."""
     size = 0
     try:
         async with asyncio.timeout(timeout):
@@ -82,7 +101,8 @@ async def save_stream(tab: Tab, handle: str, path: Path, timeout: float) -> int:
             out = await user_files.in_worker(user_files.open_for_write, path)
             try:
                 while True:
-                    chunk = await tab.send("IO.read", {"handle": handle, "size": 1 << 20})
+                    chunk = await tab.send("IO.read", {"handle": handle, "size": 1 << 20},
+                                           session_id=session_id)
                     data = chunk.get("data", "")
                     raw = (base64.b64decode(data) if chunk.get("base64Encoded")
                            else data.encode())
@@ -95,7 +115,7 @@ async def save_stream(tab: Tab, handle: str, path: Path, timeout: float) -> int:
                 user_files.close_soon(out)  # failed or cut short: closed, never waited on
     finally:
         with contextlib.suppress(LinkError, TabGone):
-            await tab.send("IO.close", {"handle": handle}, timeout=2.0)
+            await tab.send("IO.close", {"handle": handle}, session_id=session_id, timeout=2.0)
     return size
 
 
@@ -164,19 +184,41 @@ class VideoRecording:
                 "started_at": self.started_at, "size": _wxh(self.size),
                 "frames_received": self.frames_in, "frames_written": self.pacer.written}
 
-    async def start(self, ffmpeg: str, timeout: float) -> None:
+    def stored(self) -> dict[str, Any]:
+        return {"kind": "video", "file": str(self.file), "tab_id": self.tab.tab_id,
+                "started_at": self.started_at, "size": list(self.size),
+                "encoder_pid": self.proc.pid if self.proc is not None else None}
+
+    @property
+    def log_file(self) -> Path:
+        return self.file.with_suffix(".log")
+
+    async def spawn(self, ffmpeg: str) -> None:
+        """The encoder, in a process session of its own with its errors in a file: when
+        the daemon dies, its input closes and it finishes the WebM (nothing it writes
+        can kill it with SIGPIPE, nor a signal to the daemon's group)."""
         w, h = self.size
-        self.proc = await asyncio.create_subprocess_exec(
-            ffmpeg, "-loglevel", "error", "-f", "image2pipe", "-framerate", str(FPS),
-            "-c:v", "mjpeg", "-i", "pipe:0",
-            "-vf", f"scale={w}:{h}:force_original_aspect_ratio=decrease,"
-                   f"pad={w}:{h}:(ow-iw)/2:(oh-ih)/2:color=white",
-            # Playwright's VP8 settings: real-time speed, one thread.
-            "-c:v", "libvpx", "-qmin", "0", "-qmax", "50", "-crf", "8", "-deadline",
-            "realtime", "-cpu-used", "8", "-b:v", "1M", "-threads", "1",
-            "-y", str(self.file),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE)
+        with self.log_file.open("wb") as errors:
+            self.proc = await asyncio.create_subprocess_exec(
+                ffmpeg, "-loglevel", "error", "-f", "image2pipe", "-framerate", str(FPS),
+                # No probing: by default ffmpeg reads 5 MB of frames (seconds of film)
+                # before it writes anything, all lost if it is killed meanwhile.
+                "-c:v", "mjpeg", "-probesize", "32", "-analyzeduration", "0", "-i", "pipe:0",
+                "-vf", f"scale={w}:{h}:force_original_aspect_ratio=decrease,"
+                       f"pad={w}:{h}:(ow-iw)/2:(oh-ih)/2:color=white",
+                # Playwright's VP8 settings: real-time speed, one thread.
+                "-c:v", "libvpx", "-qmin", "0", "-qmax", "50", "-crf", "8", "-deadline",
+                "realtime", "-cpu-used", "8", "-b:v", "1M", "-threads", "1",
+                # Clusters written as they fill, at least every CLUSTER_MS: the file on disk
+                # plays up to there whatever happens to this process.
+                "-cluster_time_limit", str(CLUSTER_MS), "-flush_packets", "1",
+                "-y", str(self.file),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+                stderr=errors, start_new_session=True)
+
+    async def start(self, timeout: float) -> None:
+        assert self.proc is not None, "spawn() first"
+        w, h = self.size
         self.writer = asyncio.create_task(self._write(), name="video-writer")
         self.tab.listeners.append(self._on_event)
         try:
@@ -255,13 +297,15 @@ class VideoRecording:
         try:
             async with asyncio.timeout(timeout):
                 await self.writer
-                _, err = await self.proc.communicate()
+                await self.proc.wait()
         except TimeoutError:
             await self.abandon()
             raise BskError("action_failed", "the video encoder did not finish in time",
                            details={"reason": "encoder_timeout"}, dispatched="yes") from None
+        err = _tail(self.log_file)
+        self.log_file.unlink(missing_ok=True)
         if self.proc.returncode != 0:
-            self.failed = f"ffmpeg exited {self.proc.returncode}: {err.decode()[-500:]}"
+            self.failed = f"ffmpeg exited {self.proc.returncode}: {err}"
         if self.failed:
             raise BskError("action_failed", f"the video could not be encoded: {self.failed}",
                            details={"reason": "encoder_failed"}, dispatched="yes")
@@ -276,6 +320,7 @@ class VideoRecording:
             self.proc.kill()
             await self.proc.wait()
         self.file.unlink(missing_ok=True)
+        self.log_file.unlink(missing_ok=True)
 
     async def stop_with_session(self) -> dict[str, Any]:
         try:
@@ -283,6 +328,162 @@ class VideoRecording:
         except BskError as e:
             return {"kind": "video", "error": e.message}
         return {"kind": "video", "path": str(self.file)}
+
+
+def _tail(log: Path) -> str:
+    """The end of an encoder's error output (its file), for a message."""
+    try:
+        return log.read_bytes()[-500:].decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+class LeftoverVideo:
+    """A video the previous daemon was recording when it died: its encoder, left running
+    with its input closed, finishes the file; `video stop` (or the session's end) waits
+    for that, re-muxes it (duration and index, also when the encoder was killed too) and
+    hands it over. The film ends where the daemon died."""
+
+    NOTE = ("the daemon stopped during this recording: the video ends there (what was "
+            "recorded until then is kept)")
+
+    def __init__(self, stored: dict[str, Any]) -> None:
+        self.record = stored
+        self.file = Path(str(stored["file"]))
+        self.tab_id = str(stored.get("tab_id"))
+        self.started_at = float(stored.get("started_at") or 0.0)
+        size = stored.get("size") or (0, 0)
+        self.size = (int(size[0]), int(size[1]))
+        pid = stored.get("encoder_pid")
+        self.encoder_pid = int(pid) if pid else None
+
+    def summary(self) -> dict[str, Any]:
+        return {"state": "interrupted", "tab_id": self.tab_id, "started_at": self.started_at,
+                "size": _wxh(self.size), "file": str(self.file), "note": self.NOTE,
+                "hint": "`bsk video stop FILE` saves it"}
+
+    def stored(self) -> dict[str, Any]:
+        return self.record  # a second crash finds it again
+
+    async def settle(self, timeout: float) -> None:
+        """Its encoder done (killed if it has not finished within `timeout`), the file
+        re-muxed in place. BskError when nothing playable was recorded."""
+        if self.encoder_pid is not None:
+            await _encoder_done(self.encoder_pid, self.file, timeout)
+        self.file.with_suffix(".log").unlink(missing_ok=True)
+        if not self.file.exists() or self.file.stat().st_size == 0:
+            raise BskError("action_failed", "the daemon stopped before any of this video "
+                           "was written", details={"reason": "nothing_recorded"},
+                           dispatched="yes")
+        fixed = self.file.with_name(self.file.stem + ".remux.webm")
+        proc = await asyncio.create_subprocess_exec(
+            _ffmpeg(), "-loglevel", "error", "-i", str(self.file), "-c", "copy", "-y",
+            str(fixed), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE)
+        try:
+            async with asyncio.timeout(max(timeout, 5.0)):
+                _, err = await proc.communicate()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            fixed.unlink(missing_ok=True)
+            raise
+        if proc.returncode != 0 or not fixed.exists() or fixed.stat().st_size == 0:
+            fixed.unlink(missing_ok=True)
+            raise BskError("action_failed", "what was recorded before the daemon stopped "
+                           f"could not be read back: {err.decode(errors='replace')[-300:]}",
+                           details={"reason": "nothing_recorded"}, dispatched="yes")
+        fixed.replace(self.file)
+
+    async def stop_with_session(self) -> dict[str, Any]:
+        try:
+            await self.settle(LEFTOVER_ENCODER_S)
+        except BskError as e:
+            return {"kind": "video", "error": e.message}
+        return {"kind": "video", "path": str(self.file), "interrupted": self.NOTE}
+
+
+async def _encoder_done(pid: int, file: Path, timeout: float) -> None:
+    """Wait (bounded) for the encoder a dead daemon left, then kill it if it still runs.
+    It is known by its pid and the file on its command line (the pid may be reused)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return  # gone already
+    if b"ffmpeg" not in cmdline or str(file).encode() not in cmdline:
+        return
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return
+    loop = asyncio.get_running_loop()
+    exited: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:  # a pidfd reads as ready once its process has exited
+        if not exited.done():
+            exited.set_result(None)
+
+    loop.add_reader(fd, readable)
+    try:
+        async with asyncio.timeout(timeout):
+            await exited
+    except TimeoutError:
+        log.warning("the encoder %d left by the previous daemon did not finish in %g s: "
+                    "stopped", pid, timeout)
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+class _AfterRestart:
+    """What a recording the previous daemon left becomes (SessionManager.readopt)."""
+
+    def __init__(self) -> None:
+        self._settling: set[asyncio.Task[None]] = set()  # videos being closed
+
+    async def readopt(self, session: Session, stored: dict[str, Any]) -> Recording:
+        kind = stored.get("kind")
+        if kind == "video":
+            return LeftoverVideo(stored)
+        if kind == "trace":
+            tab = session.tabs.get(str(stored.get("tab_id")))
+            if tab is None:
+                raise LookupError(f"its tab {stored.get('tab_id')} did not survive")
+            try:  # the CDP session it runs in is still open (not so in a remote browser)
+                await tab.send("Target.getTargetInfo", session_id=str(stored["cdp_session"]),
+                               timeout=5.0)
+            except CdpError as e:
+                raise LookupError("the browser ended it with the dead daemon's connection "
+                                  f"({e})") from None
+            return TraceRecording.readopt(tab, stored)
+        raise ValueError(f"unknown recording kind {kind!r}")
+
+    async def left_behind(self, stored: dict[str, Any]) -> str | None:
+        if stored.get("kind") == "video":
+            video = LeftoverVideo(stored)
+            # Closed in the background: the daemon's start waits for no encoder.
+            task = asyncio.get_running_loop().create_task(self._settle(video))
+            self._settling.add(task)
+            task.add_done_callback(self._settling.discard)
+            return f"its video (until the daemon stopped) is at {video.file}"
+        if stored.get("kind") == "trace":
+            return "its trace ended with its tabs"
+        return None
+
+
+    @staticmethod
+    async def _settle(video: LeftoverVideo) -> None:
+        try:
+            await video.settle(LEFTOVER_ENCODER_S)
+        except (BskError, OSError) as e:
+            log.warning("closing the video %s left by the previous daemon: %s", video.file,
+                        e.message if isinstance(e, BskError) else e)
+
+
+RECORDINGS_AFTER_RESTART = _AfterRestart()
 
 
 def _size(text: str | None) -> tuple[int, int] | None:
@@ -297,8 +498,14 @@ def _size(text: str | None) -> tuple[int, int] | None:
 def _already(ctx: ToolContext, kind: str, stop: str) -> None:
     running = ctx.session.recordings.get(kind)
     if running is not None:
+        summary = running.summary()
+        if summary.get("state") == "interrupted":  # a LeftoverVideo
+            raise BskError("action_failed", f"this session has a {kind} that a daemon crash "
+                           f"interrupted (tab {summary.get('tab_id')}), not yet saved",
+                           hint=f"save it first: bsk {stop} FILE",
+                           details={"reason": "already_recording"}, dispatched="no")
         raise BskError("action_failed", f"this session is already recording a {kind} "
-                       f"(tab {running.summary().get('tab_id')})",
+                       f"(tab {summary.get('tab_id')})",
                        hint=f"stop it first: bsk {stop} FILE",
                        details={"reason": "already_recording"}, dispatched="no")
 
@@ -324,16 +531,27 @@ async def video_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
     file = _recordings_dir(ctx) / f"{ctx.session.id}-{ctx.op.op_id}.webm"
     recording = VideoRecording(tab, size, file)
     ctx.mark_dispatched()
-    await recording.start(ffmpeg, ctx.remaining())
+    await recording.spawn(ffmpeg)
+    # In the store before the first frame: a daemon that dies from here on leaves a
+    # video the next one finds (LeftoverVideo).
     ctx.session.recordings["video"] = recording
+    ctx.sessions.persist(ctx.session)
+    try:
+        await recording.start(ctx.remaining())
+    except BaseException:
+        ctx.session.recordings.pop("video", None)
+        ctx.sessions.persist(ctx.session)
+        raise
     return {"recording": "video", "tab_id": tab.tab_id, "size": _wxh(size), "fps": FPS}
 
 
 @implements("video_stop")
 async def video_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     path = _target(params, _VIDEO_SUFFIXES)
-    recording: VideoRecording = _running(ctx, "video", "video start")
+    recording: VideoRecording | LeftoverVideo = _running(ctx, "video", "video start")
     ctx.mark_dispatched()
+    if isinstance(recording, LeftoverVideo):
+        return await _leftover_stop(ctx, recording, path)
     del ctx.session.recordings["video"]
     try:
         await recording.finish(ctx.remaining())
@@ -349,6 +567,47 @@ async def video_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
     return {"path": str(path), "bytes": path.stat().st_size, "tab_id": recording.tab.tab_id,
             "size": _wxh(recording.size), "fps": FPS, "frames": frames,
             "duration_s": round(frames / FPS, 2), "frames_received": recording.frames_in}
+
+
+async def _leftover_stop(ctx: ToolContext, video: LeftoverVideo,
+                         path: Path) -> dict[str, Any]:
+    """`video stop` of a video a crash interrupted: closed, then handed over as usual."""
+    try:
+        await video.settle(min(LEFTOVER_ENCODER_S, ctx.remaining()))
+    except BskError:  # nothing playable: said once, then the session is free of it
+        del ctx.session.recordings["video"]
+        video.file.unlink(missing_ok=True)
+        raise
+    del ctx.session.recordings["video"]  # settled: nothing of it runs any more
+    if path.suffix.lower() == ".mp4":
+        await _to_mp4(video.file, path, ctx.remaining())
+        video.file.unlink()
+    else:
+        shutil.move(video.file, path)
+    return {"path": str(path), "bytes": path.stat().st_size, "tab_id": video.tab_id,
+            "size": _wxh(video.size), "fps": FPS,
+            "duration_s": await _duration(path, ctx.remaining()),
+            "interrupted": LeftoverVideo.NOTE}
+
+
+async def _duration(path: Path, timeout: float) -> float | None:
+    """A video's length in seconds as ffprobe reads it (None if it can't)."""
+    probe = shutil.which("ffprobe")
+    if probe is None:
+        return None
+    proc = await asyncio.create_subprocess_exec(
+        probe, "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(path),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL)
+    try:
+        async with asyncio.timeout(max(1.0, timeout)):
+            out, _ = await proc.communicate()
+        return round(float(out.decode().strip()), 2)
+    except (TimeoutError, ValueError):
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        return None
 
 
 async def _to_mp4(source: Path, path: Path, timeout: float) -> None:
@@ -378,46 +637,66 @@ async def _to_mp4(source: Path, path: Path, timeout: float) -> None:
 class TraceRecording:
     """A performance trace of one tab (see the module docstring)."""
 
-    def __init__(self, tab: Tab, categories: list[str], folder: Path, name: str) -> None:
+    def __init__(self, tab: Tab, categories: list[str], folder: Path, name: str, *,
+                 cdp_session: str | None = None, started_at: float | None = None) -> None:
         self.tab = tab
         self.categories = categories
         self.folder = folder
         self.name = name
-        self.started_at = time.time()
+        self.started_at = started_at or time.time()
+        # The CDP session the trace runs in: the tab's, or, re-adopted after a restart, the
+        # one the dead daemon started it in (the keeper kept it open in the browser).
+        self.cdp_session = cdp_session or tab.session_id
+        self.readopted = cdp_session is not None and cdp_session != tab.session_id
         self.complete: asyncio.Future[dict[str, Any]] = \
             asyncio.get_running_loop().create_future()
+        self._unsubscribe = tab.link.subscribe(self.cdp_session, self._on_event)
+
+    @classmethod
+    def readopt(cls, tab: Tab, stored: dict[str, Any]) -> TraceRecording:
+        """The trace a dead daemon started, still running in the browser."""
+        return cls(tab, [str(c) for c in stored["categories"]], Path(str(stored["folder"])),
+                   str(stored["name"]), cdp_session=str(stored["cdp_session"]),
+                   started_at=float(stored["started_at"]))
 
     def summary(self) -> dict[str, Any]:
-        return {"state": "recording", "tab_id": self.tab.tab_id, "started_at": self.started_at,
-                "categories": self.categories}
+        out = {"state": "recording", "tab_id": self.tab.tab_id, "started_at": self.started_at,
+               "categories": self.categories}
+        if self.readopted:
+            out["readopted"] = "re-adopted after a daemon restart: nothing of it was lost"
+        return out
 
-    def _on_event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
-        if (method == "Tracing.tracingComplete" and session_id == self.tab.session_id
-                and not self.complete.done()):
+    def stored(self) -> dict[str, Any]:
+        return {"kind": "trace", "tab_id": self.tab.tab_id, "cdp_session": self.cdp_session,
+                "categories": self.categories, "started_at": self.started_at,
+                "folder": str(self.folder), "name": self.name}
+
+    def _on_event(self, method: str, params: dict[str, Any]) -> None:
+        if method == "Tracing.tracingComplete" and not self.complete.done():
             self.complete.set_result(params)
 
     async def start(self, timeout: float) -> None:
         included = [c for c in self.categories if not c.startswith("-")]
         excluded = [c[1:] for c in self.categories if c.startswith("-")]
-        self.tab.listeners.append(self._on_event)
         try:
             await self.tab.send("Tracing.start", {
                 "transferMode": "ReturnAsStream", "streamFormat": "json",
                 "traceConfig": {"includedCategories": included,
                                 "excludedCategories": excluded}}, timeout=timeout)
         except BaseException:
-            self.tab.listeners.remove(self._on_event)
+            self._unsubscribe()
             raise
 
     async def finish(self, path: Path, timeout: float) -> int:
         try:
             async with asyncio.timeout(timeout):
-                await self.tab.send("Tracing.end")
+                await self.tab.send("Tracing.end", session_id=self.cdp_session)
                 done = await self.complete
             if "stream" not in done:
                 raise BskError("action_failed", "Chromium returned no trace data",
                                details={"reason": "browser_error"}, dispatched="yes")
-            return await save_stream(self.tab, done["stream"], path, timeout)
+            size = await save_stream(self.tab, done["stream"], path, timeout,
+                                     session_id=self.cdp_session)
         except TimeoutError:
             raise BskError("action_failed", "the trace did not finish in time",
                            details={"reason": "trace_timeout"}, dispatched="yes") from None
@@ -426,8 +705,12 @@ class TraceRecording:
                            hint="the traced tab closed or its browser went away",
                            details={"reason": "tab_gone"}, dispatched="yes") from None
         finally:
-            with contextlib.suppress(ValueError):
-                self.tab.listeners.remove(self._on_event)
+            self._unsubscribe()
+            if self.readopted:  # the dead daemon's CDP session, kept open for this trace
+                with contextlib.suppress(LinkError):
+                    await self.tab.link.send("Target.detachFromTarget",
+                                             {"sessionId": self.cdp_session}, timeout=2.0)
+        return size
 
     async def stop_with_session(self) -> dict[str, Any]:
         path = self.folder / f"{self.name}.json"
@@ -460,14 +743,21 @@ async def trace_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
     recording = TraceRecording(tab, categories, _recordings_dir(ctx),
                                f"{ctx.session.id}-{ctx.op.op_id}")
     ctx.mark_dispatched()
+    # In the store before the browser starts it: a daemon that dies from here on leaves a
+    # trace the next one re-adopts (in the same CDP session).
+    ctx.session.recordings["trace"] = recording
+    ctx.sessions.persist(ctx.session)
     try:
         await recording.start(ctx.remaining())
-    except CdpError as e:
+    except BaseException as e:
+        ctx.session.recordings.pop("trace", None)
+        ctx.sessions.persist(ctx.session)
+        if not isinstance(e, CdpError):
+            raise
         raise BskError("action_failed", f"the browser did not start tracing: {e}",
                        hint="a trace started by another DevTools client may be running; "
                             "through the extension, tracing is not available",
                        details={"reason": "browser_error"}, dispatched="yes") from None
-    ctx.session.recordings["trace"] = recording
     return {"recording": "trace", "tab_id": tab.tab_id, "categories": categories}
 
 
