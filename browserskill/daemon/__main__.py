@@ -69,7 +69,7 @@ def parser() -> argparse.ArgumentParser:
                    metavar="SEC",
                    help="seconds a cancelled operation may spend on compensation before it "
                         "ends outcome_unknown (default 2) [env BSK_CLEANUP_TIMEOUT]")
-    p.add_argument("--readopt-timeout", type=float,
+    p.add_argument("--readopt-timeout", type=float, metavar="SEC",
                    default=env_float("BSK_READOPT_TIMEOUT", READOPT_TIMEOUT_S),
                    help="seconds re-adopting one session may take after a restart before "
                         f"it is ended, saying so (default {READOPT_TIMEOUT_S:g}) "
