@@ -51,6 +51,11 @@ class TabCrashed(TabGone):
     """The tab's renderer crashed; a reload or a navigation brings it back."""
 
 
+# Why a tab is crashed when BrowserSkill crashed it itself (`crash_hung`).
+HUNG = ("the tab's renderer hung (its script could not be stopped), so BrowserSkill "
+        "crashed it; its page state (form input, scroll, script state) is lost")
+
+
 class DialogOpened(Exception):
     """The page opened a JavaScript dialog while a command was pending."""
 
@@ -93,6 +98,7 @@ class Tab(Requester):
         self.gone: str | None = None  # why the tab can no longer be used
         self.crashed: str | None = None  # set while the renderer is dead (reload recovers)
         self.crash_seq = 0
+        self._crash_reason: str | None = None  # what the next crash is, if we caused it
         self.listeners: list[TabListener] = []
         self._in_flight: set[asyncio.Future[Any]] = set()
         # (frame id, loader id) -> BrowserSkill's isolated world in that document
@@ -332,10 +338,24 @@ class Tab(Requester):
 
     def mark_crashed(self) -> None:
         if not self.crashed:
-            self.crashed = "the tab's renderer crashed"
+            self.crashed = self._crash_reason or "the tab's renderer crashed"
+            self._crash_reason = None
             self.crash_seq += 1
             self._fail_in_flight(TabCrashed(self.crashed))
         self._wake()
+
+    async def crash_hung(self, timeout: float) -> None:
+        """End a renderer that answers nothing, not even `Runtime.terminateExecution` (a
+        hang outside script, e.g. chrome://hang): `Page.crash` is carried out by the
+        browser process, so it works where the renderer can't listen. The tab is then
+        crashed like any other (`crashed` says why): a navigation brings it back in a
+        new renderer. `Page.crash` never answers; the crash event is what is awaited."""
+        if self.crashed:
+            return
+        self._crash_reason = HUNG
+        reply = await self.request("Page.crash")
+        reply.add_done_callback(lambda f: f.cancelled() or f.exception())
+        await self.until(lambda: self.crashed, timeout)
 
     def mark_gone(self, reason: str) -> None:
         if not self.gone:

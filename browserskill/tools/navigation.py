@@ -38,15 +38,26 @@ def page_state(tab: Tab) -> dict[str, Any]:
     return {"tab_id": tab.tab_id, "url": tab.url}
 
 
-async def unstick(tab: Tab) -> None:
+async def unstick(tab: Tab) -> str | None:
     """A page stuck in a runaway script never lets a navigation commit (its document
-    must unload first): stop that script. A probe of ~1 ms when the page is not stuck."""
+    must unload first): stop that script, or crash a renderer hung outside script. A
+    probe of ~1 ms when the page is not stuck. Returns why the renderer the navigation
+    replaces was dead (its page state is lost), None if it was alive."""
     if not tab.crashed:
         await stop_script(tab)
+    return tab.crashed
+
+
+def replaced(out: dict[str, Any], crashed: str | None) -> dict[str, Any]:
+    """A navigation's result, saying so if it brought a crashed tab back."""
+    if crashed:
+        out["renderer_replaced"] = (f"{crashed}; the page was loaded in a new renderer "
+                                    "(take a new snapshot)")
+    return out
 
 
 async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dict[str, Any]:
-    await unstick(tab)
+    crashed = await unstick(tab)
     before = downloads.count(ctx)
     answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
     if answer.get("errorText") == "net::ERR_ABORTED":  # perhaps it became a download
@@ -64,7 +75,7 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dic
     title = await ctx.inspect("Runtime.evaluate", {"expression": "document.title",
                                                    "returnByValue": True}, tab=tab)
     tab.title = title.get("result", {}).get("value", "") or ""
-    return {**page_state(tab), "title": tab.title}
+    return replaced({**page_state(tab), "title": tab.title}, crashed)
 
 
 def _failed(tab: Tab, url: str, error: str, route: str | None) -> BskError:
@@ -131,7 +142,7 @@ async def commit_and_wait(
     ctx: ToolContext, tab: Tab, wait_until: str, method: str, params: dict[str, Any] | None
 ) -> dict[str, Any]:
     """Send a command that navigates the main frame; wait for the new document."""
-    await unstick(tab)
+    crashed = await unstick(tab)
     before = tab.navigations
     await ctx.act(method, params, tab=tab)
     await tab.until(lambda: tab.navigations > before, ctx.remaining())
@@ -141,7 +152,7 @@ async def commit_and_wait(
     failed = _error_page(tab)
     if failed is not None:
         raise failed
-    return page_state(tab)
+    return replaced(page_state(tab), crashed)
 
 
 @implements("back")
