@@ -114,6 +114,13 @@ class Tab(Requester):
         # Run for each new iframe session once it observes (routes install themselves).
         self.child_setup: list[Callable[[str], Awaitable[None]]] = []
         self.popups_requested = 0  # new windows this page asked for (Page.windowOpen)
+        # Of those, the ones Chromium made (a target with this opener; the popup blocker
+        # makes none for the rest), and the ones the session took as its tabs (or failed
+        # to): counted by the session (dispatch/sessions.py), which closes those past its
+        # bound instead.
+        self.popups_created = 0
+        self.popups_taken = 0
+        self.popup_base = 0  # popups_created when the last input began (bounds a storm)
         self.drag_data: dict[str, Any] | None = None  # an intercepted HTML5 drag
         self.dialog: dict[str, Any] | None = None  # the JavaScript dialog open now
         self.dialog_seq = 0  # dialogs opened so far: a change means one opened
@@ -343,6 +350,21 @@ class Tab(Requester):
             self.crash_seq += 1
             self._fail_in_flight(TabCrashed(self.crashed))
         self._wake()
+
+    async def busy(self, within: float, session_id: str | None = None) -> bool:
+        """True if the page's main thread does not answer a trivial evaluation in
+        `within` seconds: it is running script (or hung)."""
+        probe = await self.request("Runtime.evaluate", {"expression": "0"},
+                                   session_id=session_id)
+        # Shielded: its late failure (a link that died meanwhile) is retrieved, not logged.
+        probe.add_done_callback(lambda f: f.cancelled() or f.exception())
+        try:
+            await asyncio.wait_for(asyncio.shield(probe), within)
+            return False
+        except TimeoutError:
+            return True
+        except CdpError:
+            return False
 
     async def crash_hung(self, timeout: float) -> None:
         """End a renderer that answers nothing, not even `Runtime.terminateExecution` (a

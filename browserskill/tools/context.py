@@ -43,16 +43,7 @@ CRASH_S = 3.0  # `Page.crash` to its crash event: tens of ms when the browser is
 
 async def page_busy(tab: Tab, session_id: str | None = None) -> bool:
     """True if the page's main thread does not answer a trivial evaluation in time."""
-    probe = await tab.request("Runtime.evaluate", {"expression": "0"}, session_id=session_id)
-    # Shielded: its late failure (a link that died meanwhile) is retrieved, not logged.
-    probe.add_done_callback(lambda f: f.cancelled() or f.exception())
-    try:
-        await asyncio.wait_for(asyncio.shield(probe), PROBE_S)
-        return False
-    except TimeoutError:
-        return True
-    except CdpError:
-        return False
+    return await tab.busy(PROBE_S, session_id)
 
 
 async def stop_script(tab: Tab, comp: Compensation | None = None,
