@@ -125,6 +125,10 @@ class Tab(Requester):
         self.dialog: dict[str, Any] | None = None  # the JavaScript dialog open now
         self.dialog_seq = 0  # dialogs opened so far: a change means one opened
         self.dialog_session: str | None = None
+        # While a navigation leaves the page: (navigations then, dialogs dismissed noted)
+        self._leaving: tuple[int, list[dict[str, Any]]] | None = None
+        self.dialogs_left = 0
+        self._dismissals: set[asyncio.Task[None]] = set()
         self._ordinals: dict[str, int] = {}
         # loader id -> lifecycle event names seen (bounded: recent documents only)
         self._lifecycle: OrderedDict[str, set[str]] = OrderedDict()
@@ -279,6 +283,8 @@ class Tab(Requester):
                 self.frames.pop(params["frameId"], None)
         elif method == "Page.windowOpen" and session_id == self.session_id:
             self.popups_requested += 1
+        elif method == "Page.javascriptDialogOpening" and self._dismissing(params):
+            self._dismiss(session_id, params)
         elif method == "Page.javascriptDialogOpening":
             self.dialog = {k: params.get(k) for k in ("type", "message", "defaultPrompt", "url")}
             self.dialog_session = session_id
@@ -338,6 +344,45 @@ class Tab(Requester):
             self.url = frame.get("url", "")
             self.navigations += 1
             self.crashed = None  # a new document: the renderer is back
+
+    # -- dialogs of a page being left ----------------------------------------------------
+
+    def leave_dialogs(self) -> list[dict[str, Any]]:
+        """Until the main frame commits its next document, dismiss the alerts, confirms
+        and prompts of the page being left, as they open, instead of stopping on them (a
+        page opening one every few ms would otherwise never let a navigation commit).
+        The one open now is dismissed too. Returns the list they are noted in (type and
+        message, the first few; `dialogs_left` counts them all). beforeunload dialogs
+        are never answered this way: they ask whether to leave."""
+        self._leaving = (self.navigations, [])
+        self.dialogs_left = 0
+        if self.dialog is not None and self.dialog.get("type") != "beforeunload":
+            self._dismiss(self.dialog_session or self.session_id, self.dialog)
+            self.dialog = None
+        return self._leaving[1]
+
+    def stop_leaving(self) -> None:
+        self._leaving = None
+
+    def _dismissing(self, params: dict[str, Any]) -> bool:
+        return (self._leaving is not None and self._leaving[0] == self.navigations
+                and params.get("type") != "beforeunload")
+
+    def _dismiss(self, session_id: str, dialog: dict[str, Any]) -> None:
+        assert self._leaving is not None
+        self.dialogs_left += 1
+        if len(self._leaving[1]) < 3:
+            self._leaving[1].append({k: dialog.get(k) for k in ("type", "message")})
+        task = asyncio.get_running_loop().create_task(self._dismiss_now(session_id))
+        self._dismissals.add(task)  # kept referenced until done
+        task.add_done_callback(self._dismissals.discard)
+
+    async def _dismiss_now(self, session_id: str) -> None:
+        try:
+            await self.send("Page.handleJavaScriptDialog", {"accept": False},
+                            session_id=session_id, timeout=5.0)
+        except (LinkError, TabGone, TimeoutError) as e:
+            log.info("dismissing a dialog of the page being left: %s", e)
 
     def mark_changed(self) -> None:
         """Something outside the tab's own events changed state its waiters look at."""

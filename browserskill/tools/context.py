@@ -54,6 +54,7 @@ async def stop_script(tab: Tab, comp: Compensation | None = None,
     that does not even answer that is hung: its renderer is crashed (`Tab.crash_hung`;
     `comp` then reports `hung_renderer_crashed`), and the tab's navigation tools bring it
     back. Returns whether it stopped a script (or the renderer)."""
+    dialogs = tab.dialog_seq + tab.dialogs_left
     if not await page_busy(tab, session_id):
         if comp is not None:
             comp.action = None
@@ -62,6 +63,8 @@ async def stop_script(tab: Tab, comp: Compensation | None = None,
         await tab.send("Runtime.terminateExecution", session_id=session_id,
                        timeout=TERMINATE_S)
     except CommandTimeout:
+        if tab.dialog is not None or tab.dialog_seq + tab.dialogs_left != dialogs:
+            return False  # blocked on a dialog, not hung
         if session_id not in (None, tab.session_id):
             raise  # an iframe's own renderer: crashing the page's would not free it
         if comp is not None:

@@ -101,7 +101,7 @@ async def after_input(ctx: ToolContext, marks: Marks, wait_until: str, *,
         if tab.navigations > marks.committed:
             loader = tab.main_loader()
             if loader and wait_until != "commit":
-                await wait_for_document(ctx, tab, loader, wait_until)
+                out.update(await wait_for_document(ctx, tab, loader, wait_until))
             out["navigated"] = True
     if expect_download or downloading():
         out["downloads"] = await downloads.settle(ctx, marks.downloads, expect=expect_download)

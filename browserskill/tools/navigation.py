@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from browserskill.browser.tab import Tab
+from browserskill.browser.tab import DialogOpened, Tab
 from browserskill.errors import BskError
 from browserskill.tools import downloads
 from browserskill.tools.context import ToolContext, stop_script
@@ -30,8 +30,44 @@ def normalize_url(url: str) -> str:
     return ("http://" if local else "https://") + url
 
 
-async def wait_for_document(ctx: ToolContext, tab: Tab, loader_id: str, wait_until: str) -> None:
-    await tab.until(lambda: tab.reached(loader_id, wait_until), ctx.remaining())
+# Documents a wait follows when the page replaces the one it waits for by its own
+# navigation (a script redirect) before that one loaded; past this, it is a loop.
+MAX_FOLLOWED = 5
+
+
+async def wait_for_document(ctx: ToolContext, tab: Tab, loader_id: str,
+                            wait_until: str) -> dict[str, Any]:
+    """Wait until the document `loader_id` reaches `wait_until`. If the page navigates
+    on by itself once that document committed (its own navigation, never ours), the
+    wait follows the new document, up to MAX_FOLLOWED; a page that keeps navigating
+    is `navigation_loop`. Returns what the result should say of documents followed."""
+    followed: list[str] = []
+    current = loader_id
+
+    def settled() -> bool:
+        nonlocal current
+        if tab.reached(current, wait_until):
+            return True
+        newer = tab.main_loader()
+        if newer and newer != current and tab.reached(current, "commit"):
+            followed.append(newer)  # ours committed, then the page replaced it
+            current = newer
+            return tab.reached(current, wait_until) or len(followed) > MAX_FOLLOWED
+        return False
+
+    await tab.until(settled, ctx.remaining())
+    if len(followed) > MAX_FOLLOWED:
+        raise BskError(
+            "action_failed", f"the page keeps navigating itself ({len(followed)} documents "
+            f"after the one this call opened, each replaced before it reached "
+            f"{wait_until}); now at {tab.url}",
+            hint="the tab is usable: `bsk open` another address, or wait_until=commit",
+            details={"reason": "navigation_loop", "url": tab.url,
+                     "documents": len(followed)}, dispatched="yes")
+    if followed:
+        return {"note": f"the page navigated on by itself ({len(followed)} time"
+                        f"{'s' if len(followed) > 1 else ''}) before it loaded"}
+    return {}
 
 
 def page_state(tab: Tab) -> dict[str, Any]:
@@ -56,8 +92,9 @@ def replaced(out: dict[str, Any], crashed: str | None) -> dict[str, Any]:
     return out
 
 
-async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dict[str, Any]:
-    crashed = await unstick(tab)
+async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
+                   unstuck: bool = False) -> dict[str, Any]:
+    crashed = tab.crashed if unstuck else await unstick(tab)
     before = downloads.count(ctx)
     answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
     if answer.get("errorText") == "net::ERR_ABORTED":  # perhaps it became a download
@@ -70,12 +107,15 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dic
         raise _failed(tab, url, answer["errorText"],
                       tab.buffers.route_of(answer.get("loaderId") or ""))
     loader_id = answer.get("loaderId")
+    followed: dict[str, Any] = {}
     if loader_id and wait_until != "commit":  # no loader id: a same-document navigation
-        await wait_for_document(ctx, tab, loader_id, wait_until)
+        followed = await wait_for_document(ctx, tab, loader_id, wait_until)
+    if tab.dialog is not None:  # the new page opened one: a read now would wait on it
+        raise DialogOpened(tab.dialog)
     title = await ctx.inspect("Runtime.evaluate", {"expression": "document.title",
                                                    "returnByValue": True}, tab=tab)
     tab.title = title.get("result", {}).get("value", "") or ""
-    return replaced({**page_state(tab), "title": tab.title}, crashed)
+    return replaced({**page_state(tab), "title": tab.title, **followed}, crashed)
 
 
 def _failed(tab: Tab, url: str, error: str, route: str | None) -> BskError:
@@ -119,9 +159,38 @@ async def _download_began(ctx: ToolContext, tab: Tab, before: int) -> bool:
     return True
 
 
+_SILENCE_DIALOGS = ("window.alert = () => {}; window.confirm = () => false; "
+                    "window.prompt = () => null; 0")
+
+
 @implements("open")
 async def open_url(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    return await navigate(ctx, ctx.tab, normalize_url(params["url"]), params["wait_until"])
+    """Leaving a page dismisses its alerts, confirms and prompts (the one open now, and
+    those it opens until the new document commits), as a person's browser does; its
+    beforeunload dialog is the agent's to answer (docs/outcomes.md, pages that trap)."""
+    url = normalize_url(params["url"])
+    tab = ctx.tab  # `open` runs while a dialog is open (catalog: during_dialog)
+    if tab.dialog is not None and tab.dialog.get("type") == "beforeunload":
+        raise DialogOpened(tab.dialog)
+    blocked = tab.dialog is not None  # on a dialog, not in script: nothing to unstick
+    left = tab.leave_dialogs()
+    try:
+        if blocked:
+            # Once the navigation starts, Chromium no longer lets a dialog of the page
+            # being left be answered ("Not attached to an active page"), and the next one
+            # keeps the navigation from committing: the page's dialogs answer as
+            # dismissed from here on, without showing.
+            await ctx.act("Runtime.evaluate", {"expression": _SILENCE_DIALOGS}, tab=tab)
+        out = await navigate(ctx, tab, url, params["wait_until"], unstuck=blocked)
+    finally:
+        tab.stop_leaving()
+    if tab.dialogs_left:
+        out["dialogs_dismissed"] = {"count": tab.dialogs_left, "first": left}
+        out["dialogs_note"] = (f"the page being left had {tab.dialogs_left} dialog"
+                               f"{'s' if tab.dialogs_left > 1 else ''} open or opening "
+                               f"(first: {left[0]['type']} {left[0]['message']!r}): "
+                               "dismissed, as leaving a page does")
+    return out
 
 
 async def history_step(ctx: ToolContext, delta: int, wait_until: str) -> dict[str, Any]:
@@ -147,12 +216,13 @@ async def commit_and_wait(
     await ctx.act(method, params, tab=tab)
     await tab.until(lambda: tab.navigations > before, ctx.remaining())
     loader = tab.main_loader()
+    followed: dict[str, Any] = {}
     if loader and wait_until != "commit":
-        await wait_for_document(ctx, tab, loader, wait_until)
+        followed = await wait_for_document(ctx, tab, loader, wait_until)
     failed = _error_page(tab)
     if failed is not None:
         raise failed
-    return replaced(page_state(tab), crashed)
+    return replaced({**page_state(tab), **followed}, crashed)
 
 
 @implements("back")
