@@ -80,6 +80,18 @@ def test_open_leaves_a_dialog_storm(bsk: Bsk, site: str) -> None:
     usable(bsk, "/other.html")
 
 
+def test_open_lands_while_the_page_left_opens_dialogs(bsk: Bsk, site: str) -> None:
+    """No dialog is open when `open` starts, but the page opens one every 300 ms while
+    the (3 s) navigation is pending: it must not keep the new document from committing."""
+    bsk.ok("open", f"{site}/trap_alerts.html?every=300")
+    wait_until(lambda: bsk("dialog", "dismiss").code == 0, what="its first dialog dismissed")
+    answer, took = timed(bsk, "--timeout", "15", "open", f"{site}/act_slow")
+    assert answer["status"] == "completed", answer
+    assert answer["result"]["url"] == f"{site}/act_slow"
+    assert took < 12
+    usable(bsk, "/act_slow")
+
+
 def test_open_does_not_answer_a_beforeunload_dialog(bsk: Bsk, site: str) -> None:
     """Whether to leave is the agent's to answer: open refuses, nothing sent."""
     bsk.ok("open", f"{site}/counter.html")

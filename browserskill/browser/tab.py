@@ -128,6 +128,7 @@ class Tab(Requester):
         # While a navigation leaves the page: (navigations then, dialogs dismissed noted)
         self._leaving: tuple[int, list[dict[str, Any]]] | None = None
         self.dialogs_left = 0
+        self.document_dialogs = 0  # dialogs the current document opened so far
         self._dismissals: set[asyncio.Task[None]] = set()
         self._ordinals: dict[str, int] = {}
         # loader id -> lifecycle event names seen (bounded: recent documents only)
@@ -284,8 +285,10 @@ class Tab(Requester):
         elif method == "Page.windowOpen" and session_id == self.session_id:
             self.popups_requested += 1
         elif method == "Page.javascriptDialogOpening" and self._dismissing(params):
+            self.document_dialogs += 1
             self._dismiss(session_id, params)
         elif method == "Page.javascriptDialogOpening":
+            self.document_dialogs += 1
             self.dialog = {k: params.get(k) for k in ("type", "message", "defaultPrompt", "url")}
             self.dialog_session = session_id
             self.dialog_seq += 1
@@ -343,6 +346,7 @@ class Tab(Requester):
             self.main_frame_id = frame["id"]
             self.url = frame.get("url", "")
             self.navigations += 1
+            self.document_dialogs = 0
             self.crashed = None  # a new document: the renderer is back
 
     # -- dialogs of a page being left ----------------------------------------------------
@@ -408,7 +412,7 @@ class Tab(Requester):
             return False
         except TimeoutError:
             return True
-        except CdpError:
+        except (CdpError, DialogOpened):  # a dialog blocks it, not script
             return False
 
     async def crash_hung(self, timeout: float) -> None:

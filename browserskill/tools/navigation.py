@@ -173,15 +173,17 @@ async def open_url(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     if tab.dialog is not None and tab.dialog.get("type") == "beforeunload":
         raise DialogOpened(tab.dialog)
     blocked = tab.dialog is not None  # on a dialog, not in script: nothing to unstick
+    if not blocked:
+        await unstick(tab)
     left = tab.leave_dialogs()
     try:
-        if blocked:
+        if tab.document_dialogs and not tab.crashed:
             # Once the navigation starts, Chromium no longer lets a dialog of the page
-            # being left be answered ("Not attached to an active page"), and the next one
-            # keeps the navigation from committing: the page's dialogs answer as
-            # dismissed from here on, without showing.
+            # being left be answered ("Not attached to an active page"), and one opening
+            # then keeps the navigation from committing: a page that opens dialogs has
+            # them answer as dismissed from here on, without showing.
             await ctx.act("Runtime.evaluate", {"expression": _SILENCE_DIALOGS}, tab=tab)
-        out = await navigate(ctx, tab, url, params["wait_until"], unstuck=blocked)
+        out = await navigate(ctx, tab, url, params["wait_until"], unstuck=True)
     finally:
         tab.stop_leaving()
     if tab.dialogs_left:
