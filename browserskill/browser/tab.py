@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -129,6 +129,11 @@ class Tab(Requester):
         self._leaving: tuple[int, list[dict[str, Any]]] | None = None
         self.dialogs_left = 0
         self.document_dialogs = 0  # dialogs the current document opened so far
+        # Loader ids of the main frame's documents that committed (recent ones)
+        self._committed: deque[str] = deque(maxlen=32)
+        self._commits = 0
+        self._requests_at_commit: OrderedDict[str, int] = OrderedDict()
+        self._page_requests = 0  # main-frame navigations the page itself asked for
         self._dismissals: set[asyncio.Task[None]] = set()
         self._ordinals: dict[str, int] = {}
         # loader id -> lifecycle event names seen (bounded: recent documents only)
@@ -275,6 +280,8 @@ class Tab(Requester):
         elif method in _NAVIGATION_REQUESTED:
             if params.get("frameId") == self.main_frame_id:
                 self.navigation_requests += 1
+                if method != "Page.frameStartedNavigating":  # the page's own asking
+                    self._page_requests += 1
         elif method == "Page.navigatedWithinDocument":
             if params.get("frameId") == self.main_frame_id:
                 self.url = params.get("url", self.url)
@@ -346,6 +353,11 @@ class Tab(Requester):
             self.main_frame_id = frame["id"]
             self.url = frame.get("url", "")
             self.navigations += 1
+            self._committed.append(frame["loaderId"])
+            self._requests_at_commit[frame["loaderId"]] = self._page_requests
+            while len(self._requests_at_commit) > 32:
+                self._requests_at_commit.popitem(last=False)
+            self._commits += 1
             self.document_dialogs = 0
             self.crashed = None  # a new document: the renderer is back
 
@@ -465,6 +477,21 @@ class Tab(Requester):
                     await fut
                 finally:
                     self._wakeups.discard(fut)
+
+    def committed(self, loader_id: str) -> bool:
+        """The main frame's document `loader_id` committed (it may be gone since)."""
+        return loader_id in self._committed
+
+    def navigated_on(self, loader_id: str) -> bool:
+        """The main frame's document `loader_id` asked for a navigation after it
+        committed (its own: a script, a form, a refresh)."""
+        return self._page_requests > self._requests_at_commit.get(
+            loader_id, self._page_requests)
+
+    @property
+    def main_commits(self) -> int:
+        """Main-frame documents committed so far (same-document navigations aside)."""
+        return self._commits
 
     def reached(self, loader_id: str, wait_until: str) -> bool:
         return _LIFECYCLE[wait_until] in self._lifecycle.get(loader_id, ())

@@ -54,7 +54,7 @@ async def stop_script(tab: Tab, comp: Compensation | None = None,
     that does not even answer that is hung: its renderer is crashed (`Tab.crash_hung`;
     `comp` then reports `hung_renderer_crashed`), and the tab's navigation tools bring it
     back. Returns whether it stopped a script (or the renderer)."""
-    dialogs = tab.dialog_seq + tab.dialogs_left
+    dialogs, documents = tab.dialog_seq + tab.dialogs_left, tab.navigations
     if not await page_busy(tab, session_id):
         if comp is not None:
             comp.action = None
@@ -62,9 +62,15 @@ async def stop_script(tab: Tab, comp: Compensation | None = None,
     try:
         await tab.send("Runtime.terminateExecution", session_id=session_id,
                        timeout=TERMINATE_S)
+    except CdpError:  # "Inspected target navigated or closed": its script went with it
+        if comp is not None:
+            comp.action = None
+        return False
     except CommandTimeout:
         if tab.dialog is not None or tab.dialog_seq + tab.dialogs_left != dialogs:
             return False  # blocked on a dialog, not hung
+        if tab.navigations != documents:
+            return False  # it moved on to another document meanwhile: alive
         if session_id not in (None, tab.session_id):
             raise  # an iframe's own renderer: crashing the page's would not free it
         if comp is not None:

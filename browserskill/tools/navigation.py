@@ -30,32 +30,46 @@ def normalize_url(url: str) -> str:
     return ("http://" if local else "https://") + url
 
 
+# Times `open` sends its navigation again when the page's own navigation cancelled it.
+NAVIGATE_TRIES = 3
 # Documents a wait follows when the page replaces the one it waits for by its own
 # navigation (a script redirect) before that one loaded; past this, it is a loop.
 MAX_FOLLOWED = 5
 
 
+class Overtaken(Exception):
+    """A navigation the page being left had started committed after ours: ours is gone."""
+
+
 async def wait_for_document(ctx: ToolContext, tab: Tab, loader_id: str,
-                            wait_until: str) -> dict[str, Any]:
-    """Wait until the document `loader_id` reaches `wait_until`. If the page navigates
-    on by itself once that document committed (its own navigation, never ours), the
-    wait follows the new document, up to MAX_FOLLOWED; a page that keeps navigating
-    is `navigation_loop`. Returns what the result should say of documents followed."""
+                            wait_until: str, *, ours: bool = False) -> dict[str, Any]:
+    """Wait until the document `loader_id` reaches `wait_until`. If that document, once
+    committed, navigates on by itself (a script redirect), the wait follows the new
+    document, up to MAX_FOLLOWED; a page that keeps navigating is `navigation_loop`.
+    A newer document it did not ask for came from the page before it: with `ours` (the
+    navigation is this call's own) that raises `Overtaken`, else it is followed too.
+    Returns what the result should say of documents followed."""
     followed: list[str] = []
     current = loader_id
+    overtaken = False
 
     def settled() -> bool:
-        nonlocal current
+        nonlocal current, overtaken
         if tab.reached(current, wait_until):
             return True
         newer = tab.main_loader()
-        if newer and newer != current and tab.reached(current, "commit"):
-            followed.append(newer)  # ours committed, then the page replaced it
+        if newer and newer != current and tab.committed(current):
+            if ours and not followed and not tab.navigated_on(current):
+                overtaken = True
+                return True
+            followed.append(newer)  # it committed, then the page replaced it
             current = newer
             return tab.reached(current, wait_until) or len(followed) > MAX_FOLLOWED
         return False
 
     await tab.until(settled, ctx.remaining())
+    if overtaken:
+        raise Overtaken(current)
     if len(followed) > MAX_FOLLOWED:
         raise BskError(
             "action_failed", f"the page keeps navigating itself ({len(followed)} documents "
@@ -96,26 +110,57 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
                    unstuck: bool = False) -> dict[str, Any]:
     crashed = tab.crashed if unstuck else await unstick(tab)
     before = downloads.count(ctx)
-    answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
-    if answer.get("errorText") == "net::ERR_ABORTED":  # perhaps it became a download
-        started = await _download_began(ctx, tab, before)
-        if started:
-            return {**page_state(tab), "title": tab.title,
-                    "downloads": await downloads.settle(ctx, before)}
-    if answer.get("errorText"):
-        # The document's Network request id is its loader id.
-        raise _failed(tab, url, answer["errorText"],
-                      tab.buffers.route_of(answer.get("loaderId") or ""))
-    loader_id = answer.get("loaderId")
+    ours: list[str] = []
     followed: dict[str, Any] = {}
-    if loader_id and wait_until != "commit":  # no loader id: a same-document navigation
-        followed = await wait_for_document(ctx, tab, loader_id, wait_until)
+    for _ in range(NAVIGATE_TRIES):
+        commits = tab.main_commits
+        answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
+        if answer.get("errorText") == "net::ERR_ABORTED":  # perhaps it became a download
+            started = await _download_began(ctx, tab, before)
+            if started:
+                return {**page_state(tab), "title": tab.title,
+                        "downloads": await downloads.settle(ctx, before)}
+        if answer.get("errorText"):
+            # The document's Network request id is its loader id.
+            raise _failed(tab, url, answer["errorText"],
+                          tab.buffers.route_of(answer.get("loaderId") or ""))
+        loader_id = answer.get("loaderId")
+        if not loader_id or wait_until == "commit":
+            break  # no loader id: a same-document navigation
+        ours.append(loader_id)
+        landed = await _landed(ctx, tab, ours, commits)
+        if landed is None:
+            continue
+        try:
+            followed = await wait_for_document(ctx, tab, landed, wait_until, ours=True)
+            break
+        except Overtaken:
+            continue
+    else:
+        raise BskError(
+            "action_failed", f"the page's own navigations cancelled this one "
+            f"{NAVIGATE_TRIES} times (it keeps navigating itself); now at {tab.url}",
+            hint="`bsk open` again, or wait_until=commit; the tab is usable",
+            details={"reason": "navigation_loop", "url": tab.url,
+                     "cancelled": NAVIGATE_TRIES}, dispatched="yes")
     if tab.dialog is not None:  # the new page opened one: a read now would wait on it
         raise DialogOpened(tab.dialog)
     title = await ctx.inspect("Runtime.evaluate", {"expression": "document.title",
                                                    "returnByValue": True}, tab=tab)
     tab.title = title.get("result", {}).get("value", "") or ""
     return replaced({**page_state(tab), "title": tab.title, **followed}, crashed)
+
+
+async def _landed(ctx: ToolContext, tab: Tab, ours: list[str], commits: int) -> str | None:
+    """The document of ours (of the navigations sent) that committed; None if the page's
+    own navigations cancelled them: a page navigating itself can replace ours with one it
+    starts after, and then ours never commits while its documents do (one of the page's
+    may still commit just before ours: two mean ours is gone)."""
+    def landed() -> str | None:
+        return next((loader for loader in ours if tab.committed(loader)), None)
+
+    await tab.until(lambda: landed() or tab.main_commits > commits + 1, ctx.remaining())
+    return landed()
 
 
 def _failed(tab: Tab, url: str, error: str, route: str | None) -> BskError:
