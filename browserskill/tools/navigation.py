@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ def normalize_url(url: str) -> str:
 
 # Times `open` sends its navigation again when the page's own navigation cancelled it.
 NAVIGATE_TRIES = 3
+OVERTAKEN_GRACE_S = 1.0  # after one of the page's documents, how long ours may still come
 # Documents a wait follows when the page replaces the one it waits for by its own
 # navigation (a script redirect) before that one loaded; past this, it is a loop.
 MAX_FOLLOWED = 5
@@ -155,11 +157,16 @@ async def _landed(ctx: ToolContext, tab: Tab, ours: list[str], commits: int) -> 
     """The document of ours (of the navigations sent) that committed; None if the page's
     own navigations cancelled them: a page navigating itself can replace ours with one it
     starts after, and then ours never commits while its documents do (one of the page's
-    may still commit just before ours: two mean ours is gone)."""
+    may still commit just before ours: two, or one and a quiet second, mean ours is
+    gone)."""
     def landed() -> str | None:
         return next((loader for loader in ours if tab.committed(loader)), None)
 
-    await tab.until(lambda: landed() or tab.main_commits > commits + 1, ctx.remaining())
+    await tab.until(lambda: landed() or tab.main_commits > commits, ctx.remaining())
+    if not landed():
+        with contextlib.suppress(TimeoutError):
+            await tab.until(lambda: landed() or tab.main_commits > commits + 1,
+                            min(OVERTAKEN_GRACE_S, ctx.remaining()))
     return landed()
 
 
