@@ -66,10 +66,9 @@ def test_a_runaway_script_is_still_only_terminated(bsk: Bsk, site: str) -> None:
 
 
 def test_open_leaves_a_dialog_storm(bsk: Bsk, site: str) -> None:
-    first = bsk.ok("open", f"{site}/trap_alerts.html")
-    assert first["result"]["dialog"]["message"] == "storm"  # reported, as any dialog
+    bsk.ok("open", f"{site}/trap_alerts.html")
     for _ in range(3):  # answering one only lets the next open
-        bsk("dialog", "accept")
+        wait_until(lambda: bsk("dialog", "accept").code == 0, what="a dialog answered")
     answer, took = timed(bsk, "--timeout", "10", "open", f"{site}/other.html")
     assert answer["status"] == "completed", answer
     assert took < 8
