@@ -489,6 +489,15 @@ class Tab(Requester):
             loader_id, self._page_requests)
 
     @property
+    def page_requests(self) -> int:
+        """Main-frame navigations the pages asked for themselves so far."""
+        return self._page_requests
+
+    def requests_at_commit(self, loader_id: str) -> int:
+        """`page_requests` when the main frame's document `loader_id` committed."""
+        return self._requests_at_commit.get(loader_id, self._page_requests)
+
+    @property
     def main_commits(self) -> int:
         """Main-frame documents committed so far (same-document navigations aside)."""
         return self._commits

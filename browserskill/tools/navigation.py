@@ -115,7 +115,7 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
     ours: list[str] = []
     followed: dict[str, Any] = {}
     for _ in range(NAVIGATE_TRIES):
-        commits = tab.main_commits
+        commits, requests = tab.main_commits, tab.page_requests
         answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
         if answer.get("errorText") == "net::ERR_ABORTED":  # perhaps it became a download
             started = await _download_began(ctx, tab, before)
@@ -135,6 +135,8 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
             continue
         try:
             followed = await wait_for_document(ctx, tab, landed, wait_until, ours=True)
+            if tab.requests_at_commit(landed) > requests:
+                await _not_overtaken(ctx, tab, landed)
             break
         except Overtaken:
             continue
@@ -168,6 +170,19 @@ async def _landed(ctx: ToolContext, tab: Tab, ours: list[str], commits: int) -> 
             await tab.until(lambda: landed() or tab.main_commits > commits + 1,
                             min(OVERTAKEN_GRACE_S, ctx.remaining()))
     return landed()
+
+
+async def _not_overtaken(ctx: ToolContext, tab: Tab, landed: str) -> None:
+    """The page being left asked for a navigation of its own while ours was pending:
+    Chromium may still commit it after ours (it queues behind a committing one), so
+    give it a moment; `Overtaken` if it came."""
+    def replaced_unasked() -> bool:
+        return tab.main_loader() != landed and not tab.navigated_on(landed)
+
+    with contextlib.suppress(TimeoutError):
+        await tab.until(replaced_unasked, min(OVERTAKEN_GRACE_S, ctx.remaining()))
+    if replaced_unasked():
+        raise Overtaken(tab.main_loader())
 
 
 def _failed(tab: Tab, url: str, error: str, route: str | None) -> BskError:
