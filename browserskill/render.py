@@ -71,7 +71,8 @@ def _page(r: dict[str, Any]) -> str:
     if r.get("downloads"):  # the address was a file: downloaded, the page stayed
         return "\n".join(_download_line(d) for d in r["downloads"]) + (
             f"\n(the tab stays on {r.get('url', '')})")
-    return f"{r.get('url', '')}{title}"
+    notes = [r[k] for k in ("renderer_replaced", "dialogs_note", "note") if r.get(k)]
+    return f"{r.get('url', '')}{title}" + "".join(f"\nnote: {n}" for n in notes)
 
 
 def _eval(r: dict[str, Any]) -> str:
@@ -113,6 +114,8 @@ def _effects(r: dict[str, Any]) -> str:
     if r.get("new_tabs"):
         lines.append(f"opened new tab(s): {', '.join(r['new_tabs'])} "
                      "(the current tab is unchanged: bsk tab select ID)")
+    if r.get("popups_note"):
+        lines.append(f"note: {r['popups_note']}")
     for d in r.get("downloads") or ():
         lines.append(_download_line(d))
     element = r.get("element") or {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -49,6 +49,11 @@ class TabGone(Exception):
 
 class TabCrashed(TabGone):
     """The tab's renderer crashed; a reload or a navigation brings it back."""
+
+
+# Why a tab is crashed when BrowserSkill crashed it itself (`crash_hung`).
+HUNG = ("the tab's renderer hung (its script could not be stopped), so BrowserSkill "
+        "crashed it; its page state (form input, scroll, script state) is lost")
 
 
 class DialogOpened(Exception):
@@ -93,6 +98,7 @@ class Tab(Requester):
         self.gone: str | None = None  # why the tab can no longer be used
         self.crashed: str | None = None  # set while the renderer is dead (reload recovers)
         self.crash_seq = 0
+        self._crash_reason: str | None = None  # what the next crash is, if we caused it
         self.listeners: list[TabListener] = []
         self._in_flight: set[asyncio.Future[Any]] = set()
         # (frame id, loader id) -> BrowserSkill's isolated world in that document
@@ -108,10 +114,27 @@ class Tab(Requester):
         # Run for each new iframe session once it observes (routes install themselves).
         self.child_setup: list[Callable[[str], Awaitable[None]]] = []
         self.popups_requested = 0  # new windows this page asked for (Page.windowOpen)
+        # Of those, the ones Chromium made (a target with this opener; the popup blocker
+        # makes none for the rest), and the ones the session took as its tabs (or failed
+        # to): counted by the session (dispatch/sessions.py), which closes those past its
+        # bound instead.
+        self.popups_created = 0
+        self.popups_taken = 0
+        self.popup_base = 0  # popups_created when the last input began (bounds a storm)
         self.drag_data: dict[str, Any] | None = None  # an intercepted HTML5 drag
         self.dialog: dict[str, Any] | None = None  # the JavaScript dialog open now
         self.dialog_seq = 0  # dialogs opened so far: a change means one opened
         self.dialog_session: str | None = None
+        # While a navigation leaves the page: (navigations then, dialogs dismissed noted)
+        self._leaving: tuple[int, list[dict[str, Any]]] | None = None
+        self.dialogs_left = 0
+        self.document_dialogs = 0  # dialogs the current document opened so far
+        # Loader ids of the main frame's documents that committed (recent ones)
+        self._committed: deque[str] = deque(maxlen=32)
+        self._commits = 0
+        self._requests_at_commit: OrderedDict[str, int] = OrderedDict()
+        self._page_requests = 0  # main-frame navigations the page itself asked for
+        self._dismissals: set[asyncio.Task[None]] = set()
         self._ordinals: dict[str, int] = {}
         # loader id -> lifecycle event names seen (bounded: recent documents only)
         self._lifecycle: OrderedDict[str, set[str]] = OrderedDict()
@@ -257,6 +280,8 @@ class Tab(Requester):
         elif method in _NAVIGATION_REQUESTED:
             if params.get("frameId") == self.main_frame_id:
                 self.navigation_requests += 1
+                if method != "Page.frameStartedNavigating":  # the page's own asking
+                    self._page_requests += 1
         elif method == "Page.navigatedWithinDocument":
             if params.get("frameId") == self.main_frame_id:
                 self.url = params.get("url", self.url)
@@ -266,7 +291,11 @@ class Tab(Requester):
                 self.frames.pop(params["frameId"], None)
         elif method == "Page.windowOpen" and session_id == self.session_id:
             self.popups_requested += 1
+        elif method == "Page.javascriptDialogOpening" and self._dismissing(params):
+            self.document_dialogs += 1
+            self._dismiss(session_id, params)
         elif method == "Page.javascriptDialogOpening":
+            self.document_dialogs += 1
             self.dialog = {k: params.get(k) for k in ("type", "message", "defaultPrompt", "url")}
             self.dialog_session = session_id
             self.dialog_seq += 1
@@ -324,7 +353,52 @@ class Tab(Requester):
             self.main_frame_id = frame["id"]
             self.url = frame.get("url", "")
             self.navigations += 1
+            self._committed.append(frame["loaderId"])
+            self._requests_at_commit[frame["loaderId"]] = self._page_requests
+            while len(self._requests_at_commit) > 32:
+                self._requests_at_commit.popitem(last=False)
+            self._commits += 1
+            self.document_dialogs = 0
             self.crashed = None  # a new document: the renderer is back
+
+    # -- dialogs of a page being left ----------------------------------------------------
+
+    def leave_dialogs(self) -> list[dict[str, Any]]:
+        """Until the main frame commits its next document, dismiss the alerts, confirms
+        and prompts of the page being left, as they open, instead of stopping on them (a
+        page opening one every few ms would otherwise never let a navigation commit).
+        The one open now is dismissed too. Returns the list they are noted in (type and
+        message, the first few; `dialogs_left` counts them all). beforeunload dialogs
+        are never answered this way: they ask whether to leave."""
+        self._leaving = (self.navigations, [])
+        self.dialogs_left = 0
+        if self.dialog is not None and self.dialog.get("type") != "beforeunload":
+            self._dismiss(self.dialog_session or self.session_id, self.dialog)
+            self.dialog = None
+        return self._leaving[1]
+
+    def stop_leaving(self) -> None:
+        self._leaving = None
+
+    def _dismissing(self, params: dict[str, Any]) -> bool:
+        return (self._leaving is not None and self._leaving[0] == self.navigations
+                and params.get("type") != "beforeunload")
+
+    def _dismiss(self, session_id: str, dialog: dict[str, Any]) -> None:
+        assert self._leaving is not None
+        self.dialogs_left += 1
+        if len(self._leaving[1]) < 3:
+            self._leaving[1].append({k: dialog.get(k) for k in ("type", "message")})
+        task = asyncio.get_running_loop().create_task(self._dismiss_now(session_id))
+        self._dismissals.add(task)  # kept referenced until done
+        task.add_done_callback(self._dismissals.discard)
+
+    async def _dismiss_now(self, session_id: str) -> None:
+        try:
+            await self.send("Page.handleJavaScriptDialog", {"accept": False},
+                            session_id=session_id, timeout=5.0)
+        except (LinkError, TabGone, TimeoutError) as e:
+            log.info("dismissing a dialog of the page being left: %s", e)
 
     def mark_changed(self) -> None:
         """Something outside the tab's own events changed state its waiters look at."""
@@ -332,10 +406,39 @@ class Tab(Requester):
 
     def mark_crashed(self) -> None:
         if not self.crashed:
-            self.crashed = "the tab's renderer crashed"
+            self.crashed = self._crash_reason or "the tab's renderer crashed"
+            self._crash_reason = None
             self.crash_seq += 1
             self._fail_in_flight(TabCrashed(self.crashed))
         self._wake()
+
+    async def busy(self, within: float, session_id: str | None = None) -> bool:
+        """True if the page's main thread does not answer a trivial evaluation in
+        `within` seconds: it is running script (or hung)."""
+        probe = await self.request("Runtime.evaluate", {"expression": "0"},
+                                   session_id=session_id)
+        # Shielded: its late failure (a link that died meanwhile) is retrieved, not logged.
+        probe.add_done_callback(lambda f: f.cancelled() or f.exception())
+        try:
+            await asyncio.wait_for(asyncio.shield(probe), within)
+            return False
+        except TimeoutError:
+            return True
+        except (CdpError, DialogOpened):  # a dialog blocks it, not script
+            return False
+
+    async def crash_hung(self, timeout: float) -> None:
+        """End a renderer that answers nothing, not even `Runtime.terminateExecution` (a
+        hang outside script, e.g. chrome://hang): `Page.crash` is carried out by the
+        browser process, so it works where the renderer can't listen. The tab is then
+        crashed like any other (`crashed` says why): a navigation brings it back in a
+        new renderer. `Page.crash` never answers; the crash event is what is awaited."""
+        if self.crashed:
+            return
+        self._crash_reason = HUNG
+        reply = await self.request("Page.crash")
+        reply.add_done_callback(lambda f: f.cancelled() or f.exception())
+        await self.until(lambda: self.crashed, timeout)
 
     def mark_gone(self, reason: str) -> None:
         if not self.gone:
@@ -374,6 +477,30 @@ class Tab(Requester):
                     await fut
                 finally:
                     self._wakeups.discard(fut)
+
+    def committed(self, loader_id: str) -> bool:
+        """The main frame's document `loader_id` committed (it may be gone since)."""
+        return loader_id in self._committed
+
+    def navigated_on(self, loader_id: str) -> bool:
+        """The main frame's document `loader_id` asked for a navigation after it
+        committed (its own: a script, a form, a refresh)."""
+        return self._page_requests > self._requests_at_commit.get(
+            loader_id, self._page_requests)
+
+    @property
+    def page_requests(self) -> int:
+        """Main-frame navigations the pages asked for themselves so far."""
+        return self._page_requests
+
+    def requests_at_commit(self, loader_id: str) -> int:
+        """`page_requests` when the main frame's document `loader_id` committed."""
+        return self._requests_at_commit.get(loader_id, self._page_requests)
+
+    @property
+    def main_commits(self) -> int:
+        """Main-frame documents committed so far (same-document navigations aside)."""
+        return self._commits
 
     def reached(self, loader_id: str, wait_until: str) -> bool:
         return _LIFECYCLE[wait_until] in self._lifecycle.get(loader_id, ())

@@ -304,7 +304,7 @@ class Dispatcher:
 
     def _gone(self, e: Exception, session: Session | None = None) -> BskError:
         if isinstance(e, TabCrashed):
-            return BskError("action_failed", "the tab's renderer crashed; nothing was sent",
+            return BskError("action_failed", f"{e}; nothing was sent",
                             hint="`bsk reload` brings the tab back (or `bsk tab new URL`)",
                             details={"reason": "tab_crashed"}, dispatched="no")
         if session is not None and session.backend.lost():

@@ -154,6 +154,7 @@ class OperationScope:
             except Exception as e:
                 entry["ok"] = False
                 entry["error"] = str(e)
+            entry["action"] = comp.action  # undo may rename it (what it found to do)
             if comp.action is not None:  # None: undo found nothing to do (no script ran)
                 if on_entry is not None:
                     on_entry(entry)

@@ -36,6 +36,9 @@ SESSION_START_TIMEOUT_S = 60.0
 # tabs re-attached); then it is ended, saying it timed out. Sessions go side by side.
 READOPT_TIMEOUT_S = 10.0
 LET_GO_TIMEOUT_S = 3.0  # closing what a session whose re-adoption failed had
+# New tabs one page may open per action (since its last input began): the rest are closed
+# as they come, and the action's result says how many (a popup storm: docs/outcomes.md).
+MAX_POPUPS_PER_ACTION = 20
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -407,9 +410,22 @@ class SessionManager:
     def _popup(self, opener: Tab, info: dict[str, Any]) -> None:
         for session in self.sessions.values():
             if session.tabs.get(opener.tab_id) is opener:
-                asyncio.get_running_loop().create_task(
-                    self.adopt(session, opener, info["targetId"]))
+                opener.popups_created += 1
+                past = opener.popups_created - opener.popup_base - MAX_POPUPS_PER_ACTION
+                take = self._close_popup if past > 0 else self.adopt
+                asyncio.get_running_loop().create_task(take(session, opener, info["targetId"]))
                 return
+
+    async def _close_popup(self, session: Session, opener: Tab, target_id: str) -> None:
+        """A new tab past the bound: closed unseen (adopted instead where the link can't
+        close a tab it has not attached, the extension's)."""
+        try:
+            await opener.link.close_tab(target_id)
+        except LinkError as e:
+            log.info("could not close popup %s of %s: %s", target_id, opener.tab_id, e)
+            await self.adopt(session, opener, target_id)
+            return
+        opener.mark_changed()
 
     async def adopt(self, session: Session, opener: Tab, target_id: str) -> None:
         """A tab our page opened belongs to the same session; the opener's result lists it.
@@ -418,7 +434,7 @@ class SessionManager:
             tab = await session.backend.adopt_tab(session.next_tab_id(), target_id, opener)
         except Exception as e:
             log.warning("could not adopt tab %s opened by %s: %s", target_id, opener.tab_id, e)
-            opener.popups_requested = max(0, opener.popups_requested - 1)
+            opener.popups_taken += 1
             opener.mark_changed()
             return
         session.tabs[tab.tab_id] = tab
@@ -427,6 +443,7 @@ class SessionManager:
         except Exception as e:
             log.warning("routes in tab %s: %s", tab.tab_id, e)
         session.popups.setdefault(opener.tab_id, []).append(tab.tab_id)
+        opener.popups_taken += 1
         opener.mark_changed()
         current = session.tabs.get(session.current_tab_id or "")
         if current is not None and not current.gone:  # the new tab hid it: show it again

@@ -275,7 +275,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "open", ("open",), _M, "Navigate the current tab to a URL and wait for it to load.",
         (Param("url", "string", "address to open (http, https, file, data, about)",
                required=True, positional=True, max_length=8192), WAIT_UNTIL),
-        example="bsk open https://example.com", after_crash=True,
+        example="bsk open https://example.com", after_crash=True, during_dialog=True,
     ),
     ToolSpec("back", ("back",), _M, "Go back in the current tab's history.", (WAIT_UNTIL,),
              after_crash=True),

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from browserskill.browser.link import CdpError, Command, await_reply
+from browserskill.browser.link import CdpError, Command, CommandTimeout, await_reply
 from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
 from browserskill.dispatch.scope import Compensation
 from browserskill.tools import catalog
@@ -35,33 +35,47 @@ class Step(NamedTuple):
 
 
 PROBE_S = 0.3  # a page that can't evaluate `0` in this long is busy running script
+# A busy page whose script does not stop in this long is hung outside script (a native
+# hang, chrome://hang): no command reaches it any more; its renderer is crashed instead.
+TERMINATE_S = 1.0
+CRASH_S = 3.0  # `Page.crash` to its crash event: tens of ms when the browser is well
 
 
 async def page_busy(tab: Tab, session_id: str | None = None) -> bool:
     """True if the page's main thread does not answer a trivial evaluation in time."""
-    probe = await tab.request("Runtime.evaluate", {"expression": "0"}, session_id=session_id)
-    # Shielded: its late failure (a link that died meanwhile) is retrieved, not logged.
-    probe.add_done_callback(lambda f: f.cancelled() or f.exception())
-    try:
-        await asyncio.wait_for(asyncio.shield(probe), PROBE_S)
-        return False
-    except TimeoutError:
-        return True
-    except CdpError:
-        return False
+    return await tab.busy(PROBE_S, session_id)
 
 
 async def stop_script(tab: Tab, comp: Compensation | None = None,
                       session_id: str | None = None) -> bool:
     """Terminate the script the page is running (`Runtime.terminateExecution`), if it is
     still running one: terminating an idle page would kill its *next* script instead.
-    Nothing to stop: `comp` is left out of the report (its action becomes None). Returns
-    whether it terminated a script."""
+    Nothing to stop: `comp` is left out of the report (its action becomes None). A page
+    that does not even answer that is hung: its renderer is crashed (`Tab.crash_hung`;
+    `comp` then reports `hung_renderer_crashed`), and the tab's navigation tools bring it
+    back. Returns whether it stopped a script (or the renderer)."""
+    dialogs, documents = tab.dialog_seq + tab.dialogs_left, tab.navigations
     if not await page_busy(tab, session_id):
         if comp is not None:
             comp.action = None
         return False
-    await tab.send("Runtime.terminateExecution", session_id=session_id, timeout=1.5)
+    try:
+        await tab.send("Runtime.terminateExecution", session_id=session_id,
+                       timeout=TERMINATE_S)
+    except CdpError:  # "Inspected target navigated or closed": its script went with it
+        if comp is not None:
+            comp.action = None
+        return False
+    except CommandTimeout:
+        if tab.dialog is not None or tab.dialog_seq + tab.dialogs_left != dialogs:
+            return False  # blocked on a dialog, not hung
+        if tab.navigations != documents:
+            return False  # it moved on to another document meanwhile: alive
+        if session_id not in (None, tab.session_id):
+            raise  # an iframe's own renderer: crashing the page's would not free it
+        if comp is not None:
+            comp.action = "hung_renderer_crashed"
+        await tab.crash_hung(CRASH_S)
     return True
 
 

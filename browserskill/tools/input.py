@@ -8,12 +8,13 @@ navigation, or new tabs the page opened.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from browserskill.browser.link import CdpError, Command
 from browserskill.browser.tab import Tab
-from browserskill.dispatch.sessions import HoverState
+from browserskill.dispatch.sessions import MAX_POPUPS_PER_ACTION, HoverState
 from browserskill.errors import BskError, invalid
 from browserskill.tools import downloads
 from browserskill.tools.context import Step, ToolContext
@@ -27,6 +28,9 @@ BUTTONS = {"left": 1, "right": 2, "middle": 4}
 # After a navigation that made no document, how long a download may take to announce
 # itself (Chromium sends Page.downloadWillBegin just after the load stops).
 NO_DOCUMENT_GRACE_S = 0.5
+# A new window the page asked for (Page.windowOpen) has its target created right after
+# (~10 ms); one with none by then was refused by Chromium's popup blocker.
+POPUP_GRACE_S = 0.5
 
 
 def modifier_mask(names: list[str] | None) -> int:
@@ -49,6 +53,8 @@ class Marks:
     requested: int
     committed: int
     popups: int
+    created: int
+    taken: int
     adopted: int
     downloads: int
     loads_started: int
@@ -56,7 +62,9 @@ class Marks:
 
     @classmethod
     def take(cls, ctx: ToolContext, tab: Tab) -> Marks:
+        tab.popup_base = tab.popups_created  # the popup bound counts from here
         return cls(tab, tab.navigation_requests, tab.navigations, tab.popups_requested,
+                   tab.popups_created, tab.popups_taken,
                    len(ctx.session.popups_of(tab.tab_id)), downloads.count(ctx),
                    tab.main_loads_started, tab.main_loads_stopped)
 
@@ -79,11 +87,7 @@ async def after_input(ctx: ToolContext, marks: Marks, wait_until: str, *,
 
     wanted = tab.popups_requested - marks.popups
     if wanted > 0:
-        def adopted() -> list[str] | None:
-            new = ctx.session.popups_of(tab.tab_id)[marks.adopted:]
-            return new if len(new) >= wanted else None
-
-        out["new_tabs"] = await tab.until(adopted, ctx.remaining())
+        out.update(await _new_tabs(ctx, marks))
     if tab.navigation_requests > marks.requested or tab.navigations > marks.committed:
         await tab.until(lambda: tab.navigations > marks.committed or downloading()
                         or marks.load_ended_without_commit(), ctx.remaining())
@@ -97,11 +101,59 @@ async def after_input(ctx: ToolContext, marks: Marks, wait_until: str, *,
         if tab.navigations > marks.committed:
             loader = tab.main_loader()
             if loader and wait_until != "commit":
-                await wait_for_document(ctx, tab, loader, wait_until)
+                out.update(await wait_for_document(ctx, tab, loader, wait_until))
             out["navigated"] = True
     if expect_download or downloading():
         out["downloads"] = await downloads.settle(ctx, marks.downloads, expect=expect_download)
     out["url"] = tab.url
+    return out
+
+
+def _taken(marks: Marks, count: int) -> bool:
+    """The session took `count` of the tabs the input opened (or failed to)."""
+    return marks.tab.popups_taken - marks.taken >= count
+
+
+async def _new_tabs(ctx: ToolContext, marks: Marks) -> dict[str, Any]:
+    """The tabs the input opened, once the session took each one Chromium made, and how
+    many the popup blocker refused. Past `MAX_POPUPS_PER_ACTION` the session closes new
+    tabs as they come. (Where popups are allowed, a page's loop of window.open keeps its
+    renderer busy until it ends, ~40 ms a window, and no `terminateExecution` stops it
+    while it waits for each new window: the first new tabs, sharing that renderer, are
+    set up only then.)"""
+    tab = marks.tab
+
+    def created() -> int:
+        return tab.popups_created - marks.created
+
+    def storm() -> bool:
+        return created() > MAX_POPUPS_PER_ACTION
+
+    while True:
+        asked = tab.popups_requested
+        try:  # a window Chromium makes has its target right after its request
+            await tab.until(lambda: created() >= tab.popups_requested - marks.popups
+                            or storm(), min(POPUP_GRACE_S, ctx.remaining()))
+        except TimeoutError:
+            pass  # the rest were blocked
+        await tab.until(functools.partial(_taken, marks, min(created(), MAX_POPUPS_PER_ACTION)),
+                        ctx.remaining())
+        if storm() or tab.popups_requested == asked:
+            break  # past the bound, or the page asked for no more meanwhile
+    wanted = tab.popups_requested - marks.popups
+    out: dict[str, Any] = {"new_tabs": ctx.session.popups_of(tab.tab_id)[marks.adopted:]}
+    blocked = 0 if storm() else max(0, wanted - created())
+    if storm():
+        out["popups_closed"] = created() - MAX_POPUPS_PER_ACTION
+        out["popups_note"] = (
+            f"the page kept opening new windows ({wanted} asked for so far): past "
+            f"{MAX_POPUPS_PER_ACTION} per action they are closed as they come "
+            f"({out['popups_closed']} so far)")
+    elif blocked:
+        out["popups_blocked"] = blocked
+        out["popups_note"] = (f"the page asked for {wanted} new windows: "
+                              f"{len(out['new_tabs'])} opened (new_tabs), {blocked} refused "
+                              "by Chromium's popup blocker")
     return out
 
 

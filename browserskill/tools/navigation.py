@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from browserskill.browser.tab import Tab
+from browserskill.browser.tab import DialogOpened, Tab
 from browserskill.errors import BskError, invalid
 from browserskill.tools import downloads
 from browserskill.tools.context import ToolContext, stop_script
@@ -54,41 +55,158 @@ def _check_host(url: str, given: str) -> None:
                       hint="e.g. https://example.com/page, localhost:8000, /path/to/page.html")
 
 
-async def wait_for_document(ctx: ToolContext, tab: Tab, loader_id: str, wait_until: str) -> None:
-    await tab.until(lambda: tab.reached(loader_id, wait_until), ctx.remaining())
+# Times `open` sends its navigation again when the page's own navigation cancelled it.
+NAVIGATE_TRIES = 3
+OVERTAKEN_GRACE_S = 1.0  # after one of the page's documents, how long ours may still come
+# Documents a wait follows when the page replaces the one it waits for by its own
+# navigation (a script redirect) before that one loaded; past this, it is a loop.
+MAX_FOLLOWED = 5
+
+
+class Overtaken(Exception):
+    """A navigation the page being left had started committed after ours: ours is gone."""
+
+
+async def wait_for_document(ctx: ToolContext, tab: Tab, loader_id: str,
+                            wait_until: str, *, ours: bool = False) -> dict[str, Any]:
+    """Wait until the document `loader_id` reaches `wait_until`. If that document, once
+    committed, navigates on by itself (a script redirect), the wait follows the new
+    document, up to MAX_FOLLOWED; a page that keeps navigating is `navigation_loop`.
+    A newer document it did not ask for came from the page before it: with `ours` (the
+    navigation is this call's own) that raises `Overtaken`, else it is followed too.
+    Returns what the result should say of documents followed."""
+    followed: list[str] = []
+    current = loader_id
+    overtaken = False
+
+    def settled() -> bool:
+        nonlocal current, overtaken
+        if tab.reached(current, wait_until):
+            return True
+        newer = tab.main_loader()
+        if newer and newer != current and tab.committed(current):
+            if ours and not followed and not tab.navigated_on(current):
+                overtaken = True
+                return True
+            followed.append(newer)  # it committed, then the page replaced it
+            current = newer
+            return tab.reached(current, wait_until) or len(followed) > MAX_FOLLOWED
+        return False
+
+    await tab.until(settled, ctx.remaining())
+    if overtaken:
+        raise Overtaken(current)
+    if len(followed) > MAX_FOLLOWED:
+        raise BskError(
+            "action_failed", f"the page keeps navigating itself ({len(followed)} documents "
+            f"after the one this call opened, each replaced before it reached "
+            f"{wait_until}); now at {tab.url}",
+            hint="the tab is usable: `bsk open` another address, or wait_until=commit",
+            details={"reason": "navigation_loop", "url": tab.url,
+                     "documents": len(followed)}, dispatched="yes")
+    if followed:
+        return {"note": f"the page navigated on by itself ({len(followed)} time"
+                        f"{'s' if len(followed) > 1 else ''}) before it loaded"}
+    return {}
 
 
 def page_state(tab: Tab) -> dict[str, Any]:
     return {"tab_id": tab.tab_id, "url": tab.url}
 
 
-async def unstick(tab: Tab) -> None:
+async def unstick(tab: Tab) -> str | None:
     """A page stuck in a runaway script never lets a navigation commit (its document
-    must unload first): stop that script. A probe of ~1 ms when the page is not stuck."""
+    must unload first): stop that script, or crash a renderer hung outside script. A
+    probe of ~1 ms when the page is not stuck. Returns why the renderer the navigation
+    replaces was dead (its page state is lost), None if it was alive."""
     if not tab.crashed:
         await stop_script(tab)
+    return tab.crashed
 
 
-async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str) -> dict[str, Any]:
-    await unstick(tab)
+def replaced(out: dict[str, Any], crashed: str | None) -> dict[str, Any]:
+    """A navigation's result, saying so if it brought a crashed tab back."""
+    if crashed:
+        out["renderer_replaced"] = (f"{crashed}; the page was loaded in a new renderer "
+                                    "(take a new snapshot)")
+    return out
+
+
+async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
+                   unstuck: bool = False) -> dict[str, Any]:
+    crashed = tab.crashed if unstuck else await unstick(tab)
     before = downloads.count(ctx)
-    answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
-    if answer.get("errorText") == "net::ERR_ABORTED":  # perhaps it became a download
-        started = await _download_began(ctx, tab, before)
-        if started:
-            return {**page_state(tab), "title": tab.title,
-                    "downloads": await downloads.settle(ctx, before)}
-    if answer.get("errorText"):
-        # The document's Network request id is its loader id.
-        raise _failed(tab, url, answer["errorText"],
-                      tab.buffers.route_of(answer.get("loaderId") or ""))
-    loader_id = answer.get("loaderId")
-    if loader_id and wait_until != "commit":  # no loader id: a same-document navigation
-        await wait_for_document(ctx, tab, loader_id, wait_until)
+    ours: list[str] = []
+    followed: dict[str, Any] = {}
+    for _ in range(NAVIGATE_TRIES):
+        commits, requests = tab.main_commits, tab.page_requests
+        answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
+        if answer.get("errorText") == "net::ERR_ABORTED":  # perhaps it became a download
+            started = await _download_began(ctx, tab, before)
+            if started:
+                return {**page_state(tab), "title": tab.title,
+                        "downloads": await downloads.settle(ctx, before)}
+        if answer.get("errorText"):
+            # The document's Network request id is its loader id.
+            raise _failed(tab, url, answer["errorText"],
+                          tab.buffers.route_of(answer.get("loaderId") or ""))
+        loader_id = answer.get("loaderId")
+        if not loader_id or wait_until == "commit":
+            break  # no loader id: a same-document navigation
+        ours.append(loader_id)
+        landed = await _landed(ctx, tab, ours, commits)
+        if landed is None:
+            continue
+        try:
+            followed = await wait_for_document(ctx, tab, landed, wait_until, ours=True)
+            if tab.requests_at_commit(landed) > requests:
+                await _not_overtaken(ctx, tab, landed)
+            break
+        except Overtaken:
+            continue
+    else:
+        raise BskError(
+            "action_failed", f"the page's own navigations cancelled this one "
+            f"{NAVIGATE_TRIES} times (it keeps navigating itself); now at {tab.url}",
+            hint="`bsk open` again, or wait_until=commit; the tab is usable",
+            details={"reason": "navigation_loop", "url": tab.url,
+                     "cancelled": NAVIGATE_TRIES}, dispatched="yes")
+    if tab.dialog is not None:  # the new page opened one: a read now would wait on it
+        raise DialogOpened(tab.dialog)
     title = await ctx.inspect("Runtime.evaluate", {"expression": "document.title",
                                                    "returnByValue": True}, tab=tab)
     tab.title = title.get("result", {}).get("value", "") or ""
-    return {**page_state(tab), "title": tab.title}
+    return replaced({**page_state(tab), "title": tab.title, **followed}, crashed)
+
+
+async def _landed(ctx: ToolContext, tab: Tab, ours: list[str], commits: int) -> str | None:
+    """The document of ours (of the navigations sent) that committed; None if the page's
+    own navigations cancelled them: a page navigating itself can replace ours with one it
+    starts after, and then ours never commits while its documents do (one of the page's
+    may still commit just before ours: two, or one and a quiet second, mean ours is
+    gone)."""
+    def landed() -> str | None:
+        return next((loader for loader in ours if tab.committed(loader)), None)
+
+    await tab.until(lambda: landed() or tab.main_commits > commits, ctx.remaining())
+    if not landed():
+        with contextlib.suppress(TimeoutError):
+            await tab.until(lambda: landed() or tab.main_commits > commits + 1,
+                            min(OVERTAKEN_GRACE_S, ctx.remaining()))
+    return landed()
+
+
+async def _not_overtaken(ctx: ToolContext, tab: Tab, landed: str) -> None:
+    """The page being left asked for a navigation of its own while ours was pending:
+    Chromium may still commit it after ours (it queues behind a committing one), so
+    give it a moment; `Overtaken` if it came."""
+    def replaced_unasked() -> bool:
+        return tab.main_loader() != landed and not tab.navigated_on(landed)
+
+    with contextlib.suppress(TimeoutError):
+        await tab.until(replaced_unasked, min(OVERTAKEN_GRACE_S, ctx.remaining()))
+    if replaced_unasked():
+        raise Overtaken(tab.main_loader())
 
 
 def _failed(tab: Tab, url: str, error: str, route: str | None) -> BskError:
@@ -132,9 +250,40 @@ async def _download_began(ctx: ToolContext, tab: Tab, before: int) -> bool:
     return True
 
 
+_SILENCE_DIALOGS = ("window.alert = () => {}; window.confirm = () => false; "
+                    "window.prompt = () => null; 0")
+
+
 @implements("open")
 async def open_url(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    return await navigate(ctx, ctx.tab, normalize_url(params["url"]), params["wait_until"])
+    """Leaving a page dismisses its alerts, confirms and prompts (the one open now, and
+    those it opens until the new document commits), as a person's browser does; its
+    beforeunload dialog is the agent's to answer (docs/outcomes.md, pages that trap)."""
+    url = normalize_url(params["url"])
+    tab = ctx.tab  # `open` runs while a dialog is open (catalog: during_dialog)
+    if tab.dialog is not None and tab.dialog.get("type") == "beforeunload":
+        raise DialogOpened(tab.dialog)
+    blocked = tab.dialog is not None  # on a dialog, not in script: nothing to unstick
+    if not blocked:
+        await unstick(tab)
+    left = tab.leave_dialogs()
+    try:
+        if tab.document_dialogs and not tab.crashed:
+            # Once the navigation starts, Chromium no longer lets a dialog of the page
+            # being left be answered ("Not attached to an active page"), and one opening
+            # then keeps the navigation from committing: a page that opens dialogs has
+            # them answer as dismissed from here on, without showing.
+            await ctx.act("Runtime.evaluate", {"expression": _SILENCE_DIALOGS}, tab=tab)
+        out = await navigate(ctx, tab, url, params["wait_until"], unstuck=True)
+    finally:
+        tab.stop_leaving()
+    if tab.dialogs_left:
+        out["dialogs_dismissed"] = {"count": tab.dialogs_left, "first": left}
+        out["dialogs_note"] = (f"the page being left had {tab.dialogs_left} dialog"
+                               f"{'s' if tab.dialogs_left > 1 else ''} open or opening "
+                               f"(first: {left[0]['type']} {left[0]['message']!r}): "
+                               "dismissed, as leaving a page does")
+    return out
 
 
 async def history_step(ctx: ToolContext, delta: int, wait_until: str) -> dict[str, Any]:
@@ -155,17 +304,18 @@ async def commit_and_wait(
     ctx: ToolContext, tab: Tab, wait_until: str, method: str, params: dict[str, Any] | None
 ) -> dict[str, Any]:
     """Send a command that navigates the main frame; wait for the new document."""
-    await unstick(tab)
+    crashed = await unstick(tab)
     before = tab.navigations
     await ctx.act(method, params, tab=tab)
     await tab.until(lambda: tab.navigations > before, ctx.remaining())
     loader = tab.main_loader()
+    followed: dict[str, Any] = {}
     if loader and wait_until != "commit":
-        await wait_for_document(ctx, tab, loader, wait_until)
+        followed = await wait_for_document(ctx, tab, loader, wait_until)
     failed = _error_page(tab)
     if failed is not None:
         raise failed
-    return page_state(tab)
+    return replaced({**page_state(tab), **followed}, crashed)
 
 
 @implements("back")
