@@ -104,12 +104,15 @@ async def serve(
     # while requests are served, not before the first answer.
     prune_task = asyncio.create_task(daemon.journal.prune_gradually(), name="journal-prune")
     prune_task.add_done_callback(_log_pruned)
+    # After a full disk: what ran is written soon after space returns, calls or not.
+    write_task = asyncio.create_task(daemon.journal.keep_writing(), name="journal-retry")
     try:
         stop_wait = asyncio.create_task(daemon.stop_event.wait())
         await asyncio.wait({server_task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         log.info("stopping: %s", daemon.stop_reason or "server ended")
     finally:
         idle_task.cancel()
+        write_task.cancel()
         prune_task.cancel()
         await asyncio.wait({prune_task})  # stopped between batches, before the journal closes
         if not prune_task.cancelled() and prune_task.exception() is not None:

@@ -215,13 +215,15 @@ class Dispatcher:
             self.sessions.persist(session)
             if not op.ended:  # the runner itself was torn down (event loop closing)
                 op.fail(BskError("outcome_unknown", "the daemon stopped mid-operation"))
-            self.journal.record(op)
+            if not self.journal.record(op):  # kept in memory, written once it can be
+                op.note("not_journaled_yet", self.journal.write_error)
             op.done.set()
 
     async def _dispatch(self, op: Operation, session: Session) -> None:
         op.state = DISPATCHED
         op.note(DISPATCHED)
-        self.journal.record(op)
+        if not self.journal.record(op):  # nothing goes out that the journal can't tell of
+            raise self.journal.unavailable()
         recovered = None
         on_pages = catalog.BY_NAME[op.tool].on_pages
         if on_pages:  # tabs lost with their browser come back first
@@ -372,8 +374,12 @@ class Dispatcher:
             return op.to_result(with_timeline=True)
         row = self.journal.get(op_id)
         if row is None:
+            aside = self.journal.found_aside()
             raise BskError("op_not_found", f"no operation {op_id!r}",
-                           hint="list recent ones with `bsk op list`",
+                           hint="list recent ones with `bsk op list`" + (
+                               f"; operations in a journal moved aside as unreadable "
+                               f"({', '.join(p.name for p in aside)}) can't be shown: "
+                               "see `bsk doctor`" if aside else ""),
                            details={"op_id": op_id})
         return row
 
