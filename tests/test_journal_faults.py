@@ -9,6 +9,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -157,3 +158,136 @@ def test_a_full_disk_refuses_calls_at_once_and_loses_no_operation(
     finally:
         gate.close()
         stop_for_good(runner)
+
+
+# -- an unreadable journal, a damaged WAL ---------------------------------------------
+
+# Written by a process that then dies without closing the journal, as a killed daemon
+# does: the operations after the checkpoint stay in the WAL.
+_WRITER = """
+import asyncio, os, sys
+from pathlib import Path
+from browserskill.dispatch.journal import Journal
+from browserskill.dispatch.operations import Operation
+
+async def main():
+    journal = Journal(Path(sys.argv[1]))
+    def ops(n, tag):
+        for i in range(n):
+            op = Operation("s1", "eval", {"expression": f"{tag}{i}"},
+                           op_id=f"op_{tag}{i:04d}")
+            op.complete({"value": i}, retry_safe=True)
+            assert journal.record(op)
+    ops(int(sys.argv[2]), "checkpointed")
+    journal.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    ops(int(sys.argv[3]), "inwal")
+    os._exit(0)
+
+asyncio.run(main())
+"""
+
+
+def write_journal(home: Path, checkpointed: int, in_wal: int = 0) -> Path:
+    path = home / "journal.sqlite3"
+    subprocess.run([sys.executable, "-c", _WRITER, str(path), str(checkpointed),
+                    str(in_wal)], check=True, timeout=60)
+    return path
+
+
+def random_bytes(path: Path) -> None:
+    path.write_bytes(os.urandom(path.stat().st_size))
+
+
+def zeroed_header(path: Path) -> None:
+    with open(path, "r+b") as f:
+        f.write(b"\0" * 100)
+
+
+def not_a_database(path: Path) -> None:
+    path.write_text("journal notes: nothing here is SQLite\n" * 50)
+
+
+def damaged_page(path: Path) -> None:
+    """A page in the middle overwritten; the header is intact."""
+    with open(path, "r+b") as f:
+        f.seek(4096 * 2)
+        f.write(os.urandom(4096))
+
+
+@pytest.mark.parametrize("damage", [random_bytes, zeroed_header, not_a_database,
+                                    damaged_page], ids=lambda d: d.__name__)
+def test_an_unreadable_journal_is_moved_aside_and_the_daemon_starts(
+        make_bsk: Callable[..., Bsk], damage: Callable[[Path], None]) -> None:
+    runner = make_bsk()
+    home = runner.home
+    path = write_journal(home, 200)
+    damage(path)
+    kept = path.read_bytes()
+
+    started = runner("daemon", "start")
+    assert started.code == 0, started.stdout + started.stderr
+    assert "Traceback" not in started.stderr + (home / "daemon.log").read_text()
+    moved = started.json["journal"]["moved_aside"]
+    aside = Path(moved["path"])
+    assert aside.parent == home and aside.name.startswith("journal.sqlite3.corrupt-")
+    assert aside.read_bytes() == kept  # moved whole, not rewritten
+    assert str(aside) in (home / "daemon.log").read_text()  # the log says where
+
+    # A new journal serves; the old operations are said to be unreadable, not "never were".
+    gone = runner("op", "show", "op_checkpointed0003")
+    assert gone.json["error"]["code"] == "op_not_found"
+    assert aside.name in gone.json["error"]["hint"]
+    doctor = runner("doctor").json
+    report = next(c for c in doctor["checks"] if c["check"] == "journal_moved_aside")
+    assert not report["ok"] and str(aside) in report["detail"]
+    assert "can't be shown" in report["detail"] and "rm " in report["fix"]
+    assert next(c for c in doctor["checks"] if c["check"] == "journal")["ok"]
+
+    if damage is not not_a_database:
+        return
+    # Once the person deletes it, doctor is content again.
+    runner.stop_daemon()
+    for moved_file in home.glob("journal.sqlite3.corrupt-*"):
+        moved_file.unlink()
+    checks = runner("doctor").json["checks"]
+    assert not [c for c in checks if c["check"].startswith("journal_")]
+
+
+def test_a_damaged_wal_is_detected_reported_and_kept(make_bsk: Callable[..., Bsk]) -> None:
+    runner = make_bsk()
+    home = runner.home
+    path = write_journal(home, checkpointed=5, in_wal=30)
+    wal = Path(f"{path}-wal")
+    data = bytearray(wal.read_bytes())
+    frame = 24 + 4096
+    at = 32 + frame * 3 + 24 + 200  # inside the 4th frame's page
+    data[at:at + 16] = os.urandom(16)
+    wal.write_bytes(bytes(data))
+    damaged = bytes(data)
+
+    started = runner("daemon", "start")
+    assert started.code == 0, started.stdout + started.stderr
+    report = started.json["journal"]["wal_damage"]
+    assert report["frames_replayed"] == 3 and report["transactions_dropped"] >= 20
+    assert "frame 4" in report["why"]
+    copy = Path(report["copy"])
+    assert copy.parent == home and copy.read_bytes() == damaged  # kept for inspection
+    log = (home / "daemon.log").read_text()
+    assert "write-ahead log is damaged" in log and str(copy) in log
+
+    # What was checkpointed is there; what the damage cut is gone, and doctor says why.
+    assert runner.ok("op", "show", "op_checkpointed0004")["status"] == "completed"
+    assert runner("op", "show", "op_inwal0029").json["error"]["code"] == "op_not_found"
+    checks = runner("doctor").json["checks"]
+    wal_check = next(c for c in checks if c["check"] == "journal_wal_damaged")
+    assert not wal_check["ok"] and str(copy) in wal_check["detail"]
+
+
+def test_a_clean_wal_left_by_a_killed_daemon_is_not_reported(
+        make_bsk: Callable[..., Bsk]) -> None:
+    runner = make_bsk()
+    write_journal(runner.home, checkpointed=5, in_wal=30)
+    started = runner.ok("daemon", "start")
+    assert "wal_damage" not in started["journal"]
+    assert runner.ok("op", "show", "op_inwal0029")["status"] == "completed"
+    assert not list(runner.home.glob("journal.sqlite3*damaged*"))
