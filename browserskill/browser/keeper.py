@@ -132,6 +132,7 @@ class Keeper:
                 return
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.browser.pid, sig)
+                os.killpg(self.browser.pid, signal.SIGCONT)  # a stopped one must run to go
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.browser.wait(3)
 

@@ -25,6 +25,9 @@ from browserskill.daemon.core import Daemon
 log = logging.getLogger("browserskill.daemon")
 
 
+CLOSE_SESSIONS_S = 5.0  # at stop, for closing every session's tabs together
+
+
 class AlreadyRunning(Exception):
     def __init__(self, pid: str) -> None:
         super().__init__(f"a daemon is already running for this state dir (pid {pid})")
@@ -120,9 +123,16 @@ async def serve(
         await daemon.dispatcher.shutdown()
         with contextlib.suppress(Exception):
             await dashboard.stop()
+        # Bounded: a browser that does not answer (stopped, hung) must not hold the stop;
+        # it is ended below whatever its tabs did.
+        closing_until = loop.time() + CLOSE_SESSIONS_S
         for session in list(daemon.sessions.sessions.values()):
-            with contextlib.suppress(Exception):
-                await daemon.sessions.close(session, "the daemon was stopped")
+            try:
+                async with asyncio.timeout(max(0.1, closing_until - loop.time())):
+                    await daemon.sessions.close(session, "the daemon was stopped")
+            except Exception as e:
+                log.info("closing session %s at stop: %s", session.id,
+                         str(e) or "its browser did not answer in time")
         if daemon.extensions is not None:
             with contextlib.suppress(Exception):
                 await daemon.extensions.stop()

@@ -92,12 +92,15 @@ class Dispatcher:
             if op_id is not None and (not contract.valid_op_id(op_id) or op_id in self.ops
                                       or self.journal.get(op_id)):
                 raise invalid("op_id", f"must be {contract.OP_ID_RULE}, and new")
-            session = await self._session_for_call(session_id)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + (timeout_ms / 1000 if timeout_ms
+                                      else catalog.default_timeout_s(spec, params))
+            # One deadline: a default session started for this call spends from it.
+            session = await self._session_for_call(session_id, deadline)
             op = Operation(session_id, tool, params, idempotency_key=idempotency_key)
             if op_id:
                 op.op_id = op_id
-            op.scope.arm(timeout_ms / 1000 if timeout_ms
-                         else catalog.default_timeout_s(spec, params))
+            op.scope.arm(max(0.001, deadline - loop.time()))
             self._remember(op)
         finally:
             if claim is not None:  # the key now names `op`, or is free again
@@ -108,15 +111,17 @@ class Dispatcher:
         op.task = asyncio.create_task(self._run(op, session, wait), name=op.op_id)
         return op
 
-    async def _session_for_call(self, session_id: str) -> Session:
+    async def _session_for_call(self, session_id: str, deadline: float) -> Session:
         """The session a call names. Calls that arrive while the default session is
         starting (its first tab opening) wait for that start, and share its outcome,
-        instead of finding a session without a tab."""
+        instead of finding a session without a tab; the start ends by the first call's
+        `deadline` (loop time)."""
         starting = self._starting.get(session_id)
+        timeout = max(0.001, deadline - asyncio.get_running_loop().time())
         if starting is None:
             if session_id != contract.DEFAULT_SESSION or session_id in self.sessions.sessions:
                 return await self.sessions.get_for_call(session_id)
-            starting = asyncio.ensure_future(self.sessions.get_for_call(session_id))
+            starting = asyncio.ensure_future(self.sessions.get_for_call(session_id, timeout))
             self._starting[session_id] = starting
             starting.add_done_callback(lambda t: (
                 self._starting.pop(session_id, None),

@@ -1,0 +1,148 @@
+"""A browser that stops answering, and a daemon's stop (docs/outcomes.md, "when the
+browser does not answer"): a stopped (SIGSTOP) browser is `browser_unavailable` by the
+call's deadline, never a 500; `daemon stop` leaves no keeper or browser of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from support.cli import Bsk, alive, kill_daemon_hard
+from support.wait import wait_until
+
+from browserskill.errors import CODES
+
+
+def browser_pids(home: Path) -> tuple[int, int]:
+    """(keeper, browser) of the state dir's embedded browser, from its record."""
+    record = json.loads((home / "browser.json").read_text())
+    return record["keeper_pid"], record["pid"]
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes of a process group (the browser's: its zygotes and renderers)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def nothing_left(keeper: int, browser: int) -> bool:
+    return not alive(keeper) and not group_members(browser)
+
+
+@contextmanager
+def stopped(pgid: int) -> Iterator[None]:
+    """The browser's whole process group stopped, as `kill -STOP -PGID` does; resumed
+    after, whatever happened."""
+    os.killpg(pgid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        try:
+            os.killpg(pgid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+def timed(runner: Bsk, *args: str) -> tuple[float, dict]:
+    t0 = time.monotonic()
+    r = runner(*args)
+    took = time.monotonic() - t0
+    assert "Traceback" not in r.stderr, r.stderr
+    return took, r.json
+
+
+def test_a_stopped_browser_is_unavailable_by_the_deadline_never_a_500(
+        make_bsk: Callable[..., Bsk], site: str) -> None:
+    runner = make_bsk()
+    s1 = runner.with_session("s1")
+    runner.ok("session", "start", "s1")
+    s1.ok("open", f"{site}/form.html")
+    keeper, browser = browser_pids(runner.home)
+    transport = httpx.HTTPTransport(uds=str(runner.home / "bsk.sock"))
+    with httpx.Client(transport=transport, base_url="http://bsk", timeout=60) as http, \
+            stopped(browser):
+        # A new session: the answer names the cause and the way out, by its deadline.
+        t0 = time.monotonic()
+        r = http.post("/v1/sessions", json={"session_id": "s2", "timeout_ms": 3000})
+        took = time.monotonic() - t0
+        assert r.status_code == CODES["browser_unavailable"].http, r.text
+        error = r.json()["error"]
+        assert error["code"] == "browser_unavailable"
+        assert f"pid {browser}) is stopped" in error["message"]
+        assert f"kill -CONT -{browser}" in error["hint"]
+        assert took < 3 + 2, f"answered after {took:.1f}s"
+        # The id is free again, not half made.
+        assert "s2" not in [s["session_id"] for s in http.get("/v1/sessions").json()["sessions"]]
+
+        # A call that starts its (default) session: the same, within the call's deadline.
+        took, answer = timed(runner, "eval", "1 + 1", "--timeout", "3")
+        assert answer["error"]["code"] == "browser_unavailable", answer
+        assert answer["dispatched"] == "no"
+        assert took < 3 + 3, f"answered after {took:.1f}s"
+
+        # A call on a session that has its tab: ends by its deadline (plus its bounded
+        # clean-up), with an outcome that is not a bug's.
+        took, answer = timed(s1, "eval", "1 + 1", "--timeout", "3")
+        assert answer["error"]["code"] not in ("internal",), answer
+        assert answer["status"] in ("failed", "cancelled", "outcome_unknown"), answer
+        assert took < 3 + 2 + 3, f"answered after {took:.1f}s"
+        took, answer = timed(s1, "click", "e1", "--timeout", "3")
+        assert answer["error"]["code"] != "internal", answer
+        assert took < 3 + 2 + 3, f"answered after {took:.1f}s"
+
+        # The control plane answers all along.
+        assert http.get("/v1/status").status_code == 200
+
+        # Stopping the daemon with its browser still stopped leaves nothing behind.
+        runner.stop_daemon()
+        wait_until(lambda: nothing_left(keeper, browser), 15,
+                   "the stopped browser and its keeper to be ended")
+
+
+def test_daemon_stop_leaves_no_browser_a_previous_daemon_left(
+        make_bsk: Callable[..., Bsk]) -> None:
+    runner = make_bsk()
+    # The browser outlives a killed daemon (for re-adoption); with no session left to
+    # re-adopt, the next daemon used to leave it running for ever.
+    runner.ok("session", "start", "s1")
+    keeper, browser = browser_pids(runner.home)
+    runner.ok("session", "stop", "s1")
+    kill_daemon_hard(runner.home)
+    assert alive(keeper) and alive(browser)
+    runner.ok("daemon", "start")
+    runner.stop_daemon()
+    wait_until(lambda: nothing_left(keeper, browser), 15, "the left browser to be ended")
+
+
+def test_daemon_stop_after_a_corrupt_journal_leaves_no_browser(
+        make_bsk: Callable[..., Bsk]) -> None:
+    runner = make_bsk()
+    runner.ok("session", "start", "s1")  # open: the journal names it for re-adoption
+    keeper, browser = browser_pids(runner.home)
+    kill_daemon_hard(runner.home)
+    (runner.home / "journal.sqlite3").write_bytes(os.urandom(8192))
+    Path(f"{runner.home / 'journal.sqlite3'}-wal").unlink(missing_ok=True)
+    started = runner.ok("daemon", "start")
+    assert started["journal"]["moved_aside"]
+    # A call now launches a browser of its own: never two on one state dir.
+    assert runner.ok("eval", "2 + 2")["result"]["value"] == 4
+    assert nothing_left(keeper, browser)
+    new_keeper, new_browser = browser_pids(runner.home)
+    runner.stop_daemon()
+    wait_until(lambda: nothing_left(new_keeper, new_browser), 15,
+               "the daemon's browser to be ended")
