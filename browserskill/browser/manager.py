@@ -113,6 +113,11 @@ class BrowserManager:
         self.version_info = await link.version()
         await link.send("Target.setDiscoverTargets", {"discover": True})
 
+    def stopped(self) -> bool:
+        """The embedded browser's process is stopped (SIGSTOP): it can't answer."""
+        return (self.launched is not None
+                and launcher.process_state(self.launched.pid) == "T")
+
     def unresponsive(self, waited_s: float) -> BskError:
         """The browser did not answer within `waited_s`: `browser_unavailable`, saying
         why where the daemon can see it (its process stopped) and what to do."""
@@ -121,7 +126,7 @@ class BrowserManager:
         if self.config.cdp_url:
             hint = (f"check that the browser at {self.config.cdp_url} is responsive, then "
                     "call again")
-        elif pid is not None and launcher.process_state(pid) == "T":
+        elif pid is not None and self.stopped():
             message += f": its process (pid {pid}) is stopped"
             hint = (f"resume it (`kill -CONT -{pid}`) and call again, or `bsk daemon stop`: "
                     "the next call launches a new browser")

@@ -356,6 +356,9 @@ class Dispatcher:
         if verdict.why == "cleanup_timed_out":
             details["cleanup"] = "timed_out"
         session = self.sessions.sessions.get(op.session_id)
+        if (verdict.why == "nothing_sent" and reason == "deadline" and session is not None
+                and session.backend.owner is self.browser and self.browser.stopped()):
+            raise self.browser.unresponsive(round(op.age_s(), 1))  # the cause, not "cancelled"
         raise _word(verdict, op, details, session.backend.lost_hint() if session is not None
                     else "call again: the daemon relaunches or reconnects the browser")
 
