@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from support.cli import Bsk, kill_daemon_hard, stop_for_good
+from support.cli import Bsk, stop_for_good
 from support.wait import wait_until
 
 from browserskill.errors import CODES
@@ -63,7 +63,7 @@ class Gate:
         gate = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 gate.asked.set()
                 gate.open.wait(30)
                 body = b"through"
