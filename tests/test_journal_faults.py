@@ -291,3 +291,47 @@ def test_a_clean_wal_left_by_a_killed_daemon_is_not_reported(
     assert "wal_damage" not in started["journal"]
     assert runner.ok("op", "show", "op_inwal0029")["status"] == "completed"
     assert not list(runner.home.glob("journal.sqlite3*damaged*"))
+
+
+# -- the journal's own bookkeeping, on a real refusal by SQLite ---------------------------
+
+
+async def test_refused_writes_are_kept_in_order_and_written_when_the_journal_takes_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from browserskill.dispatch import journal as journal_module
+    from browserskill.dispatch.journal import Journal
+    from browserskill.dispatch.operations import DISPATCHED, Operation
+    from browserskill.errors import BskError
+
+    journal = Journal(tmp_path / "journal.sqlite3")
+    ran = Operation("s1", "click", {"ref": "e1"})
+    ran.state = DISPATCHED
+    assert journal.record(ran)
+
+    journal.db.execute("PRAGMA query_only = ON")  # SQLite refuses every write from here
+    ran.complete({"clicked": True}, retry_safe=False)
+    assert not journal.record(ran)
+    assert journal.write_error and "readonly" in journal.write_error
+    refused = []
+    monkeypatch.setattr(journal_module, "MAX_UNWRITTEN", 4)
+    for i in range(5):
+        op = Operation("s1", "eval", {"expression": str(i)})
+        op.fail(journal.unavailable())
+        assert not journal.record(op)
+        refused.append(op.op_id)
+    # Bounded: the oldest refusals (they never ran) went first; what ran is kept.
+    assert list(journal.unwritten) == [ran.op_id, *refused[2:]]
+    # The daemon still answers for them from memory, the journal's row being behind.
+    assert journal.get(ran.op_id)["status"] == "completed"
+    listed = {r["op_id"]: r["status"] for r in journal.list("s1")}
+    assert listed[ran.op_id] == "completed" and refused[-1] in listed
+    assert not journal.healthy()[0]
+
+    journal.db.execute("PRAGMA query_only = OFF")  # space returns
+    assert journal.retry_unwritten()
+    assert journal.write_error is None and not journal.unwritten
+    rows = dict(journal.db.execute("SELECT op_id, status FROM ops").fetchall())
+    assert rows[ran.op_id] == "completed"
+    assert all(rows[k] == "failed" for k in refused[2:])
+    assert isinstance(journal.unavailable(), BskError)
+    journal.close()

@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 MOVED_ASIDE = ".corrupt-"  # journal.sqlite3.corrupt-<UTC time>: an unreadable journal
 WAL_COPY = "-wal.damaged-"  # journal.sqlite3-wal.damaged-<UTC time>: a damaged WAL's copy
+MAX_UNWRITTEN = 10_000  # operations kept in memory while the journal can't be written
 # SQLite's answers that mean the file's content, not the disk or a lock, is at fault.
 _UNREADABLE = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 
@@ -166,15 +167,25 @@ class Journal:
         failed (`write_error` says why) and the operation is kept in `unwritten`, to be
         written before the next write or by `retry_unwritten`."""
         if self.unwritten:  # in order: what was refused earlier goes first
-            self.unwritten.setdefault(op.op_id, op)
+            self._keep(op)
             return self.retry_unwritten()
         try:
             self._write(op)
         except sqlite3.Error as e:
             self._failed(e)
-            self.unwritten[op.op_id] = op
+            self._keep(op)
             return False
         return True
+
+    def _keep(self, op: Operation) -> None:
+        """Hold `op` until it can be written. Bounded: past `MAX_UNWRITTEN`, the oldest
+        operation that was refused before dispatch (it never ran) is let go first."""
+        self.unwritten.setdefault(op.op_id, op)
+        if len(self.unwritten) > MAX_UNWRITTEN:
+            refused = next((k for k, o in self.unwritten.items()
+                            if o.ended and o.dispatched == "no" and k != op.op_id), None)
+            if refused is not None:
+                del self.unwritten[refused]
 
     def retry_unwritten(self) -> bool:
         """Write the operations kept in memory, oldest first; True when none is left."""
