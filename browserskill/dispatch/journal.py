@@ -144,7 +144,7 @@ class Journal:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
-            # Every page once (~10 ms per 10,000 operations): a damaged page found now
+            # Every page once (~0.2 s for 50,000 operations): a damaged page found now
             # moves the file aside, instead of failing calls later.
             check = db.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
