@@ -394,8 +394,8 @@ class SessionManager:
         except BaseException as e:
             self.starting.discard(session_id)
             backend: Backend | None = getattr(session, "backend", None)
-            if backend is not None:
-                await _undo_start(session, backend)
+            if backend is not None:  # a Grid's slot is freed whatever it takes
+                await _undo_start(session, backend, None if grid else UNDO_START_S)
             if isinstance(e, TimeoutError | LinkError) and not isinstance(e, BskError):
                 raise self.browser.unresponsive(timeout) if isinstance(e, TimeoutError) \
                     else BskError("browser_unavailable", f"the browser failed while the "
@@ -472,11 +472,12 @@ class SessionManager:
 UNDO_START_S = 2.0  # a failed start's clean-up: bounded, as the browser may not answer
 
 
-async def _undo_start(session: Session, backend: Backend) -> None:
-    """Close what a failed start opened (its tabs, its isolated context), within
-    `UNDO_START_S`: what a browser that does not answer keeps is only logged."""
+async def _undo_start(session: Session, backend: Backend, limit: float | None) -> None:
+    """Close what a failed start opened (its tabs, its isolated context, its Grid
+    session), within `limit` seconds: what a browser that does not answer keeps is only
+    logged."""
     try:
-        async with asyncio.timeout(UNDO_START_S):
+        async with asyncio.timeout(limit):
             for tab in list(session.tabs.values()):
                 await backend.close_tab(tab)
             await backend.session_ended()
