@@ -45,6 +45,34 @@ def nothing_left(keeper: int, browser: int) -> bool:
     return not alive(keeper) and not group_members(browser)
 
 
+def processes_writing_to(home: Path) -> list[int]:
+    """Live processes whose stdout or stderr is a file in `home`: the daemon (daemon.log),
+    the keeper and the browser with all its children (browser.log)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            targets = [os.readlink(entry / "fd" / str(fd)) for fd in (1, 2)]
+        except OSError:
+            continue
+        if any(t.startswith(f"{home}/") for t in targets):
+            found.append(int(entry.name))
+    return found
+
+
+def keeper_running(home: Path) -> bool:
+    for pid in processes_writing_to(home):
+        try:
+            if b"browserskill.browser.keeper" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return True
+        except OSError:
+            pass
+    return False
+
+
 @contextmanager
 def stopped(pgid: int) -> Iterator[None]:
     """The browser's whole process group stopped, as `kill -STOP -PGID` does; resumed
@@ -133,6 +161,7 @@ def test_daemon_stop_leaves_no_browser_a_previous_daemon_left(
     runner.ok("daemon", "start")
     runner.stop_daemon()
     wait_until(lambda: nothing_left(keeper, browser), 15, "the left browser to be ended")
+    assert not processes_writing_to(runner.home)
 
 
 def test_daemon_stop_after_a_corrupt_journal_leaves_no_browser(
@@ -152,3 +181,15 @@ def test_daemon_stop_after_a_corrupt_journal_leaves_no_browser(
     runner.stop_daemon()
     wait_until(lambda: nothing_left(new_keeper, new_browser), 15,
                "the daemon's browser to be ended")
+    assert not processes_writing_to(runner.home)
+
+
+def test_daemon_stop_during_a_launch_leaves_nothing(make_bsk: Callable[..., Bsk]) -> None:
+    runner = make_bsk()
+    runner.ok("daemon", "start")
+    first = runner.popen("eval", "1 + 1")  # the browser launches for it
+    wait_until(lambda: keeper_running(runner.home), 30, "the launch to begin")
+    runner.stop_daemon()
+    first.communicate(timeout=60)
+    wait_until(lambda: not processes_writing_to(runner.home), 15,
+               "every process of the daemon's to end")
