@@ -396,10 +396,14 @@ class SessionManager:
             backend: Backend | None = getattr(session, "backend", None)
             if backend is not None:  # a Grid's slot is freed whatever it takes
                 await _undo_start(session, backend, None if grid else UNDO_START_S)
-            if isinstance(e, TimeoutError | LinkError) and not isinstance(e, BskError):
-                raise self.browser.unresponsive(timeout) if isinstance(e, TimeoutError) \
-                    else BskError("browser_unavailable", f"the browser failed while the "
-                                  f"session started: {e}", hint="call again") from None
+            if isinstance(e, TimeoutError) and not (in_extension or cdp_url):
+                raise self.browser.unresponsive(timeout) from None  # says if it is stopped
+            if isinstance(e, TimeoutError | LinkError):
+                raise BskError("browser_unavailable", f"the browser did not start the "
+                               f"session: {str(e) or f'no answer within {timeout:g}s'}",
+                               hint="check that the browser is running and responsive, "
+                                    "then call again",
+                               details={"reason": "browser_unresponsive"}) from None
             raise
         self.starting.discard(session_id)
         self.sessions[session_id] = session
@@ -482,7 +486,7 @@ async def _undo_start(session: Session, backend: Backend, limit: float | None) -
                 await backend.close_tab(tab)
             await backend.session_ended()
     except (TimeoutError, LinkError, BskError) as e:
-        log.info("undoing the start of session %s: %s", session.id, e or "timed out")
+        log.info("undoing the start of session %s: %s", session.id, str(e) or "timed out")
 
 
 def _check_url(name: str, url: str, schemes: tuple[str, ...]) -> None:
