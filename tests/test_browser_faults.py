@@ -161,7 +161,8 @@ def test_daemon_stop_leaves_no_browser_a_previous_daemon_left(
     runner.ok("daemon", "start")
     runner.stop_daemon()
     wait_until(lambda: nothing_left(keeper, browser), 15, "the left browser to be ended")
-    assert not processes_writing_to(runner.home)
+    wait_until(lambda: not processes_writing_to(runner.home), 15,
+               "every process of the daemon's to end")
 
 
 def test_daemon_stop_after_a_corrupt_journal_leaves_no_browser(
@@ -181,7 +182,8 @@ def test_daemon_stop_after_a_corrupt_journal_leaves_no_browser(
     runner.stop_daemon()
     wait_until(lambda: nothing_left(new_keeper, new_browser), 15,
                "the daemon's browser to be ended")
-    assert not processes_writing_to(runner.home)
+    wait_until(lambda: not processes_writing_to(runner.home), 15,
+               "every process of the daemon's to end")
 
 
 def test_daemon_stop_during_a_launch_leaves_nothing(make_bsk: Callable[..., Bsk]) -> None:
