@@ -232,6 +232,8 @@ def test_an_unreadable_journal_is_moved_aside_and_the_daemon_starts(
     assert aside.parent == home and aside.name.startswith("journal.sqlite3.corrupt-")
     assert aside.read_bytes() == kept  # moved whole, not rewritten
     assert str(aside) in (home / "daemon.log").read_text()  # the log says where
+    said = runner("daemon", "status", as_json=False).stdout  # and so does the daemon
+    assert f"moved aside to {aside}" in said
 
     # A new journal serves; the old operations are said to be unreadable, not "never were".
     gone = runner("op", "show", "op_checkpointed0003")
