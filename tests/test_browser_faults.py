@@ -17,6 +17,7 @@ from support.cli import Bsk, alive, kill_daemon_hard
 from support.pages import ref_of
 from support.wait import wait_until
 
+from browserskill.browser import launcher
 from browserskill.errors import CODES
 
 
@@ -186,8 +187,14 @@ def test_daemon_stop_after_a_corrupt_journal_leaves_no_browser(
                "every process of the daemon's to end")
 
 
-def test_daemon_stop_during_a_launch_leaves_nothing(make_bsk: Callable[..., Bsk]) -> None:
-    runner = make_bsk()
+def test_daemon_stop_during_a_launch_leaves_nothing(make_bsk: Callable[..., Bsk],
+                                                    tmp_path: Path) -> None:
+    # A browser slow to start (its DevTools port not yet open): the stop comes while the
+    # daemon still waits for its keeper to say it is up.
+    slow = tmp_path / "slow-browser"
+    slow.write_text(f"#!/bin/sh\nsleep 4\nexec {launcher.find_browser()} \"$@\"\n")
+    slow.chmod(0o755)
+    runner = make_bsk(BSK_BROWSER=str(slow), BSK_EXPOSE_CDP="0")
     runner.ok("daemon", "start")
     first = runner.popen("eval", "1 + 1")  # the browser launches for it
     wait_until(lambda: keeper_running(runner.home), 30, "the launch to begin")
