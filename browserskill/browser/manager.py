@@ -113,6 +113,17 @@ class BrowserManager:
         self.version_info = await link.version()
         await link.send("Target.setDiscoverTargets", {"discover": True})
 
+    async def answers(self, timeout: float) -> bool:
+        """The connected browser answers a command within `timeout` (True when none is
+        connected: there is nothing to wait for)."""
+        if self.link is None or self.link.closed:
+            return True
+        try:
+            await self.link.send("Browser.getVersion", timeout=timeout)
+        except (LinkError, TimeoutError, OSError):
+            return self.link.closed
+        return True
+
     def stopped(self) -> bool:
         """The embedded browser's process is stopped (SIGSTOP): it can't answer."""
         return (self.launched is not None

@@ -25,7 +25,7 @@ from browserskill.daemon.core import Daemon
 log = logging.getLogger("browserskill.daemon")
 
 
-CLOSE_SESSIONS_S = 5.0  # at stop, for closing every session's tabs together
+CLOSE_SESSIONS_S = 5.0  # at stop, for closing the sessions of a browser that doesn't answer
 
 
 class AlreadyRunning(Exception):
@@ -123,12 +123,15 @@ async def serve(
         await daemon.dispatcher.shutdown()
         with contextlib.suppress(Exception):
             await dashboard.stop()
-        # Bounded: a browser that does not answer (stopped, hung) must not hold the stop;
-        # it is ended below whatever its tabs did.
+        # A browser that does not answer (stopped, hung) must not hold the stop: its
+        # sessions get CLOSE_SESSIONS_S in all, and it is ended below whatever its tabs did.
+        deaf = not await daemon.browser.answers(2.0)
         closing_until = loop.time() + CLOSE_SESSIONS_S
         for session in list(daemon.sessions.sessions.values()):
+            bounded = deaf and session.backend.owner is daemon.browser
             try:
-                async with asyncio.timeout(max(0.1, closing_until - loop.time())):
+                async with asyncio.timeout(max(0.1, closing_until - loop.time())
+                                           if bounded else None):
                     await daemon.sessions.close(session, "the daemon was stopped")
             except Exception as e:
                 log.info("closing session %s at stop: %s", session.id,
