@@ -38,6 +38,8 @@ _TABLE = [
     Code("outcome_unknown", 504, 9, "unknown", False, "effect unknown; inspect before acting"),
     Code("browser_unavailable", 503, 10, "no", True, "no browser connected, or it is starting"),
     Code("action_failed", 422, 11, "yes", False, "the browser could not do it"),
+    Code("journal_unavailable", 507, 12, "no", True,
+         "the journal can't be written (disk full?): nothing was sent; free space, retry"),
     Code("page_error", 200, 0, "yes", False, "a script threw in eval: a result, not a failure"),
     Code("internal", 500, 1, "unknown", False, "a bug; logged with the op id"),
 ]
@@ -48,7 +50,7 @@ CODES: dict[str, Code] = {c.name: c for c in _TABLE}
 STATUS_FOR_CODE = {"cancelled": "cancelled", "outcome_unknown": "outcome_unknown"}
 
 # Codes where nothing was dispatched and waiting helps: the only ones worth a retry.
-SHOULD_RETRY = {"session_busy", "browser_unavailable"}
+SHOULD_RETRY = {"session_busy", "browser_unavailable", "journal_unavailable"}
 # In an error's details: waiting won't mend it (no browser installed), so even a code
 # of SHOULD_RETRY answers X-Should-Retry: false.
 LASTING = "lasting"

@@ -355,6 +355,7 @@ def _daemon(r: dict[str, Any]) -> str:
         lines.insert(0, "already running")
     if r.get("note"):
         lines.append(f"note: {r['note']}")
+    lines += _journal_faults(r.get("journal") or {})
     b = r.get("browser")
     if b:
         if b.get("connected"):
@@ -366,6 +367,22 @@ def _daemon(r: dict[str, Any]) -> str:
                          "session, or run `bsk status --connect`")
         lines.append(f"sessions: {r.get('sessions', 0)}")
     return "\n".join(lines)
+
+
+def _journal_faults(j: dict[str, Any]) -> list[str]:
+    """What the daemon found wrong with its journal (docs/outcomes.md), one line each."""
+    lines = []
+    if j.get("moved_aside"):
+        lines.append(f"journal: unreadable ({j['moved_aside']['error']}), moved aside to "
+                     f"{j['moved_aside']['path']}; a new one was started (see `bsk doctor`)")
+    if j.get("wal_damage"):
+        w = j["wal_damage"]
+        lines.append(f"journal: its write-ahead log was damaged ({w['why']}): "
+                     f"{w['transactions_dropped']} writes lost; copy at {w['copy']}")
+    if j.get("write_error"):
+        lines.append(f"journal: writes fail ({j['write_error']}); {j.get('unwritten', 0)} "
+                     "operations wait in memory: free space, calls are refused until then")
+    return lines
 
 
 def _doctor(r: dict[str, Any]) -> str:

@@ -119,7 +119,8 @@ class Keeper:
             return None
         port_file = Path(profile) / "DevToolsActivePort"
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and self.browser.poll() is None:
+        while (time.monotonic() < deadline and self.browser.poll() is None
+               and not self.done.is_set()):  # told to stop while it starts: stop now
             lines = port_file.read_text().splitlines() if port_file.exists() else []
             if len(lines) >= 2:
                 return f"ws://127.0.0.1:{lines[0].strip()}{lines[1].strip()}"
@@ -132,6 +133,7 @@ class Keeper:
                 return
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.browser.pid, sig)
+                os.killpg(self.browser.pid, signal.SIGCONT)  # a stopped one must run to go
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.browser.wait(3)
 

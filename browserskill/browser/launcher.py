@@ -129,6 +129,8 @@ class LaunchedBrowser:
                     break
                 try:
                     (os.killpg if group else os.kill)(pid, sig)
+                    if group:  # a stopped (SIGSTOP) browser must run to handle SIGTERM
+                        os.killpg(pid, signal.SIGCONT)
                 except ProcessLookupError:
                     break
                 while process_alive(pid) and time.monotonic() < deadline:
@@ -147,6 +149,15 @@ class LaunchedBrowser:
                    str(d["executable"]), Path(d["profile"]), d.get("cdp_url"))
 
 
+def process_state(pid: int) -> str | None:
+    """The process's state letter from /proc (R, S, T: stopped, Z, …); None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def process_alive(pid: int) -> bool:
     """True while the process exists and is not a zombie waiting for a reaper (the keeper,
     our child, until it is reaped)."""
@@ -161,6 +172,14 @@ def process_alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:  # gone since the signal
         return False
+
+
+def _wait_or_kill(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _reap(pid: int) -> None:
@@ -191,14 +210,18 @@ async def launch(
             start_new_session=True,  # it outlives the daemon, as the browser must
         )
     deadline = time.monotonic() + timeout
-    while not state_file.exists():
-        if keeper.poll() is not None:
-            raise LaunchError(f"{executable} exited at start (keeper code "
-                              f"{keeper.returncode}); see {log_file}")
-        if time.monotonic() > deadline:
-            keeper.terminate()
-            raise LaunchError(f"{executable} did not start within {timeout:g}s")
-        await asyncio.sleep(0.02)
+    try:
+        while not state_file.exists():
+            if keeper.poll() is not None:
+                raise LaunchError(f"{executable} exited at start (keeper code "
+                                  f"{keeper.returncode}); see {log_file}")
+            if time.monotonic() > deadline:
+                raise LaunchError(f"{executable} did not start within {timeout:g}s")
+            await asyncio.sleep(0.02)
+    except BaseException:  # given up or cancelled: no keeper (nor browser) left behind
+        keeper.terminate()  # the keeper stops its browser on SIGTERM
+        await asyncio.to_thread(_wait_or_kill, keeper)
+        raise
     state = json.loads(state_file.read_text())
     return LaunchedBrowser(int(state["browser_pid"]), keeper.pid, str(state["socket"]),
                            executable, profile, state.get("cdp_url"))

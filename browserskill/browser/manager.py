@@ -51,6 +51,7 @@ class BrowserManager:
         self.launched: launcher.LaunchedBrowser | None = None
         self.version_info: dict[str, Any] = {}
         self._lock = asyncio.Lock()
+        self._connecting: asyncio.Future[CdpLink] | None = None  # a launch under way
         # Bumped for each browser (re)connected: browser contexts die with their browser.
         self.generation = 0
         self._tabs: dict[str, Tab] = {}  # target id -> tab
@@ -75,9 +76,18 @@ class BrowserManager:
         return "attached" if self.config.cdp_url else "embedded"
 
     async def ensure(self) -> CdpLink:
-        """The live link, launching or connecting first if needed."""
+        """The live link, launching or connecting first if needed. A caller that gives up
+        (its deadline) leaves the launch running for the next call: a launch slower than
+        one call's deadline still ends with a browser."""
         if self.link is not None and not self.link.closed:
             return self.link
+        if self._connecting is None or self._connecting.done():
+            self._connecting = asyncio.ensure_future(self._connect_once())
+            self._connecting.add_done_callback(
+                lambda t: t.cancelled() or t.exception())  # retrieved if all callers left
+        return await asyncio.shield(self._connecting)
+
+    async def _connect_once(self) -> CdpLink:
         async with self._lock:
             if self.link is not None and not self.link.closed:
                 return self.link
@@ -102,6 +112,40 @@ class BrowserManager:
             link.watch()
         self.version_info = await link.version()
         await link.send("Target.setDiscoverTargets", {"discover": True})
+
+    async def answers(self, timeout: float) -> bool:
+        """The connected browser answers a command within `timeout` (True when none is
+        connected: there is nothing to wait for)."""
+        if self.link is None or self.link.closed:
+            return True
+        try:
+            await self.link.send("Browser.getVersion", timeout=timeout)
+        except (LinkError, TimeoutError, OSError):
+            return self.link.closed
+        return True
+
+    def stopped(self) -> bool:
+        """The embedded browser's process is stopped (SIGSTOP): it can't answer."""
+        return (self.launched is not None
+                and launcher.process_state(self.launched.pid) == "T")
+
+    def unresponsive(self, waited_s: float) -> BskError:
+        """The browser did not answer within `waited_s`: `browser_unavailable`, saying
+        why where the daemon can see it (its process stopped) and what to do."""
+        message = f"the browser did not answer within {waited_s:g}s"
+        pid = self.launched.pid if self.launched is not None else None
+        if self.config.cdp_url:
+            hint = (f"check that the browser at {self.config.cdp_url} is responsive, then "
+                    "call again")
+        elif pid is not None and self.stopped():
+            message += f": its process (pid {pid}) is stopped"
+            hint = (f"resume it (`kill -CONT -{pid}`) and call again, or `bsk daemon stop`: "
+                    "the next call launches a new browser")
+        else:
+            hint = ("call again shortly (the browser may be overloaded); if it stays "
+                    "unanswered, `bsk daemon stop`: the next call launches a new browser")
+        return BskError("browser_unavailable", message, hint=hint,
+                        details={"reason": "browser_unresponsive", "waited_s": waited_s})
 
     def _unavailable(self, why: str, *, lasting: bool = False) -> BskError:
         if self.config.cdp_url:
@@ -164,6 +208,7 @@ class BrowserManager:
         log.info("launching %s with profile %s", executable, profile)
         if self.launched is not None and self.launched.alive():
             await asyncio.to_thread(self.launched.terminate)  # its link died: start afresh
+        await self.stop_unclaimed()  # never two browsers on one profile and socket
         self.launched = await launcher.launch(
             executable, profile, log_file, self.state_dir, headless=self.config.headless,
             expose_port=self.config.expose_cdp)
@@ -316,7 +361,30 @@ class BrowserManager:
             out["profile"] = str(self.launched.profile)
         return out
 
+    async def stop_unclaimed(self) -> None:
+        """Stop the browser (and keeper) a previous daemon left running that this one did
+        not adopt: no session of this daemon needs it (none was re-adopted into it),
+        and left alone it would outlive every `daemon stop`."""
+        if self.launched is not None or self.config.cdp_url:
+            return
+        for record in (self._record, self.state_dir / "keeper.json"):
+            try:
+                found = json.loads(record.read_text())
+                left = launcher.LaunchedBrowser(
+                    int(found.get("pid", found.get("browser_pid"))), int(found["keeper_pid"]),
+                    "", "", Path())
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if launcher.process_alive(left.keeper_pid) or launcher.process_alive(left.pid):
+                log.info("stopping the browser a previous daemon left (pid %s, keeper %s)",
+                         left.pid, left.keeper_pid)
+                await asyncio.to_thread(left.terminate)
+            record.unlink(missing_ok=True)
+
     async def shutdown(self) -> None:
+        if self._connecting is not None and not self._connecting.done():
+            self._connecting.cancel()  # a launch under way stops its keeper and browser
+            await asyncio.wait({self._connecting})
         if self.link is not None:
             try:
                 await self.link.close()
@@ -326,5 +394,7 @@ class BrowserManager:
             await asyncio.to_thread(self.launched.terminate)
             self._record.unlink(missing_ok=True)
             (self.state_dir / "keeper.json").unlink(missing_ok=True)
+        else:  # one this daemon never adopted: a stop leaves no browser behind
+            await self.stop_unclaimed()
         if self._temp_profile is not None:
             shutil.rmtree(self._temp_profile, ignore_errors=True)

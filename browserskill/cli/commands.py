@@ -340,7 +340,10 @@ CONTROL: tuple[Control, ...] = (
             "Stop a session and close its tabs (after its running operation)."),
     Control(("status",), cmd_status, "status [--connect]",
             "Daemon and browser status (--connect starts the browser to report it)."),
-    Control(("doctor",), cmd_doctor, "doctor", "Check the set-up and say how to fix problems."),
+    Control(("doctor",), cmd_doctor, "doctor",
+            "Check the set-up and say how to fix problems: the socket, the state dir, the "
+            "journal (writes failing, a journal moved aside as unreadable, a damaged WAL's "
+            "copy: docs/outcomes.md), the browser."),
     Control(("daemon", "start"), cmd_daemon_start,
             "daemon start [--foreground] [--cdp-url URL] [--grid URL] "
             "[--profile DIR | --ephemeral] [--headed] [--tcp-port PORT] "

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -137,6 +139,16 @@ def main(argv: list[str] | None = None) -> int:
     except AlreadyRunning as e:
         print(f"bsk daemon: {e}", file=sys.stderr)
         return 3
+    except sqlite3.Error as e:  # not the file's content (that is moved aside): the disk
+        print(f"bsk daemon: the journal {paths.journal_path()} can't be opened: {e} "
+              "(check the free space and permissions of its filesystem)", file=sys.stderr)
+        return 2
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        print(f"bsk daemon: cannot write to {paths.state_dir_name()}: {e.strerror} (free "
+              "space on its filesystem)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         pass
     return 0

@@ -104,9 +104,23 @@ class Daemon:
             "uptime_s": round(time.time() - self.started, 1),
             "idle_timeout_s": self.idle_timeout,
             "reconciled_at_start": self.reconciled,
-            "journal": {"pruning": self.journal.pruning, "pruned": self.journal.pruned},
+            "journal": {"pruning": self.journal.pruning, "pruned": self.journal.pruned,
+                        **self._journal_faults()},
             "sessions_at_start": self.readopted,
         }
+
+    def _journal_faults(self) -> dict[str, Any]:
+        """What this start found wrong with the journal, and whether writes fail now."""
+        j = self.journal
+        out: dict[str, Any] = {}
+        if j.moved_aside:
+            out["moved_aside"] = j.moved_aside
+        if j.wal_damage:
+            out["wal_damage"] = j.wal_damage
+        if j.write_error is not None:
+            out["write_error"] = j.write_error
+            out["unwritten"] = len(j.unwritten)
+        return out
 
     async def doctor(self) -> dict[str, Any]:
         checks = []
@@ -125,8 +139,23 @@ class Daemon:
         ok, detail = self.journal.healthy()
         checks.append({
             "check": "journal", "ok": ok, "detail": detail,
-            "fix": "" if ok else f"stop the daemon and move {self.journal.path} aside",
+            "fix": "" if ok else f"free space on the filesystem of {self.home}"
+                   if self.journal.write_error else
+                   f"stop the daemon and move {self.journal.path} aside",
         })
+        for aside in self.journal.found_aside():  # docs/cli.md, doctor
+            wal_copy = "-wal." in aside.name
+            checks.append({
+                "check": "journal_wal_damaged" if wal_copy else "journal_moved_aside",
+                "ok": False,
+                "detail": f"{aside}: " + (
+                    "a copy of a damaged write-ahead log: the operations journaled after "
+                    "the damage (since the checkpoint before it) were lost at a start"
+                    if wal_copy else "a journal that could not be read, moved aside at a "
+                    "start: its operations can't be shown by `bsk op show`"),
+                "fix": f"inspect it with `sqlite3 {aside} .recover` if its operations "
+                       f"matter, then delete it (rm {aside}*)",
+            })
         cfg = self.browser.config
         if cfg.cdp_url:
             info = self.browser.info()

@@ -28,6 +28,9 @@ from browserskill.dispatch.sessions import READOPT_TIMEOUT_S, describe_error
 log = logging.getLogger("browserskill.daemon")
 
 
+CLOSE_SESSIONS_S = 5.0  # at stop, for closing the sessions of a browser that doesn't answer
+
+
 class AlreadyRunning(Exception):
     def __init__(self, pid: str) -> None:
         super().__init__(f"a daemon is already running for this state dir (pid {pid})")
@@ -113,12 +116,15 @@ async def serve(
     # while requests are served, not before the first answer.
     prune_task = asyncio.create_task(daemon.journal.prune_gradually(), name="journal-prune")
     prune_task.add_done_callback(_log_pruned)
+    # After a full disk: what ran is written soon after space returns, calls or not.
+    write_task = asyncio.create_task(daemon.journal.keep_writing(), name="journal-retry")
     try:
         stop_wait = asyncio.create_task(daemon.stop_event.wait())
         await asyncio.wait({*server_tasks, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         log.info("stopping: %s", daemon.stop_reason or "server ended")
     finally:
         idle_task.cancel()
+        write_task.cancel()
         prune_task.cancel()
         await asyncio.wait({prune_task})  # stopped between batches, before the journal closes
         if not prune_task.cancelled() and prune_task.exception() is not None:
@@ -126,9 +132,19 @@ async def serve(
         await daemon.dispatcher.shutdown()
         with contextlib.suppress(Exception):
             await dashboard.stop()
+        # A browser that does not answer (stopped, hung) must not hold the stop: its
+        # sessions get CLOSE_SESSIONS_S in all, and it is ended below whatever its tabs did.
+        deaf = not await daemon.browser.answers(2.0)
+        closing_until = loop.time() + CLOSE_SESSIONS_S
         for session in list(daemon.sessions.sessions.values()):
-            with contextlib.suppress(Exception):
-                await daemon.sessions.close(session, "the daemon was stopped")
+            bounded = deaf and session.backend.owner is daemon.browser
+            try:
+                async with asyncio.timeout(max(0.1, closing_until - loop.time())
+                                           if bounded else None):
+                    await daemon.sessions.close(session, "the daemon was stopped")
+            except Exception as e:
+                log.info("closing session %s at stop: %s", session.id,
+                         str(e) or "its browser did not answer in time")
         if daemon.extensions is not None:
             with contextlib.suppress(Exception):
                 await daemon.extensions.stop()

@@ -36,9 +36,14 @@ def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0,
     home = paths.ensure_state_dir(home)
     log_file = paths.log_path(home)
     sock_path = paths.socket_path(home)
-    with os.fdopen(paths.open_private(log_file), "ab") as log:  # 0600 from its creation
+    try:
+        log = os.fdopen(paths.open_private(log_file), "ab")  # 0600 from its creation
         log.write(f"\n--- spawned by `bsk` (pid {os.getpid()}) ---\n".encode())
         log.flush()
+    except OSError as e:  # a full disk: say so, not a traceback
+        raise DaemonStartError(f"cannot write the daemon's log {log_file}: {e.strerror} "
+                               f"(free space on the filesystem of {home})") from None
+    with log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "browserskill.daemon", *(extra_args or [])],
             stdin=subprocess.DEVNULL,

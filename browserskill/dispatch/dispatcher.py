@@ -97,12 +97,15 @@ class Dispatcher:
             if op_id is not None and (not contract.valid_op_id(op_id) or op_id in self.ops
                                       or self.journal.get(op_id)):
                 raise invalid("op_id", f"must be {contract.OP_ID_RULE}, and new")
-            session = await self._session_for_call(session_id)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + contract.op_deadline_s(
+                spec, params, timeout_ms / 1000 if timeout_ms else None)
+            # One deadline: a default session started for this call spends from it.
+            session = await self._session_for_call(session_id, deadline)
             op = Operation(session_id, tool, params, idempotency_key=idempotency_key)
             if op_id:
                 op.op_id = op_id
-            op.scope.arm(contract.op_deadline_s(spec, params,
-                                                timeout_ms / 1000 if timeout_ms else None))
+            op.scope.arm(max(0.001, deadline - loop.time()))
             self._remember(op)
         finally:
             if claim is not None:  # the key now names `op`, or is free again
@@ -113,15 +116,17 @@ class Dispatcher:
         op.task = asyncio.create_task(self._run(op, session, wait), name=op.op_id)
         return op
 
-    async def _session_for_call(self, session_id: str) -> Session:
+    async def _session_for_call(self, session_id: str, deadline: float) -> Session:
         """The session a call names. Calls that arrive while the default session is
         starting (its first tab opening) wait for that start, and share its outcome,
-        instead of finding a session without a tab."""
+        instead of finding a session without a tab; the start ends by the first call's
+        `deadline` (loop time)."""
         starting = self._starting.get(session_id)
+        timeout = max(0.001, deadline - asyncio.get_running_loop().time())
         if starting is None:
             if session_id != contract.DEFAULT_SESSION or session_id in self.sessions.sessions:
                 return await self.sessions.get_for_call(session_id)
-            starting = asyncio.ensure_future(self.sessions.get_for_call(session_id))
+            starting = asyncio.ensure_future(self.sessions.get_for_call(session_id, timeout))
             self._starting[session_id] = starting
             starting.add_done_callback(lambda t: (
                 self._starting.pop(session_id, None),
@@ -223,7 +228,8 @@ class Dispatcher:
             self.sessions.persist(session)
             if not op.ended:  # the runner itself was torn down (event loop closing)
                 op.fail(BskError("outcome_unknown", "the daemon stopped mid-operation"))
-            self.journal.record(op)
+            if not self.journal.record(op):  # kept in memory, written once it can be
+                op.note("not_journaled_yet", self.journal.write_error)
             op.done.set()
             self._whole.append(op)
             if len(self._whole) > WHOLE_RESULTS:
@@ -232,7 +238,8 @@ class Dispatcher:
     async def _dispatch(self, op: Operation, session: Session) -> None:
         op.state = DISPATCHED
         op.note(DISPATCHED)
-        self.journal.record(op)
+        if not self.journal.record(op):  # nothing goes out that the journal can't tell of
+            raise self.journal.unavailable()
         recovered = None
         on_pages = catalog.BY_NAME[op.tool].on_pages
         if on_pages:  # tabs lost with their browser come back first
@@ -360,6 +367,9 @@ class Dispatcher:
         if verdict.why == "cleanup_timed_out":
             details["cleanup"] = "timed_out"
         session = self.sessions.sessions.get(op.session_id)
+        if (verdict.why == "nothing_sent" and reason == "deadline" and session is not None
+                and session.backend.owner is self.browser and self.browser.stopped()):
+            raise self.browser.unresponsive(round(op.age_s(), 1))  # the cause, not "cancelled"
         error = _word(verdict, op, details, session.backend.lost_hint() if session is not None
                       else "call again: the daemon relaunches or reconnects the browser")
         error.retry_safe = verdict.retry_safe  # outcome.decide knows the tool's effect
@@ -385,8 +395,12 @@ class Dispatcher:
             return op.to_result(with_timeline=True)
         row = self.journal.get(op_id)
         if row is None:
+            aside = self.journal.found_aside()
             raise BskError("op_not_found", f"no operation {op_id!r}",
-                           hint="list recent ones with `bsk op list`",
+                           hint="list recent ones with `bsk op list`" + (
+                               f"; operations in a journal moved aside as unreadable "
+                               f"({', '.join(p.name for p in aside)}) can't be shown: "
+                               "see `bsk doctor`" if aside else ""),
                            details={"op_id": op_id})
         return row
 

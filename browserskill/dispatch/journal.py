@@ -7,20 +7,43 @@ Retention (ended operations older than `max_age_s`, or past the newest `max_coun
 applied in bounded batches (`prune_batch`): the daemon's start only reconciles, and a
 background task (`prune_gradually`) deletes a big backlog batch by batch while requests
 are served; `record` deletes at most one batch every 500 writes.
+
+Faults (docs/outcomes.md, "when the disk or the journal fails"):
+- a write that fails (a full disk, an I/O error) never raises into the caller: the
+  operation is kept in memory (`unwritten`) and written, in order, before the next write
+  and by `retry_unwritten`; `record` says whether the write reached the database, and the
+  dispatcher dispatches nothing that is not journaled first (`journal_unavailable`);
+- a database SQLite can't read (not a database, a damaged header or page) is moved aside
+  to `journal.sqlite3.corrupt-<time>` (its WAL with it) and a new journal is started;
+- a damaged WAL, which SQLite would silently cut at the damage, is checked before SQLite
+  opens it (dispatch/wal.py) and copied aside; both stay reported by `doctor` while the
+  copies exist.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import shutil
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 from browserskill import contract, paths
+from browserskill.dispatch import wal
 from browserskill.dispatch.operations import ENDED, QUEUED, Operation, iso, kept_form
+from browserskill.errors import BskError
+
+log = logging.getLogger(__name__)
+
+MOVED_ASIDE = ".corrupt-"  # journal.sqlite3.corrupt-<UTC time>: an unreadable journal
+WAL_COPY = "-wal.damaged-"  # journal.sqlite3-wal.damaged-<UTC time>: a damaged WAL's copy
+MAX_UNWRITTEN = 10_000  # operations kept in memory while the journal can't be written
+# SQLite's answers that mean the file's content, not the disk or a lock, is at fault.
+_UNREADABLE = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ops (
@@ -59,20 +82,148 @@ class Journal:
         self.prune_batch_rows = max(1, prune_batch)  # rows per DELETE: ~15-30 ms here
         self.pruning = False  # a backlog is being deleted in the background
         self.pruned = 0  # rows deleted by retention since this journal was opened
-        # Created 0600 before SQLite opens it: SQLite gives the -wal and -shm it creates
-        # the database file's own mode.
-        os.close(paths.open_private(path, os.O_RDWR | os.O_CREAT))
-        for side in ("-wal", "-shm"):
-            if os.path.exists(f"{path}{side}"):
-                os.chmod(f"{path}{side}", 0o600)
-        # Used only from the event loop's thread; each write is a short transaction.
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
+        # What this start found (None: nothing): the journal moved aside, the WAL damage.
+        self.moved_aside: dict[str, str] | None = None
+        self.wal_damage: dict[str, Any] | None = None
+        # Operations whose latest state is not in the database yet (a write failed), in
+        # the order they were first refused; and why the last write failed (None: writes
+        # work).
+        self.unwritten: dict[str, Operation] = {}
+        self.write_error: str | None = None
+        self.db = self._open()
         self._writes = 0
 
-    def record(self, op: Operation) -> None:
+    # -- opening ---------------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        # Before SQLite reads the WAL: it would replay the part before a damage and drop
+        # the rest without a word (dispatch/wal.py).
+        self.wal_damage = wal.damage(Path(f"{self.path}-wal"))
+        if self.wal_damage is not None:
+            copy = Path(f"{self.path}{WAL_COPY}{stamp}")
+            shutil.copyfile(f"{self.path}-wal", copy)
+            os.chmod(copy, 0o600)
+            self.wal_damage["copy"] = str(copy)
+            log.warning("the journal's write-ahead log is damaged (%s): %d committed "
+                        "writes after it are lost (operations journaled since the last "
+                        "checkpoint); its copy is %s", self.wal_damage["why"],
+                        self.wal_damage["transactions_dropped"], copy)
+        try:
+            return self._connect()
+        except _Unreadable as e:
+            why = str(e)
+        except sqlite3.DatabaseError as e:
+            if not getattr(e, "sqlite_errorname", "").startswith(_UNREADABLE):
+                raise  # the disk, a lock, permissions: not the file's fault, left alone
+            why = str(e)
+        moved = Path(f"{self.path}{MOVED_ASIDE}{stamp}")
+        os.replace(self.path, moved)
+        for side in ("-wal", "-shm"):
+            if os.path.exists(f"{self.path}{side}"):
+                if side == "-shm":  # derived from the WAL; SQLite rebuilds it
+                    os.unlink(f"{self.path}{side}")
+                else:  # beside the moved database, as SQLite names it, so both open as one
+                    os.replace(f"{self.path}{side}", f"{moved}{side}")
+        self.moved_aside = {"path": str(moved), "error": why}
+        log.warning("the journal %s could not be read (%s): moved aside to %s; a new "
+                    "journal was started (the operations in the old one can't be shown)",
+                    self.path, why, moved)
+        return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        # Created 0600 before SQLite opens it: SQLite gives the -wal and -shm it creates
+        # the database file's own mode.
+        os.close(paths.open_private(self.path, os.O_RDWR | os.O_CREAT))
+        for side in ("-wal", "-shm"):
+            if os.path.exists(f"{self.path}{side}"):
+                os.chmod(f"{self.path}{side}", 0o600)
+        # Used only from the event loop's thread; each write is a short transaction.
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            # Every page once (~0.2 s for 50,000 operations): a damaged page found now
+            # moves the file aside, instead of failing calls later.
+            check = db.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise _Unreadable(f"quick_check: {check}")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def found_aside(self) -> list[Path]:
+        """Journals and WAL copies moved aside by this or an earlier start, still there."""
+        home = self.path.parent
+        return sorted([*home.glob(f"{self.path.name}{MOVED_ASIDE}*[0-9Z]"),
+                       *home.glob(f"{self.path.name}{WAL_COPY}*")])
+
+    # -- writing ---------------------------------------------------------------------
+
+    def record(self, op: Operation) -> bool:
+        """Write the operation's state; True once it is in the database. False: the write
+        failed (`write_error` says why) and the operation is kept in `unwritten`, to be
+        written before the next write or by `retry_unwritten`."""
+        if self.unwritten:  # in order: what was refused earlier goes first
+            self._keep(op)
+            return self.retry_unwritten()
+        try:
+            self._write(op)
+        except sqlite3.Error as e:
+            self._failed(e)
+            self._keep(op)
+            return False
+        return True
+
+    def _keep(self, op: Operation) -> None:
+        """Hold `op` until it can be written. Bounded: past `MAX_UNWRITTEN`, the oldest
+        operation that was refused before dispatch (it never ran) is let go first."""
+        self.unwritten.setdefault(op.op_id, op)
+        if len(self.unwritten) > MAX_UNWRITTEN:
+            refused = next((k for k, o in self.unwritten.items()
+                            if o.ended and o.dispatched == "no" and k != op.op_id), None)
+            if refused is not None:
+                del self.unwritten[refused]
+
+    def retry_unwritten(self) -> bool:
+        """Write the operations kept in memory, oldest first; True when none is left."""
+        while self.unwritten:
+            op = next(iter(self.unwritten.values()))
+            try:
+                self._write(op)
+            except sqlite3.Error as e:
+                self._failed(e)
+                return False
+            del self.unwritten[op.op_id]
+        if self.write_error is not None:
+            log.warning("the journal is written again (%s)", self.path)
+            self.write_error = None
+        return True
+
+    def unavailable(self) -> BskError:
+        """The refusal of an operation that could not be journaled before dispatch."""
+        return BskError(
+            "journal_unavailable",
+            f"the operation journal can't be written ({self.write_error}): nothing was "
+            "sent to the browser", hint=f"free space on the filesystem holding "
+            f"{self.path.parent} (`df -h {self.path.parent}`), then call again; "
+            "`bsk status` answers meanwhile", details={"journal": str(self.path)})
+
+    def _failed(self, e: sqlite3.Error) -> None:
+        if self.db.in_transaction:  # SQLite rolls most failures back; make sure
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+        if self.write_error is None:
+            log.warning("the journal %s can't be written (%s): operations are refused "
+                        "before dispatch until it can; those that ran are kept in memory "
+                        "and written then", self.path, e)
+        self.write_error = str(e)
+
+    def _write(self, op: Operation) -> None:
         row = (
             op.op_id, op.session_id, op.tool, json.dumps(op.shown_params()),
             op.idempotency_key,
@@ -99,9 +250,14 @@ class Journal:
             op.journaled = True
         self._writes += 1
         if op.state == ENDED and self._writes % 500 == 0:
-            self.prune_batch()  # bounded: a backlog is left to `prune_gradually`
+            try:
+                self.prune_batch()  # bounded: a backlog is left to `prune_gradually`
+            except sqlite3.Error as e:  # the operation is written; retention waits
+                log.warning("journal retention: %s", e)
 
     def get(self, op_id: str) -> dict[str, Any] | None:
+        if op_id in self.unwritten:
+            return self.unwritten[op_id].to_result(with_timeline=True)
         cur = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM ops WHERE op_id = ?", (op_id,))
         row = cur.fetchone()
         return _to_result(row) if row else None
@@ -121,7 +277,21 @@ class Journal:
             sql += " WHERE session_id = ?"
             args = (session_id,)
         sql += " ORDER BY created_at DESC LIMIT ?"
-        return [_to_result(r) for r in self.db.execute(sql, (*args, limit))]
+        rows = [_to_result(r) for r in self.db.execute(sql, (*args, limit))]
+        if not self.unwritten:
+            return rows
+        kept = {op.op_id: op.to_result(with_timeline=True) for op in self.unwritten.values()
+                if session_id in (None, op.session_id)}
+        rows = [*kept.values(), *(r for r in rows if r["op_id"] not in kept)]
+        return sorted(rows, key=lambda r: r["started_at"], reverse=True)[:limit]
+
+    async def keep_writing(self, every_s: float = 1.0) -> None:
+        """While operations wait in memory (a full disk), retry their writes, so they are
+        in the journal soon after space returns, calls or not. Cancel it to stop."""
+        while True:
+            await asyncio.sleep(every_s)
+            if self.unwritten:
+                self.retry_unwritten()
 
     def reconcile(self) -> dict[str, int]:
         """Settle operations a dead daemon left open (docs/design.md §4, daemon death)."""
@@ -202,6 +372,9 @@ class Journal:
             self.pruning = False
 
     def healthy(self) -> tuple[bool, str]:
+        if self.write_error is not None:
+            return False, (f"writes fail: {self.write_error} ({len(self.unwritten)} "
+                           "operations kept in memory until they can be written)")
         try:
             result = self.db.execute("PRAGMA quick_check").fetchone()[0]
             count = self.db.execute("SELECT count(*) FROM ops").fetchone()[0]
@@ -210,7 +383,15 @@ class Journal:
         return result == "ok", f"{result}, {count} operations"
 
     def close(self) -> None:
+        if self.unwritten and not self.retry_unwritten():
+            log.warning("the journal could not be written before the daemon stopped: %d "
+                        "operations' last state is lost (%s); the next daemon reports them "
+                        "as it finds them", len(self.unwritten), self.write_error)
         self.db.close()
+
+
+class _Unreadable(Exception):
+    """SQLite opened the file, but its own check found damaged pages."""
 
 
 def _to_result(row: tuple[Any, ...]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ class SessionQueue:
         return [op for op, fut in self._waiting if not fut.done()]
 
     async def acquire(self, op: Operation, *, wait: bool,
-                      on_queued: Callable[[], None] | None = None, first: bool = False) -> str:
+                      on_queued: Callable[[], object] | None = None, first: bool = False) -> str:
         """Take the slot: at once, or (with wait) FIFO until the operation's scope trips
         (TIMED_OUT at its deadline, CANCELLED for any other reason).
         `first`: ahead of those waiting (a person taking the session over)."""

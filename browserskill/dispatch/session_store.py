@@ -11,10 +11,13 @@ survives what).
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -62,7 +65,7 @@ class SessionStore:
         tabs = [[t.tab_id, t.target_id, t.session_id] for t in session.tabs.values()]
         browser = session.backend.stored()
         recordings = {kind: r.stored() for kind, r in session.recordings.items()}
-        self.db.execute(
+        self._write(
             "INSERT OR REPLACE INTO sessions (session_id, label, created_at, tabs, current_tab,"
             " tab_seq, ended_at, ended_reason, browser, recordings) "
             "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)",
@@ -73,8 +76,16 @@ class SessionStore:
         )
 
     def end(self, session_id: str, reason: str) -> None:
-        self.db.execute("UPDATE sessions SET ended_at = ?, ended_reason = ? WHERE session_id = ?",
+        self._write("UPDATE sessions SET ended_at = ?, ended_reason = ? WHERE session_id = ?",
                         (time.time(), reason, session_id))
+
+    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+        """A failed write (a full disk) is logged, never raised into the call that made
+        it: the row is only for re-adoption after a crash; the next save rewrites it."""
+        try:
+            self.db.execute(sql, args)
+        except sqlite3.Error as e:
+            log.warning("saving a session for re-adoption: %s", e)
 
     def open_sessions(self) -> list[StoredSession]:
         rows = self.db.execute(

@@ -499,10 +499,12 @@ class SessionManager:
             )
         return session
 
-    async def get_for_call(self, session_id: str) -> Session:
-        """The session a tool call names; the default session starts on first use."""
+    async def get_for_call(self, session_id: str,
+                           timeout: float = SESSION_START_TIMEOUT_S) -> Session:
+        """The session a tool call names; the default session starts on first use (by
+        `timeout`, the call's own deadline)."""
         if session_id == DEFAULT_SESSION and session_id not in {*self.sessions, *self.starting}:
-            return await self.create(DEFAULT_SESSION)
+            return await self.create(DEFAULT_SESSION, timeout=timeout)
         return self.get(session_id)
 
     async def create(self, session_id: str | None = None, label: str | None = None,
@@ -543,35 +545,52 @@ class SessionManager:
                                "`bsk state load FILE`)")
         session = Session(session_id, label, download_dir=download_dir)
         self.starting.add(session_id)  # the id is taken while the first tab opens
-        backend: Backend | None = None
         try:
-            if in_extension:
-                from browserskill.browser.extension import bind_session
-
-                backend = bind_session(self.extensions, browser or "", session)
-            elif grid or cdp_url:
-                backend = await self._remote(session, cdp_url, grid, isolated, timeout)
-            else:
-                backend = await EmbeddedPlacement.start(self.browser, isolated=isolated)
-            session.backend = backend
-            tab = await backend.new_tab(session.next_tab_id())
-            session.add_tab(tab)
-            if state is not None:  # its first tab is blank: it restores the origins too
-                await load_state(tab, tab, state, timeout=30.0)
-                session.origins.update(o["origin"] for o in state["origins"])
-                if state["origins"]:
-                    await tab.send("Page.navigate", {"url": "about:blank"})
-        except BaseException:
+            # An unanswering browser is an answer by the deadline (a Grid keeps its own:
+            # its answer says whether a slot was free).
+            async with asyncio.timeout(None if grid else timeout):
+                await self._start(session, browser, in_extension, cdp_url, grid, isolated,
+                                  state, timeout)
+        except BaseException as e:
             self.starting.discard(session_id)
-            if backend is not None:
-                for tab in list(session.tabs.values()):
-                    await backend.close_tab(tab)
-                await backend.session_ended()
+            backend: Backend | None = getattr(session, "backend", None)
+            if backend is not None:  # a Grid's slot is freed whatever it takes
+                await _undo_start(session, backend, None if grid else UNDO_START_S)
+            if isinstance(e, TimeoutError) and not (in_extension or cdp_url):
+                raise self.browser.unresponsive(timeout) from None  # says if it is stopped
+            if isinstance(e, TimeoutError | LinkError):
+                raise BskError("browser_unavailable", f"the browser did not start the "
+                               f"session: {str(e) or f'no answer within {timeout:g}s'}",
+                               hint="check that the browser is running and responsive, "
+                                    "then call again",
+                               details={"reason": "browser_unresponsive"}) from None
             raise
         self.starting.discard(session_id)
         self.sessions[session_id] = session
         self.store.save(session)
         return session
+
+    async def _start(self, session: Session, browser: str | None, in_extension: bool,
+                     cdp_url: str | None, grid: str | None, isolated: bool,
+                     state: dict[str, Any] | None, timeout: float) -> None:
+        """The session's placement and first tab (and saved state): `create`'s steps."""
+        backend: Backend
+        if in_extension:
+            from browserskill.browser.extension import bind_session
+
+            backend = bind_session(self.extensions, browser or "", session)
+        elif grid or cdp_url:
+            backend = await self._remote(session, cdp_url, grid, isolated, timeout)
+        else:
+            backend = await EmbeddedPlacement.start(self.browser, isolated=isolated)
+        session.backend = backend
+        tab = await backend.new_tab(session.next_tab_id())
+        session.add_tab(tab)
+        if state is not None:  # its first tab is blank: it restores the origins too
+            await load_state(tab, tab, state, timeout=30.0)
+            session.origins.update(o["origin"] for o in state["origins"])
+            if state["origins"]:
+                await tab.send("Page.navigate", {"url": "about:blank"})
 
     async def _remote(self, session: Session, cdp_url: str | None, grid: str | None,
                       isolated: bool, timeout: float) -> RemotePlacement:
@@ -612,6 +631,22 @@ class SessionManager:
         self.sessions.pop(session.id, None)
         self.store.end(session.id, reason)
         return closed
+
+
+UNDO_START_S = 2.0  # a failed start's clean-up: bounded, as the browser may not answer
+
+
+async def _undo_start(session: Session, backend: Backend, limit: float | None) -> None:
+    """Close what a failed start opened (its tabs, its isolated context, its Grid
+    session), within `limit` seconds: what a browser that does not answer keeps is only
+    logged."""
+    try:
+        async with asyncio.timeout(limit):
+            for tab in list(session.tabs.values()):
+                await backend.close_tab(tab)
+            await backend.session_ended()
+    except (TimeoutError, LinkError, BskError) as e:
+        log.info("undoing the start of session %s: %s", session.id, str(e) or "timed out")
 
 
 def _check_url(name: str, url: str, schemes: tuple[str, ...]) -> None:

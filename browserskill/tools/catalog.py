@@ -36,10 +36,11 @@ class Effect(enum.Enum):
 # The error codes a tool call can end with (a tool's `errors`; docs/outcomes.md).
 TOOL_ERRORS = ("invalid_params", "session_not_found", "ref_not_found", "stale_ref",
                "session_busy", "user_interrupted", "cancelled", "outcome_unknown",
-               "browser_unavailable", "action_failed", "internal")
+               "browser_unavailable", "action_failed", "journal_unavailable", "internal")
 WEBMCP_ERRORS = (*TOOL_ERRORS, "tool_not_found", "tool_page_unloaded")
 SESSION_STOP_ERRORS = ("invalid_params", "session_not_found", "session_busy", "cancelled",
-                       "outcome_unknown", "browser_unavailable", "action_failed", "internal")
+                       "outcome_unknown", "browser_unavailable", "action_failed",
+                       "journal_unavailable", "internal")
 
 
 # Records are namedtuples, not dataclasses: dataclasses would add ~15 ms to every `bsk`.
