@@ -44,6 +44,7 @@ from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, ENDED, Ope
 from browserskill.dispatch.session_store import SessionStore
 from browserskill.dispatch.sessions import SessionManager
 from browserskill.errors import CODES, retry_safe_for
+from browserskill.tools import catalog
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import click_at
 
@@ -223,14 +224,15 @@ class CheckingJournal(Journal):
     world: World
     dispatch_order: list[str]
 
-    def record(self, op: Operation) -> None:
-        super().record(op)
+    def record(self, op: Operation) -> bool:
+        written = super().record(op)
         d = self.world.dispatcher
         if d is None:
-            return
+            return written
         if op.state == DISPATCHED:
             self.dispatch_order.append(op.op_id)
         check_one_at_a_time(d, self.world.violations)
+        return written
 
 
 def check_one_at_a_time(d: Dispatcher, violations: list[str]) -> None:
@@ -397,8 +399,10 @@ def check_outcomes(ops: list[Operation], seam: faults.Faults, world: World) -> N
         assert op.dispatched in ("no", "yes"), op  # "unknown" only after a daemon death
         assert code != "internal", op.to_result()
         if code is not None and code != "page_error":
-            # Safe to retry exactly when nothing was sent (bar a cancel: docs/design.md §3).
-            assert op.retry_safe == retry_safe_for(code, op.dispatched), op
+            # Safe to retry exactly when nothing was sent (bar a cancel of a tool that acts:
+            # docs/contract-notes.md, retry_safe on failures).
+            read_only = catalog.BY_NAME[op.tool].effect.retry_safe
+            assert op.retry_safe == retry_safe_for(code, op.dispatched, read_only), (op.timeline, op.error)
         sent = seam.commands_of(op.op_id)
         changing = [c["method"] for c in sent if faults.page_changing(c)]
         if op.dispatched == "no":

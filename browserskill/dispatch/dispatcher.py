@@ -194,7 +194,9 @@ class Dispatcher:
                                               on_queued=lambda: self.journal.record(op))
             if got != ACQUIRED:
                 reason = "deadline" if got == TIMED_OUT else op.scope.reason or "cancel"
-                verdict = outcome.decide(outcome.Facts(reason=reason, queued=True))
+                verdict = outcome.decide(outcome.Facts(
+                    reason=reason, queued=True,
+                    read_only=catalog.BY_NAME[op.tool].effect.retry_safe))
                 if verdict.code == "session_busy":
                     raise session.queue.busy_error(f"session {session.id} was still busy "
                                                    "when this call's deadline passed")
@@ -370,10 +372,8 @@ class Dispatcher:
         if (verdict.why == "nothing_sent" and reason == "deadline" and session is not None
                 and session.backend.owner is self.browser and self.browser.stopped()):
             raise self.browser.unresponsive(round(op.age_s(), 1))  # the cause, not "cancelled"
-        error = _word(verdict, op, details, session.backend.lost_hint() if session is not None
-                      else "call again: the daemon relaunches or reconnects the browser")
-        error.retry_safe = verdict.retry_safe  # outcome.decide knows the tool's effect
-        raise error
+        raise _word(verdict, op, details, session.backend.lost_hint() if session is not None
+                    else "call again: the daemon relaunches or reconnects the browser")
 
     def _link_lost(self, reason: str, session_ids: set[str] | None = None) -> None:
         """A dead link ends everything on it at once: dispatched ops unknown, queued unavailable.
@@ -539,7 +539,15 @@ def _learned(verdict: Any) -> tuple[str, str] | None:
 def _word(verdict: outcome.Verdict, op: Operation, details: dict[str, Any],
           lost_hint: str) -> BskError:
     """The error a verdict of `outcome.decide` ends the operation with: its wording
-    (`lost_hint`: the session's placement's advice when its browser is gone)."""
+    (`lost_hint`: the session's placement's advice when its browser is gone), and the
+    verdict's retry_safe (decide knows the tool's effect; the code's table does not)."""
+    error = _worded(verdict, op, details, lost_hint)
+    error.retry_safe = verdict.retry_safe
+    return error
+
+
+def _worded(verdict: outcome.Verdict, op: Operation, details: dict[str, Any],
+            lost_hint: str) -> BskError:
     reason = details.get("reason", "cancel")
     said = _CANCEL_TEXT.get(reason, "cancelled")
     code, why = verdict.code or "internal", verdict.why
