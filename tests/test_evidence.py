@@ -223,7 +223,8 @@ async def test_client_and_mcp_surfaces(bsk: Bsk, page: str, tmp_path: Path) -> N
 
     env = {k: v for k, v in bsk.env.items() if k.startswith("BSK_")}
     params = StdioServerParameters(command=sys.executable, env=env,
-                                   args=["-m", "browserskill", "mcp", "--session", bsk.session])
+                                   args=["-m", "browserskill", "mcp", "--session", bsk.session,
+                                         "--caps", "evidence,emulation"])
     via_mcp = tmp_path / "mcp.pdf"
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

@@ -402,7 +402,8 @@ def check_outcomes(ops: list[Operation], seam: faults.Faults, world: World) -> N
             # Safe to retry exactly when nothing was sent (bar a cancel of a tool that acts:
             # docs/contract-notes.md, retry_safe on failures).
             read_only = catalog.BY_NAME[op.tool].effect.retry_safe
-            assert op.retry_safe == retry_safe_for(code, op.dispatched, read_only), (op.timeline, op.error)
+            assert op.retry_safe == retry_safe_for(code, op.dispatched, read_only), (
+                op.timeline, op.error)
         sent = seam.commands_of(op.op_id)
         changing = [c["method"] for c in sent if faults.page_changing(c)]
         if op.dispatched == "no":

@@ -211,7 +211,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 async def main():
     params = StdioServerParameters(command=sys.executable,
-        args=["-m", "browserskill", "mcp", "--session", sys.argv[1]],
+        args=["-m", "browserskill", "mcp", "--session", sys.argv[1], "--caps", "network"],
         env={k: v for k, v in os.environ.items() if k.startswith("BSK_")})
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
         await s.initialize()

@@ -310,7 +310,7 @@ async def test_an_isolated_mcp_connection_has_cookies_of_its_own(
         bsk: Bsk, login_site: tuple[str, list[str | None]]) -> None:
     url, _ = login_site
     bsk.ok("open", f"{url}/")
-    async with mcp(bsk, "--isolated") as session:
+    async with mcp(bsk, "--isolated", "--caps", "state") as session:
         opened = await session.call_tool("open", {"url": f"{url}/login"})
         assert not opened.is_error
         listed = structured(await session.call_tool("cookies_list", {}))
