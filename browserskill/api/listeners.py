@@ -91,7 +91,10 @@ def bounded_protocol(admission: Admission) -> type[HttpToolsProtocol]:
 
 def server(app: Any, admission: Admission, **options: Any) -> uvicorn.Server:
     """A uvicorn server for one listener, bounded by `admission`."""
+    # proxy_headers off: no proxy stands in front of the daemon, so no X-Forwarded-* may
+    # rewrite a request's client or scheme (and no request pays for reading them).
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                            proxy_headers=False,
                             http=bounded_protocol(admission), timeout_keep_alive=KEEP_ALIVE_S,
                             backlog=ACCEPT_BACKLOG, **options)
     return uvicorn.Server(config)

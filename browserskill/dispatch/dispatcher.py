@@ -95,7 +95,7 @@ class Dispatcher:
                 return earlier
         try:
             if op_id is not None and (not contract.valid_op_id(op_id) or op_id in self.ops
-                                      or self.journal.get(op_id)):
+                                      or self.journal.has(op_id)):
                 raise invalid("op_id", f"must be {contract.OP_ID_RULE}, and new")
             loop = asyncio.get_running_loop()
             deadline = loop.time() + contract.op_deadline_s(
