@@ -223,14 +223,15 @@ class CheckingJournal(Journal):
     world: World
     dispatch_order: list[str]
 
-    def record(self, op: Operation) -> None:
-        super().record(op)
+    def record(self, op: Operation) -> bool:
+        written = super().record(op)  # the dispatcher dispatches only what was written
         d = self.world.dispatcher
         if d is None:
-            return
+            return written
         if op.state == DISPATCHED:
             self.dispatch_order.append(op.op_id)
         check_one_at_a_time(d, self.world.violations)
+        return written
 
 
 def check_one_at_a_time(d: Dispatcher, violations: list[str]) -> None:
