@@ -15,6 +15,7 @@ from starlette.routing import Match, Route
 
 from browserskill import contract
 from browserskill.api.cli_call import CliCall
+from browserskill.api.listeners import CONNECTION_LOST
 from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
 from browserskill.browser.storage_state import read_state_file
 from browserskill.dispatch.operations import Operation
@@ -156,11 +157,13 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
     async def finish(op: Operation, detach: bool, request: Request) -> Response:
         """Answer when the operation ends; a caller that hangs up first cancels it."""
         if not detach:
-            gone = asyncio.ensure_future(_disconnected(request))
+            lost = request.scope.get(CONNECTION_LOST)  # our listeners' (a test's app: none)
+            gone = lost if lost is not None else asyncio.ensure_future(_disconnected(request))
             try:
                 await asyncio.wait({op.done.future, gone}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                gone.cancel()
+                if gone is not lost:
+                    gone.cancel()
             if not op.done.is_set():
                 dispatcher.cancel(op.op_id, "client_disconnected")
         return op_response(op.to_result())
