@@ -15,6 +15,7 @@ from starlette.routing import Match, Route
 
 from browserskill import contract
 from browserskill.api.cli_call import CliCall
+from browserskill.api.listeners import CONNECTION_LOST
 from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
 from browserskill.browser.storage_state import read_state_file
 from browserskill.dispatch.operations import Operation
@@ -156,11 +157,13 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
     async def finish(op: Operation, detach: bool, request: Request) -> Response:
         """Answer when the operation ends; a caller that hangs up first cancels it."""
         if not detach:
-            gone = asyncio.ensure_future(_disconnected(request))
+            lost = request.scope.get(CONNECTION_LOST)  # our listeners' (a test's app: none)
+            gone = lost if lost is not None else asyncio.ensure_future(_disconnected(request))
             try:
                 await asyncio.wait({op.done.future, gone}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                gone.cancel()
+                if gone is not lost:
+                    gone.cancel()
             if not op.done.is_set():
                 dispatcher.cancel(op.op_id, "client_disconnected")
         return op_response(op.to_result())
@@ -360,6 +363,10 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         return error_response(BskError("internal", str(exc)))
 
     routes = [
+        # First: the router tries routes in order, and nearly every request is a tool call
+        # (the clients', or bsk's launcher's).
+        Route("/v1/sessions/{sid}/tools/{tool}", call_tool, methods=["POST"]),
+        Route("/v1/cli", CliCall(dispatcher), methods=["POST"]),  # bsk's launcher only
         Route("/v1/health", health, methods=["GET"]),
         Route("/v1/status", status, methods=["GET"]),
         Route("/v1/daemon", daemon_info, methods=["GET"]),
@@ -374,33 +381,46 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         Route("/v1/sessions", create_session, methods=["POST"]),
         Route("/v1/sessions", list_sessions, methods=["GET"]),
         Route("/v1/sessions/{sid}", stop_session, methods=["DELETE"]),
-        Route("/v1/sessions/{sid}/tools/{tool}", call_tool, methods=["POST"]),
         Route("/v1/sessions/{sid}/webmcp/tools", webmcp_tools, methods=["GET"]),
         Route("/v1/sessions/{sid}/webmcp/invoke", webmcp_invoke, methods=["POST"]),
         Route("/v1/ops", list_ops, methods=["GET"]),
         Route("/v1/ops/{op_id}", get_op, methods=["GET"]),
         Route("/v1/ops/{op_id}/cancel", cancel_op, methods=["POST"]),
         Route("/v1/ops/{op_id}/wait", wait_op, methods=["GET"]),
-        Route("/v1/cli", CliCall(dispatcher), methods=["POST"]),  # bsk's launcher only
     ]
     routes += daemon.test_routes  # a test hook's (docs/design.md, test hooks); none otherwise
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
-    return _Activity(app, daemon)
+    return _Activity(app, daemon, call_tool)
 
 
 class _Activity:
-    """Counts requests in flight, so the idle timer never stops a daemon mid-call."""
+    """Counts requests in flight, so the idle timer never stops a daemon mid-call.
 
-    def __init__(self, app: Any, daemon: Daemon) -> None:
+    A tool call (`POST /v1/sessions/{sid}/tools/{tool}`, nearly every request) goes
+    straight to its handler: it is `guarded` (every error already answers by the table),
+    so Starlette's middleware and router add only CPU to it. Every other request, and any
+    path Starlette would treat otherwise (a trailing slash, a root path), goes through
+    the app."""
+
+    def __init__(self, app: Any, daemon: Daemon, call_tool: Handler) -> None:
         self.app = app
         self.daemon = daemon
+        self.call_tool = call_tool
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         self.daemon.requests_in_flight += 1
         try:
-            await self.app(scope, receive, send)
+            parts = scope["path"].split("/")
+            if (len(parts) == 6 and scope["method"] == "POST" and parts[1] == "v1"
+                    and parts[2] == "sessions" and parts[4] == "tools" and parts[3]
+                    and parts[5] and not scope.get("root_path")):
+                scope["path_params"] = {"sid": parts[3], "tool": parts[5]}
+                response = await self.call_tool(Request(scope, receive, send))
+                await response(scope, receive, send)
+            else:
+                await self.app(scope, receive, send)
         finally:
             self.daemon.requests_in_flight -= 1
             self.daemon.touch()

@@ -109,7 +109,7 @@ class CliCall:
             op = await self.dispatcher.submit(
                 g.session, spec.name, params, wait=g.wait,
                 timeout_ms=int(g.timeout * 1000) if g.timeout else None,
-                idempotency_key=g.key, op_id=op_id)
+                idempotency_key=g.key, op_id=op_id, validated=True)
         except Exception as e:  # no traceback reaches the caller (as api/app.py `guarded`)
             if not isinstance(e, BskError):
                 log.exception("bsk %s failed", spec.name)

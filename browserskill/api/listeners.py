@@ -21,6 +21,9 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from browserskill.admission import ACCEPT_BACKLOG, HEADER_READ_S, MAX_HEADER_BYTES, Admission
 
 KEEP_ALIVE_S = 5  # an idle connection between requests (uvicorn's timeout_keep_alive)
+# A request's scope key: a future done when its connection is lost (a caller that hung
+# up), so an answer in wait needs no task of its own reading `receive` (api/app.py).
+CONNECTION_LOST = "bsk.connection_lost"
 
 
 def bounded_protocol(admission: Admission) -> type[HttpToolsProtocol]:
@@ -30,9 +33,11 @@ def bounded_protocol(admission: Admission) -> type[HttpToolsProtocol]:
         _waiting = False
         _header_bytes = 0
         _deadline: asyncio.TimerHandle | None = None
+        _lost: asyncio.Future[None] | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            self._lost = self.loop.create_future()
             if not admission.enter():
                 transport.abort()  # over the cap: the fd goes back at once
                 return
@@ -76,6 +81,7 @@ def bounded_protocol(admission: Admission) -> type[HttpToolsProtocol]:
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
+            self.scope[CONNECTION_LOST] = self._lost  # type: ignore[literal-required]
             self._wait()  # the next request on a kept-alive connection: its headers too
 
         def on_headers_complete(self) -> None:
@@ -84,6 +90,8 @@ def bounded_protocol(admission: Admission) -> type[HttpToolsProtocol]:
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._admitted()
+            if self._lost is not None and not self._lost.done():
+                self._lost.set_result(None)
             super().connection_lost(exc)
 
     return Bounded
@@ -91,7 +99,10 @@ def bounded_protocol(admission: Admission) -> type[HttpToolsProtocol]:
 
 def server(app: Any, admission: Admission, **options: Any) -> uvicorn.Server:
     """A uvicorn server for one listener, bounded by `admission`."""
+    # proxy_headers off: no proxy stands in front of the daemon, so no X-Forwarded-* may
+    # rewrite a request's client or scheme (and no request pays for reading them).
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                            proxy_headers=False,
                             http=bounded_protocol(admission), timeout_keep_alive=KEEP_ALIVE_S,
                             backlog=ACCEPT_BACKLOG, **options)
     return uvicorn.Server(config)

@@ -19,7 +19,7 @@ import math
 import re
 from typing import Any
 
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from browserskill.errors import BskError
@@ -49,19 +49,24 @@ async def read_body(request: Request) -> bytes:
             raise _body_error(f"{declared} bytes is more than the {MAX_BODY_BYTES} allowed")
     chunks: list[bytes] = []
     size = 0
+    receive = request.receive  # the ASGI messages themselves: no generator per request
     try:
         async with asyncio.timeout(BODY_READ_S):
-            async for chunk in request.stream():
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":  # http.disconnect
+                    raise BodyAbandoned
+                chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > MAX_BODY_BYTES:
                     raise _body_error(f"more than the {MAX_BODY_BYTES} bytes allowed")
                 chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
     except TimeoutError:
         raise _body_error(
             f"only {size} of {declared or 'the'} bytes arrived within {BODY_READ_S:g} s",
             hint="send as many bytes as Content-Length says") from None
-    except ClientDisconnect:
-        raise BodyAbandoned from None
     return b"".join(chunks)
 
 

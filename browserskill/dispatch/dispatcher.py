@@ -84,9 +84,12 @@ class Dispatcher:
         timeout_ms: int | None = None,
         idempotency_key: str | None = None,
         op_id: str | None = None,
+        validated: bool = False,
     ) -> Operation:
+        """`validated`: `raw_params` is what `spec.validate` returned already (bsk's
+        launcher reads its command line against the catalog): not checked twice."""
         spec = catalog.get(tool)
-        params = spec.validate(raw_params)
+        params = raw_params if validated else spec.validate(raw_params)
         timeout_ms = contract.check_timeout_ms(timeout_ms, tool, spec.timeout_range_s)
         claim: asyncio.Future[None] | None = None
         if idempotency_key is not None:
@@ -95,7 +98,7 @@ class Dispatcher:
                 return earlier
         try:
             if op_id is not None and (not contract.valid_op_id(op_id) or op_id in self.ops
-                                      or self.journal.get(op_id)):
+                                      or self.journal.has(op_id)):
                 raise invalid("op_id", f"must be {contract.OP_ID_RULE}, and new")
             loop = asyncio.get_running_loop()
             deadline = loop.time() + contract.op_deadline_s(

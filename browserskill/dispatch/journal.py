@@ -35,6 +35,7 @@ from typing import Any
 from browserskill import contract, paths
 from browserskill.dispatch import wal
 from browserskill.dispatch.operations import ENDED, QUEUED, Operation, iso, kept_form
+from browserskill.dispatch.operations import KEPT_RESULT_MAX_CHARS as KEPT_MAX
 from browserskill.errors import BskError
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,11 @@ CREATE INDEX IF NOT EXISTS ops_created ON ops(created_at);
 _COLUMNS = ("op_id", "session_id", "tool", "params", "idempotency_key", "state", "status",
             "dispatched", "retry_safe", "result", "error", "created_at", "ended_at",
             "timeline")
+
+_INSERT = (f"INSERT OR REPLACE INTO ops ({', '.join(_COLUMNS)}) "
+           f"VALUES ({', '.join('?' * len(_COLUMNS))})")
+_UPDATE = ("UPDATE ops SET idempotency_key=?, state=?, status=?, dispatched=?, retry_safe=?, "
+           "result=?, error=?, ended_at=?, timeline=? WHERE op_id=?")
 
 
 class Journal:
@@ -224,29 +230,22 @@ class Journal:
         self.write_error = str(e)
 
     def _write(self, op: Operation) -> None:
-        row = (
-            op.op_id, op.session_id, op.tool, json.dumps(op.shown_params()),
-            op.idempotency_key,
-            op.state, op.status, op.dispatched, int(op.retry_safe),
-            None if op.result is None else json.dumps(kept_form(op.result)),  # bounded
+        changing = (
+            op.idempotency_key, op.state, op.status, op.dispatched, int(op.retry_safe),
+            _kept_text(op.result),  # bounded
             None if op.error is None else json.dumps(op.error),
-            op.created_at, op.ended_at, json.dumps(op.timeline),
+            op.ended_at, json.dumps(op.timeline),
         )
         if op.journaled and op.params_changed:  # a maybe-secret now known (Operation.masked)
-            self.db.execute("UPDATE ops SET params=? WHERE op_id=?", (row[3], op.op_id))
+            self.db.execute("UPDATE ops SET params=? WHERE op_id=?",
+                            (json.dumps(op.shown_params()), op.op_id))
         op.params_changed = False
         if op.journaled:  # later writes touch only what changes (no index rewrites)
-            self.db.execute(
-                "UPDATE ops SET idempotency_key=?, state=?, status=?, dispatched=?, "
-                "retry_safe=?, result=?, error=?, ended_at=?, timeline=? WHERE op_id=?",
-                (*row[4:11], row[12], row[13], op.op_id),
-            )
+            self.db.execute(_UPDATE, (*changing, op.op_id))
         else:
-            self.db.execute(
-                f"INSERT OR REPLACE INTO ops ({', '.join(_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(_COLUMNS))})",
-                row,
-            )
+            self.db.execute(_INSERT, (op.op_id, op.session_id, op.tool,
+                                      json.dumps(op.shown_params()), *changing[:7],
+                                      op.created_at, *changing[7:]))
             op.journaled = True
         self._writes += 1
         if op.state == ENDED and self._writes % 500 == 0:
@@ -254,6 +253,11 @@ class Journal:
                 self.prune_batch()  # bounded: a backlog is left to `prune_gradually`
             except sqlite3.Error as e:  # the operation is written; retention waits
                 log.warning("journal retention: %s", e)
+
+    def has(self, op_id: str) -> bool:
+        """Is there an operation `op_id`? (An index lookup: no row is read or parsed.)"""
+        return op_id in self.unwritten or self.db.execute(
+            "SELECT 1 FROM ops WHERE op_id = ?", (op_id,)).fetchone() is not None
 
     def get(self, op_id: str) -> dict[str, Any] | None:
         if op_id in self.unwritten:
@@ -392,6 +396,16 @@ class Journal:
 
 class _Unreadable(Exception):
     """SQLite opened the file, but its own check found damaged pages."""
+
+
+def _kept_text(result: dict[str, Any] | None) -> str | None:
+    """The JSON text the journal keeps of a result: `kept_form`'s, measured on the text
+    written (ASCII-escaped, never shorter than `kept_form` measures), so a result within
+    the bound is serialized once, not twice."""
+    if result is None:
+        return None
+    text = json.dumps(result)
+    return text if len(text) <= KEPT_MAX else json.dumps(kept_form(result))
 
 
 def _to_result(row: tuple[Any, ...]) -> dict[str, Any]:

@@ -1,11 +1,11 @@
 """Sessions on disk (the journal's database), so a daemon that died can re-adopt them.
 
-A row is written when a session starts, after each of its operations, and when it ends.
-On start, a new daemon re-attaches the sessions whose tabs still exist in a browser that
-survived, and remembers why the others ended, so a call to one says so. A session's
-recordings (video, trace) are written as they start and stop, before the browser is
-asked, so the next daemon finds one that a crash interrupted (docs/design.md, what
-survives what).
+A row is written when a session starts, after each of its operations that changed it
+(tabs, current tab, placement, recordings), and when it ends. On start, a new daemon
+re-attaches the sessions whose tabs still exist in a browser that survived, and
+remembers why the others ended, so a call to one says so. A session's recordings
+(video, trace) are written as they start and stop, before the browser is asked, so the
+next daemon finds one that a crash interrupted (docs/design.md, what survives what).
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ class StoredSession:
 class SessionStore:
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
+        # What each open session's row holds, as last written: a save that would write the
+        # same row again (most operations change no tab) is skipped.
+        self._written: dict[str, tuple[Any, ...]] = {}
         self.db.executescript(_SCHEMA)
         columns = {r[1] for r in self.db.execute("PRAGMA table_info(sessions)")}
         if "browser" not in columns:  # a database from before extension sessions
@@ -65,27 +68,33 @@ class SessionStore:
         tabs = [[t.tab_id, t.target_id, t.session_id] for t in session.tabs.values()]
         browser = session.backend.stored()
         recordings = {kind: r.stored() for kind, r in session.recordings.items()}
-        self._write(
+        row = (session.id, session.label, session.created_at, json.dumps(tabs),
+               session.current_tab_id, session.tab_seq,
+               json.dumps(browser) if browser is not None else None,
+               json.dumps(recordings) if recordings else None)
+        if self._written.get(session.id) == row:
+            return
+        if self._write(
             "INSERT OR REPLACE INTO sessions (session_id, label, created_at, tabs, current_tab,"
             " tab_seq, ended_at, ended_reason, browser, recordings) "
-            "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)",
-            (session.id, session.label, session.created_at, json.dumps(tabs),
-             session.current_tab_id, session.tab_seq,
-             json.dumps(browser) if browser is not None else None,
-             json.dumps(recordings) if recordings else None),
-        )
+            "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)", row,
+        ):
+            self._written[session.id] = row
 
     def end(self, session_id: str, reason: str) -> None:
+        self._written.pop(session_id, None)
         self._write("UPDATE sessions SET ended_at = ?, ended_reason = ? WHERE session_id = ?",
                         (time.time(), reason, session_id))
 
-    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+    def _write(self, sql: str, args: tuple[Any, ...]) -> bool:
         """A failed write (a full disk) is logged, never raised into the call that made
         it: the row is only for re-adoption after a crash; the next save rewrites it."""
         try:
             self.db.execute(sql, args)
         except sqlite3.Error as e:
             log.warning("saving a session for re-adoption: %s", e)
+            return False
+        return True
 
     def open_sessions(self) -> list[StoredSession]:
         rows = self.db.execute(

@@ -135,10 +135,10 @@ class ToolSpec(_ToolFields):
         """Check a params object; return it with defaults filled in, or raise invalid_params."""
         if not isinstance(raw, dict):
             raise BskError("invalid_params", "params must be a JSON object")
-        known = {p.name: p for p in self.params}
+        known = _param_names(self)
         for key in raw:
             if key not in known:
-                names = ", ".join(known) or "none"
+                names = ", ".join(p.name for p in self.params) or "none"
                 raise invalid(key, f"unknown parameter for {self.name} (accepted: {names})")
         out: dict[str, Any] = {}
         for p in self.params:
@@ -157,6 +157,17 @@ class ToolSpec(_ToolFields):
                 token = p.name.upper() + ("…" if p.type == "array" else "")
                 parts.append(token if p.required else f"[{token}]")
         return " ".join(parts)
+
+
+# Each spec's param names, made once (a spec is a tuple: it can't hold them itself).
+_PARAM_NAMES: dict[int, tuple[ToolSpec, frozenset[str]]] = {}
+
+
+def _param_names(spec: ToolSpec) -> frozenset[str]:
+    held = _PARAM_NAMES.get(id(spec))
+    if held is None or held[0] is not spec:
+        held = _PARAM_NAMES[id(spec)] = (spec, frozenset(p.name for p in spec.params))
+    return held[1]
 
 
 def key_missing(raw: dict[str, Any], name: str) -> bool:

@@ -1,0 +1,101 @@
+"""Daemon CPU per operation, one source tree against another, alternated in one run.
+
+The load is bench/async_client.py's (SESSIONS sessions x CALLS `eval 1+1` through one
+AsyncClient, then raw CDP `Runtime.evaluate` on the same tabs); the daemon runs in the
+foreground from each tree in turn (PYTHONPATH=TREE, so an exported tree such as
+`git archive integ browserskill | tar -x -C /tmp/before` is measured as it is), ROUNDS
+times each, A B A B …. On a shared machine alternate, and compare medians.
+
+    .venv/bin/python bench/daemon_cpu.py TREE [TREE …] [--rounds N] [--sessions S]
+        [--calls C] [--profile DIR]   # DIR/<n>.prof: cProfile with a CPU-time timer
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import async_client
+import common
+
+PROFILED = """
+import cProfile, os, sys, time
+from browserskill.daemon.__main__ import main
+profile = cProfile.Profile(time.process_time)
+profile.enable()
+try:
+    main([])
+finally:
+    profile.disable()
+    profile.dump_stats(os.environ["BSK_BENCH_PROFILE"])
+"""
+
+
+def one(tree: str, sessions: int, calls: int, profile: str | None) -> tuple[float, float]:
+    """Daemon CPU ms per op and client/raw throughput for one daemon run from `tree`."""
+    home = tempfile.mkdtemp(prefix="bsk-bench-cpu-")
+    env = {**os.environ, "BSK_HOME": home, "BSK_EPHEMERAL": "1", "BSK_IDLE_TIMEOUT": "900",
+           "BSK_EXPOSE_CDP": "0", "PYTHONPATH": os.path.abspath(tree)}
+    env.pop("BSK_SESSION", None)
+    argv = [sys.executable, "-m", "browserskill.daemon"]
+    if profile:
+        env["BSK_BENCH_PROFILE"] = profile
+        argv = [sys.executable, "-c", PROFILED]
+    with open(os.path.join(home, "daemon.log"), "wb") as log:
+        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=log, cwd=home,
+                                start_new_session=True)
+    sock = os.path.join(home, "bsk.sock")
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(sock):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"the daemon from {tree} did not start (see {home})")
+            time.sleep(0.05)
+        with common.page_server() as url:
+            client, raw = asyncio.run(async_client.measure(proc.pid, sock, url, sessions,
+                                                           calls))
+        print(f"{tree}\n{async_client.line('client', client)}\n"
+              f"{async_client.line('raw CDP', raw)}")
+        return (1000 * client.daemon_cpu / client.ops,
+                (client.ops / client.wall) / (raw.ops / raw.wall))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("trees", nargs="+")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--sessions", type=int, default=async_client.SESSIONS)
+    p.add_argument("--calls", type=int, default=async_client.CALLS)
+    p.add_argument("--profile", metavar="DIR")
+    args = p.parse_args()
+    common.exit_on_sigterm()
+    figures: dict[str, list[tuple[float, float]]] = {t: [] for t in args.trees}
+    n = 0
+    for _ in range(args.rounds):
+        for tree in args.trees:
+            n += 1
+            profile = os.path.join(args.profile, f"{n}.prof") if args.profile else None
+            figures[tree].append(one(tree, args.sessions, args.calls, profile))
+    for tree, runs in figures.items():
+        cpu = statistics.median(c for c, _ in runs)
+        ratio = statistics.median(r for _, r in runs)
+        print(f"{tree}: daemon CPU/op median {cpu:.3f} ms "
+              f"({', '.join(f'{c:.3f}' for c, _ in runs)}), client/raw throughput median "
+              f"{ratio:.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    common.run_main(main)
