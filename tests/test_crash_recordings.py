@@ -133,7 +133,9 @@ def record_until_killed(s: Bsk, seconds: float, *,
     answered = time.monotonic()
     wait_until(lambda: recordings(s)["video"]["frames_written"] >= seconds * 25, 30,
                f"{seconds} s of film written")
-    (file,) = (s.home / "recordings").glob("rec-*.webm")
+    # ffmpeg creates its file once it has its first frames; under load, after our count.
+    (file,) = wait_until(lambda: list((s.home / "recordings").glob("rec-*.webm")), 15,
+                         "the encoder's file")
     encoder = encoder_of(file)
     assert encoder is not None
     if encoder_too:

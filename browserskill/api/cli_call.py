@@ -23,6 +23,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
@@ -110,6 +111,16 @@ class CliCall:
                 g.session, spec.name, params, wait=g.wait,
                 timeout_ms=int(g.timeout * 1000) if g.timeout else None,
                 idempotency_key=g.key, op_id=op_id, validated=True)
+        except asyncio.CancelledError:
+            # The daemon stopping while this call's session was still starting: said, so
+            # that `bsk` does not take the silence for a lost daemon and start another.
+            stopped = BskError("cancelled", "the daemon stopped before this call's session "
+                               "had started: nothing was sent", dispatched="no",
+                               hint="any bsk command starts the daemon again")
+            code = _print(outcome({"error": stopped.to_dict()}), (), g, out, err)
+            with contextlib.suppress(Exception):
+                await _body(send, code, out, err)
+            raise
         except Exception as e:  # no traceback reaches the caller (as api/app.py `guarded`)
             if not isinstance(e, BskError):
                 log.exception("bsk %s failed", spec.name)
