@@ -88,17 +88,30 @@ def check_not_special(path: Path, field: str = "path") -> None:
         raise _not_regular(field, path, mode)
 
 
+def _open_regular(path: str | Path, flags: int, field: str, verb: str,
+                  mode: int = 0o666) -> int:
+    """`path` opened non-blocking (a FIFO's open never waits for its other end), and its
+    descriptor if it is a regular file; else closed and refused, naming what it is."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as e:
+        raise _open_error(field, path, e, verb) from None
+    try:
+        st_mode = os.fstat(fd).st_mode
+    except OSError as e:
+        os.close(fd)
+        raise _refuse(field, path, f"can't {verb} it: {e.strerror or e}") from None
+    if not stat.S_ISREG(st_mode):
+        os.close(fd)
+        raise _not_regular(field, path, st_mode)
+    return fd
+
+
 def read_bounded(path: str | Path, field: str, cap: int) -> bytes:
     """The whole of a regular file of at most `cap` bytes, else invalid_params naming
     `field` and why. Blocking: call it from `read_file` (the daemon) or the CLI."""
+    fd = _open_regular(path, os.O_RDONLY, field, "read")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        raise _open_error(field, path, e, "read") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _not_regular(field, path, mode)
         os.set_blocking(fd, True)
         chunks, size = [], 0
         while size <= cap:  # a file that grows meanwhile costs at most cap + 1 bytes
@@ -122,16 +135,10 @@ def open_for_write(path: str | Path, field: str = "path", *,
                    private: bool = False) -> BinaryIO:
     """`path` opened to be written from its start (made if missing; 0600 if `private`,
     also when it existed), refusing anything but a regular file. Blocking: for a worker."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
     existed = os.path.lexists(path)
+    fd = _open_regular(path, os.O_WRONLY | os.O_CREAT, field, "write",
+                       0o600 if private else 0o666)
     try:
-        fd = os.open(path, flags, 0o600 if private else 0o666)
-    except OSError as e:
-        raise _open_error(field, path, e, "write") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _not_regular(field, path, mode)
         abandoned = _ABANDONED.get()
         if abandoned is not None and abandoned.is_set():  # its call has answered already
             if not existed:
