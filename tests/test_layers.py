@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("browser", ("browserskill.browser", "browserskill.webmcp")),
     # Shared by everyone, importing nothing above: data, paths, text.
     ("base", ("browserskill.errors", "browserskill.paths", "browserskill.contract",
-              "browserskill.admission", "browserskill.user_files",
+              "browserskill.admission", "browserskill.user_files", "browserskill.policy",
               "browserskill.render", "browserskill.skill", "browserskill.daemon.spawn")),
 ]
 
