@@ -24,14 +24,13 @@ from typing import Any
 
 import httpx
 import pytest
-import support.faults
 from support.chromium import Chromium
 from support.cli import Bsk, alive, live_ops, short_home, stop_for_good
 from support.faults import page_changing
+from support.hooked_daemon import start_hooked
 from support.wait import wait_until
 
 CLEANUP_S = 1.0  # the faulty daemon's cleanup deadline (BSK_CLEANUP_TIMEOUT)
-FAULT_SEAM = str(Path(support.faults.__file__))  # the daemon loads it (BSK_TEST_HOOK)
 
 
 # -- fixtures and helpers --------------------------------------------------------------
@@ -45,9 +44,8 @@ def http_client(home: Any) -> httpx.Client:
 @pytest.fixture(scope="module")
 def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bsk]:
     """A daemon of this module's own with the fault seam on."""
-    runner = Bsk(short_home(tmp_path_factory, "faults"), BSK_TEST_HOOK=FAULT_SEAM,
-                 BSK_CLEANUP_TIMEOUT=str(CLEANUP_S))
-    runner.ok("daemon", "start")
+    runner = Bsk(short_home(tmp_path_factory, "faults"), BSK_CLEANUP_TIMEOUT=str(CLEANUP_S))
+    start_hooked(runner)
     yield runner
     stop_for_good(runner)
 
@@ -365,7 +363,8 @@ def test_a_cancelled_queued_operation_sent_no_command_at_all(
 
 def test_dropped_cdp_socket_ends_calls_at_once_and_the_next_call_relaunches(
         tmp_path_factory: pytest.TempPathFactory, site: str) -> None:
-    runner = Bsk(short_home(tmp_path_factory, "drop"), BSK_TEST_HOOK=FAULT_SEAM)
+    runner = Bsk(short_home(tmp_path_factory, "drop"))
+    start_hooked(runner)
     try:
         s = runner.with_session("dropped")
         s.ok("session", "start", "dropped")
@@ -491,3 +490,21 @@ def test_attached_browser_socket_closed_then_the_next_call_reconnects(
     finally:
         stop_for_good(runner)
         proxy.close()
+
+
+def test_a_production_daemon_runs_no_file_its_environment_names(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """The old `BSK_TEST_HOOK=FILE` let any environment make the daemon run Python."""
+    marker = tmp_path / "ran"
+    hook = tmp_path / "hook.py"
+    hook.write_text(f"open({str(marker)!r}, 'w').close()\n"
+                    "def install_in_daemon(daemon):\n    return []\n")
+    runner = Bsk(short_home(tmp_path_factory, "nohook"), BSK_TEST_HOOK=str(hook))
+    try:
+        runner.ok("daemon", "start")
+        with http_client(runner.home) as http:
+            answer = http.post("/v1/test/faults/drop-link")
+            assert "no endpoint" in answer.json()["error"]["message"], answer.text
+        assert not marker.exists()
+    finally:
+        stop_for_good(runner)

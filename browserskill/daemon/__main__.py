@@ -14,6 +14,7 @@ from pathlib import Path
 from browserskill import paths
 from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
+from browserskill.daemon.core import TestHook
 from browserskill.daemon.server import AlreadyRunning, serve
 from browserskill.dispatch.sessions import READOPT_TIMEOUT_S
 
@@ -100,7 +101,8 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, test_hook: TestHook | None = None) -> int:
+    """The daemon's entry point; `test_hook` only from a test build (tests/support)."""
     os.umask(paths.PRIVATE_UMASK)  # before anything is written: see paths.PRIVATE_UMASK
     args = parser().parse_args(argv)
     if args.cdp_url and not (args.ephemeral and os.environ.get("BSK_EPHEMERAL")) and (
@@ -135,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                           readopt_timeout_s=args.readopt_timeout,
                           extension_port=args.extension_port,
                           extension_grace_s=args.extension_grace,
-                          tcp_port=args.tcp_port))
+                          tcp_port=args.tcp_port, test_hook=test_hook))
     except AlreadyRunning as e:
         print(f"bsk daemon: {e}", file=sys.stderr)
         return 3

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,27 +22,18 @@ from browserskill.dispatch.sessions import SessionManager
 from browserskill.tools.evidence import RECORDINGS_AFTER_RESTART
 
 # A test names a Python file here (tests/support/faults.py) to reach inside the daemon.
-TEST_HOOK = "BSK_TEST_HOOK"
-
-
-def load_test_hook(path: str) -> Callable[[Daemon], list[Route]]:
-    """The `install_in_daemon(daemon) -> routes` of the file `path` names: run once,
-    before any request, with the daemon's parts wired; what it returns is served."""
-    spec = importlib.util.spec_from_file_location("bsk_test_hook", path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"{TEST_HOOK}={path}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # as an import would (dataclasses look it up there)
-    spec.loader.exec_module(module)
-    install: Callable[[Daemon], list[Route]] = module.install_in_daemon
-    return install
+# What a test build of the daemon runs at start with the daemon's parts wired: it returns
+# routes to serve (docs/design.md, test hooks). Only `main(test_hook=...)` passes one; a
+# production daemon reads none from its environment or arguments.
+TestHook = Callable[["Daemon"], list[Route]]
 
 
 class Daemon:
     def __init__(self, home: Path, browser_config: BrowserConfig, *,
                  idle_timeout: float, journal_max_age_s: float, journal_max_count: int,
                  cleanup_timeout_s: float = 2.0, extension_port: int | None = None,
-                 extension_grace_s: float = RECONNECT_GRACE_S) -> None:
+                 extension_grace_s: float = RECONNECT_GRACE_S,
+                 test_hook: TestHook | None = None) -> None:
         self.home = home
         self.version = __version__
         self.pid = os.getpid()
@@ -65,9 +54,7 @@ class Daemon:
         self.readopted: dict[str, Any] = {}  # readopt()'s report: ids, and why some ended
         self.sessions.recordings_after_restart = RECORDINGS_AFTER_RESTART
         # Routes a test hook adds (docs/design.md, test hooks); none in production.
-        self.test_routes: list[Route] = []
-        if os.environ.get(TEST_HOOK):
-            self.test_routes = load_test_hook(os.environ[TEST_HOOK])(self)
+        self.test_routes: list[Route] = test_hook(self) if test_hook else []
         self.extensions = None  # the extension listener (ExtensionHub), when asked for
         if extension_port is not None:
             from browserskill.browser.extension import ExtensionHub, wire

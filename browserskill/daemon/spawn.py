@@ -11,6 +11,10 @@ from pathlib import Path
 
 from browserskill import paths
 
+TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
 
 class DaemonStartError(Exception):
     pass
@@ -27,12 +31,18 @@ def reachable(sock_path: str | Path) -> bool:
         s.close()
 
 
+DAEMON_COMMAND = (sys.executable, "-m", "browserskill.daemon")
+
+
 def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0,
-          home: Path | None = None) -> int:
+          home: Path | None = None, command: Sequence[str] = DAEMON_COMMAND,
+          env: Mapping[str, str] | None = None) -> int:
     """Start a daemon in its own session (no terminal, no process group of the caller).
 
-    `home` picks another state dir than `BSK_HOME` (the Python client's `home=`)."""
-    env = None if home is None else {**os.environ, "BSK_HOME": str(home)}
+    `home` picks another state dir than `BSK_HOME` (the Python client's `home=`);
+    `command` and `env` are for a test build of the daemon (tests/support/faults.py)."""
+    if home is not None:
+        env = {**(os.environ if env is None else env), "BSK_HOME": str(home)}
     home = paths.ensure_state_dir(home)
     log_file = paths.log_path(home)
     sock_path = paths.socket_path(home)
@@ -45,7 +55,7 @@ def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0,
                                f"(free space on the filesystem of {home})") from None
     with log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "browserskill.daemon", *(extra_args or [])],
+            [*command, *(extra_args or [])],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

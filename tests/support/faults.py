@@ -1,7 +1,7 @@
 """Fault injection and command recording for tests (issue 4's deterministic seam).
 
-Not part of the package: a daemon loads this file only when a test starts it with
-`BSK_TEST_HOOK=<this file>` (docs/design.md, test hooks), and calls `install_in_daemon`;
+Not part of the package: the test build of the daemon (tests/support/hooked_daemon.py,
+docs/design.md, test hooks) calls `install_in_daemon` at start;
 an in-process test calls `install(dispatcher)`. It uses only public hooks:
 
 * `Dispatcher.context_class`: the dispatcher builds a `FaultContext` (a `ToolContext`
