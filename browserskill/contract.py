@@ -131,6 +131,8 @@ OP_ID_LENGTH = (6, 64)  # after the prefix
 OP_ID_RULE = "op_ and 6-64 letters, digits, '_' or '-'"
 SESSION_ID_MAX = 64
 SESSION_ID_RULE = "1-64 letters, digits, '_', '.', '-'"
+# The same rule for JSON Schema (OpenAPI); `valid_session_id` is what the daemon checks.
+SESSION_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
 _ASCII_ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"

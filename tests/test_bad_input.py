@@ -385,6 +385,10 @@ def test_http_session_create_bad_fields(api: httpx.Client) -> None:
                       "invalid_params", field="no_such_field")
     for name in ("session_id", "label"):
         assert_http_error(api.post("/v1/sessions", json={name: 5}), "invalid_params", field=name)
+    # The daemon's rule is the contract's (a regex's `$` once let a trailing newline in).
+    for bad_id in ("abc\n", "", "-a", "a" * 65, "a b"):
+        assert_http_error(api.post("/v1/sessions", json={"session_id": bad_id}),
+                          "invalid_params", field="session_id")
 
 
 @pytest.mark.parametrize(("spec", "name", "bad"), list(wrong_type_cases()))

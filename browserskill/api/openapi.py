@@ -114,7 +114,7 @@ def _session_start() -> dict[str, Any]:
                                 "session_not_found", "not_configured"], status=201)
     op["operationId"] = spec.name
     schema = spec.input_schema()
-    schema["properties"]["session_id"]["pattern"] = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+    schema["properties"]["session_id"]["pattern"] = contract.SESSION_ID_PATTERN
     schema["properties"]["timeout_ms"] = {
         **contract.CALL_OPTIONS["timeout_ms"],
         "description": "deadline for the start (a Grid's free slot is awaited up to it; "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import secrets
 import time
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from browserskill import contract
 from browserskill.browser.backend import Backend
 from browserskill.browser.embedded import EmbeddedPlacement
 from browserskill.browser.grid import GridPlacement
@@ -39,7 +39,6 @@ LET_GO_TIMEOUT_S = 3.0  # closing what a session whose re-adoption failed had
 # New tabs one page may open per action (since its last input began): the rest are closed
 # as they come, and the action's result says how many (a popup storm: docs/outcomes.md).
 MAX_POPUPS_PER_ACTION = 20
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -530,8 +529,8 @@ class SessionManager:
             grid = self.default_grid
         if session_id is None:
             session_id = "s_" + secrets.token_hex(4)
-        elif not _SESSION_ID.match(session_id):
-            raise invalid("session_id", "use 1-64 letters, digits, '_', '.', '-'")
+        elif not contract.valid_session_id(session_id):
+            raise invalid("session_id", f"use {contract.SESSION_ID_RULE}")
         if session_id in self.sessions or session_id in self.starting:
             raise invalid("session_id", f"session {session_id!r} already exists",
                           hint="pick another id, or use it with --session")
