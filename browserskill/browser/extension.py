@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import websockets
 from websockets.asyncio.server import ServerConnection, serve
 
-from browserskill import __version__
+from browserskill import __version__, background
 from browserskill.admission import ACCEPT_BACKLOG, HEADER_READ_S, Admission
 from browserskill.browser.agent_window import AgentWindow
 from browserskill.browser.extension_link import ExtensionLink
@@ -348,9 +348,9 @@ class ExtensionHub:
                     and (w.window_id == msg.get("windowId")
                 or msg.get("openerTabId") in w.chrome_tabs.values())]
             if wins:
-                asyncio.get_running_loop().create_task(
+                background.start(
                     self._opened(wins, msg["tabId"], msg.get("openerTabId"),
-                                 msg.get("windowId")))
+                                 msg.get("windowId")), name="extension-tab-opened")
         elif kind == "window_removed":
             for sid, win in list(browser.sessions.items()):
                 if win.window_id == msg.get("windowId"):
@@ -582,7 +582,7 @@ def wire(hub: ExtensionHub, sessions: Any, dispatcher: Any) -> None:
             await sessions.close(session, reason)
 
     def window_closed(sid: str, reason: str = "its Agent Window was closed") -> None:
-        asyncio.get_running_loop().create_task(end_session(sid, reason))
+        background.start(end_session(sid, reason), name=f"extension-window-closed-{sid}")
 
     def debugging_cancelled(sid: str, reason: str) -> None:
         # As the user's Stop: the calls in flight end honestly, with this reason.
@@ -606,8 +606,8 @@ def wire(hub: ExtensionHub, sessions: Any, dispatcher: Any) -> None:
     def tab_opened(win: AgentWindow, opener_id: str, chrome_tab: int) -> None:
         opener = win.session.tabs.get(opener_id)
         if opener is not None and sessions.sessions.get(win.session.id) is win.session:
-            asyncio.get_running_loop().create_task(
-                sessions.adopt(win.session, opener, str(chrome_tab)))
+            background.start(sessions.adopt(win.session, opener, str(chrome_tab)),
+                             name=f"extension-adopt-{chrome_tab}")
 
     hub.on_tab_opened = tab_opened
     sessions.extensions = hub

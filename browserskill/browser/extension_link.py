@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import websockets
 from websockets.asyncio.server import ServerConnection
 
+from browserskill import background
 from browserskill.browser.conversation import Conversation
 from browserskill.browser.extension_protocol import SILENCE_S
 from browserskill.browser.link import (
@@ -229,7 +230,7 @@ class ExtensionLink(Requester):
         if kind == "event":
             self._event(msg)
         elif kind == "ping":
-            asyncio.get_running_loop().create_task(self._pong(msg.get("t")))
+            background.start(self._pong(msg.get("t")), name="extension-pong")
         elif kind in ("detached", "tab_removed"):
             # The hub first (the user cancelling debugging cancels the calls in flight
             # with that reason), then the tab learns it is detached.

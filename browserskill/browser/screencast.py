@@ -9,12 +9,12 @@ takes a `Tab` and callbacks.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
 
+from browserskill import background
 from browserskill.browser import keys
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab, TabGone
@@ -51,7 +51,7 @@ class Screencast:
         self.last = (frame, meta)
         # Chromium sends the next frame only after this ack: acking at once keeps the
         # picture live; a slow viewer just sees fewer frames (it keeps the newest).
-        asyncio.get_running_loop().create_task(self._ack(params["sessionId"]))
+        background.start(self._ack(params["sessionId"]), name="screencast-ack")
         for viewer in list(self.viewers):
             viewer(frame, meta)
 

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from browserskill import user_files
+from browserskill import background, user_files
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError, invalid
 
@@ -173,10 +173,10 @@ async def _on_each_origin(helper: Tab, origins: list[str],
     (no site is contacted) and run its script there; each script's value by origin."""
     def answer_locally(method: str, params: dict[str, Any]) -> None:
         if method == "Fetch.requestPaused":
-            asyncio.get_running_loop().create_task(helper.send("Fetch.fulfillRequest", {
+            background.start(helper.send("Fetch.fulfillRequest", {
                 "requestId": params["requestId"], "responseCode": 200,
                 "responseHeaders": [{"name": "Content-Type", "value": "text/html"}],
-                "body": ""}, timeout=left()))
+                "body": ""}, timeout=left()), name="state-origin-page")
 
     out: dict[str, dict[str, Any]] = {}
     unsubscribe = helper.link.subscribe(helper.session_id, answer_locally)

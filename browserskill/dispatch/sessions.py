@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from browserskill import contract
+from browserskill import background, contract
 from browserskill.browser.backend import Backend
 from browserskill.browser.embedded import EmbeddedPlacement
 from browserskill.browser.grid import GridPlacement
@@ -412,7 +412,8 @@ class SessionManager:
                 opener.popups_created += 1
                 past = opener.popups_created - opener.popup_base - MAX_POPUPS_PER_ACTION
                 take = self._close_popup if past > 0 else self.adopt
-                asyncio.get_running_loop().create_task(take(session, opener, info["targetId"]))
+                background.start(take(session, opener, info["targetId"]),
+                                 name=f"popup-{info['targetId']}")
                 return
 
     async def _close_popup(self, session: Session, opener: Tab, target_id: str) -> None:
