@@ -8,6 +8,7 @@ a deferred import, and a module can't reach up a layer just for a type.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,67 @@ def test_named_boundaries(lower: str, upper: tuple[str, ...]) -> None:
         if module == lower or module.startswith(lower + "."):
             bad = [t for t in imported if any(t == u or t.startswith(u + ".") for u in upper)]
             assert not bad, f"{module} imports {bad}"
+
+
+# -- the CLI runs on the standard library alone ----------------------------------------
+
+# Where `bsk` starts (the launcher, the console script, `python -m browserskill`), and
+# the modules whose docstring promises stdlib only.
+CLI_ROOTS = ("browserskill.cli.launcher", "browserskill.cli.main", "browserskill.__main__",
+             "browserskill.browser.keeper", "browserskill.browser.keys")
+
+
+def module_level_imports(module: str) -> set[str]:
+    """What `module` imports when it is imported: not in functions (a command that needs a
+    library loads it when it runs: `bsk mcp`, the daemon) and not type-only."""
+    path = MODULES[module]
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package[:len(package) - node.level + 1]
+                                    + ([base] if base else []))
+                found.add(base)
+                found.update(f"{base}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.If) and not (
+                    isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+                for handler in node.handlers:
+                    visit(handler.body)
+                visit(node.orelse)
+                visit(node.finalbody)
+
+    visit(ast.parse(path.read_text(), str(path)).body)
+    return found
+
+
+def test_the_cli_imports_only_the_standard_library() -> None:
+    """The promise `bsk` makes in several docstrings, checked: its start-up reaches no
+    third-party package, however far the package's own imports go."""
+    seen: set[str] = set()
+    todo = list(CLI_ROOTS)
+    outside: dict[str, str] = {}
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for name in module_level_imports(module):
+            top = name.partition(".")[0]
+            if top == "browserskill":
+                owner = _owner(name)
+                if owner is not None:
+                    todo.append(owner)
+            elif top not in sys.stdlib_module_names and top != "__future__":
+                outside[name] = module
+    assert outside == {}, f"the CLI's start-up imports non-stdlib modules: {outside}"
+    assert "browserskill.tools.catalog" in seen  # the walk did reach the package's core

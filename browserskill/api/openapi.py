@@ -28,7 +28,6 @@ ERROR_BODY = {
     "properties": {**RESULT["properties"], "error": {"$ref": "#/components/schemas/Error"}},
 }
 _RESULT_REF = {"$ref": "#/components/schemas/Result"}
-_ERROR_REF = {"$ref": "#/components/schemas/Error"}
 _ERROR_BODY_REF = {"$ref": "#/components/schemas/ErrorBody"}
 ALL_CODES = sorted(CODES)
 CALL_OPTIONS = contract.CALL_OPTIONS

@@ -105,9 +105,6 @@ class Pairings:
         self.pending = PendingCode(normalize_code(code), time.time() + CODE_TTL_S)
         return {"code": code, "expires_at": self.pending.expires_at, "ttl_s": CODE_TTL_S}
 
-    def is_paired(self, instance_id: str) -> bool:
-        return instance_id in self.browsers
-
     def verify(self, hello: dict[str, Any], server_nonce: str) -> tuple[bytes, bool]:
         """The secret a handshake proves, and whether it was just paired; or `Refused`."""
         instance = hello["instance_id"]

@@ -17,7 +17,6 @@ HANDSHAKE_S = 5.0
 HEARTBEAT_MS = 10_000
 SILENCE_S = 35.0  # no message (heartbeats included) for this long: the link is dead
 MAX_MESSAGE = 256 * 1024 * 1024
-BORROW_PROMPT_S = 30.0
 # A lost browser's sessions wait this long for it to reconnect, then end (daemon option
 # --extension-grace / BSK_EXTENSION_GRACE; 0 = they wait until stopped).
 RECONNECT_GRACE_S = 600.0

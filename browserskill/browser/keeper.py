@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 
 _ID = re.compile(rb'^\{"id":\s*(\d+)')
-READ_CHUNK = 1 << 20
 
 
 class Keeper:

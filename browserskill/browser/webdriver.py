@@ -33,11 +33,6 @@ class NoFreeSlot(GridError):
     """Every slot that could run the session stayed busy until the deadline."""
 
 
-class SessionGone(GridError):
-    """The Grid no longer knows this WebDriver session (deleted, or idle past the node's
-    --session-timeout)."""
-
-
 class Verdict(NamedTuple):
     """What `check` learned of a session: `state` is ALIVE, ENDED, NODE_LOST or FORGOTTEN;
     `why` the evidence, for the error message."""

@@ -16,7 +16,6 @@ from browserskill.client.results import (
     ERRORS,
     BrowserSkillError,
     ErrorInfo,
-    Result,
     error_from,
 )
 from browserskill.contract import DEFAULT_SESSION, CancelThenWait, new_op_id
@@ -163,10 +162,6 @@ class _Base:
         if session:
             query["session"] = session
         return "/v1/ops?" + urlencode(query)
-
-    @staticmethod
-    def _op_result(answer: dict[str, Any]) -> Result:
-        return Result.from_dict(answer)
 
     def _unreachable(self, e: Exception) -> BrowserSkillError:
         where = self.base_url or str(self.socket)
