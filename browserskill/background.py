@@ -8,7 +8,7 @@ all. `start` is the owner instead.
 
 Invariants: a task started here stays referenced until it ends; an exception it ends
 with, other than cancellation, is logged at once with the task's name; `pending()`
-lists those still running. tests/test_owned_tasks.py fails on any `create_task` or
+lists those still running. tests/test_ownership.py fails on any `create_task` or
 `ensure_future` in the package whose task is thrown away.
 """
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from browserskill.browser.link import CdpError, Command, CommandTimeout, await_reply
 from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
 from browserskill.dispatch.scope import Compensation
+from browserskill.errors import BskError
 from browserskill.tools import catalog
 
 __all__ = ["Compensation", "Step", "ToolContext", "page_busy", "stop_script"]
@@ -113,6 +114,12 @@ class ToolContext:
     def mark_dispatched(self) -> None:
         self.op.effect_sent = True
         self.op.dispatched = "yes"
+
+    def page_error(self, message: str, hint: str) -> None:
+        """The tool ran and its operation completes, but the page's own code failed (a
+        script threw, a WebMCP tool said error): the result carries `page_error`. The
+        dispatcher still ends the operation; a tool never writes its error itself."""
+        self.op.error = BskError("page_error", message, hint=hint).to_dict()
 
     async def act(
         self, method: str, params: dict[str, Any] | None = None, *, tab: Tab | None = None,

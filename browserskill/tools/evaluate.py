@@ -143,10 +143,9 @@ def _thrown(ctx: ToolContext, details: dict[str, Any]) -> dict[str, Any]:
     text = exception.get("description") or details.get("text", "exception")
     first_line = text.splitlines()[0] if text else "exception"
     # A result, not a failure: the operation completes and carries the page_error code.
-    ctx.op.error = BskError(
-        "page_error", f"the script threw: {first_line}",
-        hint="the throw itself changed nothing, but statements before it may have run",
-    ).to_dict()
+    ctx.page_error(f"the script threw: {first_line}",
+                   hint="the throw itself changed nothing, but statements before it may "
+                        "have run")
     return {"ok": False, "exception": first_line, "stack": text,
             "line": details.get("lineNumber"), "column": details.get("columnNumber")}
 

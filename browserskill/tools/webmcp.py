@@ -129,10 +129,9 @@ def _ending(ctx: ToolContext, found: client.Found, call: client.Call,
     result["note"] = "the output is " + UNTRUSTED_NOTE
     if status == "error":
         detail = result["error_text"] or result.get("exception", "").split("\n")[0]
-        ctx.op.error = BskError(
-            "page_error", f"the WebMCP tool reported an error: {detail or 'no text'}",
-            hint="the tool ran and said it failed; it may still have changed the page",
-        ).to_dict()
+        ctx.page_error(f"the WebMCP tool reported an error: {detail or 'no text'}",
+                       hint="the tool ran and said it failed; it may still have changed "
+                            "the page")
     return result
 
 

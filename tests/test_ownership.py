@@ -1,4 +1,5 @@
-"""Every background task has an owner (browserskill/background.py).
+"""Who owns what: every background task has an owner (browserskill/background.py), and an
+operation ends in the dispatcher alone.
 
 A task whose reference is thrown away can be collected mid-flight and its exception is
 lost; the package starts such work through `background.start`, or keeps the task, or
@@ -90,3 +91,18 @@ async def test_an_owned_task_is_kept_and_its_failure_logged(
         await asyncio.sleep(0)  # done callbacks run on the loop's next turn
     assert ran.is_set() and task not in background.pending()
     assert "probe-failing failed: RuntimeError: the page went away" in caplog.text
+
+
+def test_no_tool_writes_its_operations_error() -> None:
+    """An operation ends in the dispatcher, once; a tool says a page failed through its
+    context (`ctx.page_error`), never by writing `op.error` (docs/design.md)."""
+    found = []
+    for path in sorted((PACKAGE / "tools").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                found += [f"{path.name}:{node.lineno}" for t in targets
+                          if isinstance(t, ast.Attribute) and t.attr == "error"
+                          and isinstance(t.value, ast.Attribute) and t.value.attr == "op"
+                          and path.name != "context.py"]
+    assert found == []
