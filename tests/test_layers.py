@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # it runs a command line for the launcher (browserskill/api/cli_call.py).
     ("command lines", ("browserskill.cli.args", "browserskill.cli.render")),
     # The daemon's parts wired together (the API's handlers reach the dispatcher here).
-    ("wiring", ("browserskill.daemon.core",)),
+    ("wiring", ("browserskill.daemon.core", "browserskill.daemon.extension_wiring")),
     ("dispatch", ("browserskill.dispatch",)),
     ("tools", ("browserskill.tools", "browserskill.webmcp.client")),
     # What tools act on and the dispatcher runs: sessions with their queue and operations,

@@ -25,7 +25,6 @@ back, the windows closed).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import secrets
@@ -562,53 +561,3 @@ def bind_session(hub: ExtensionHub | None, wanted: str, session: SessionView) ->
                        hint="start the daemon with `--extension-port PORT` (or "
                             f"BSK_EXTENSION_PORT; the extension's default is {DEFAULT_PORT})")
     return hub.agent_window(wanted, session)
-
-
-def wire(hub: ExtensionHub, sessions: Any, dispatcher: Any) -> None:
-    """Connect the hub's browser-side happenings to sessions and operations."""
-
-    async def end_session(sid: str, reason: str) -> None:
-        session = sessions.sessions.get(sid)
-        if session is None:
-            return
-        for tab in session.tabs.values():
-            tab.mark_gone(reason)
-        live = [op for op in dispatcher.ops.values() if op.session_id == sid and not op.ended]
-        for op in live:
-            op.request_cancel("window_closed")
-        for op in live:
-            await op.done.wait()
-        if sessions.sessions.get(sid) is session:
-            await sessions.close(session, reason)
-
-    def window_closed(sid: str, reason: str = "its Agent Window was closed") -> None:
-        background.start(end_session(sid, reason), name=f"extension-window-closed-{sid}")
-
-    def debugging_cancelled(sid: str, reason: str) -> None:
-        # As the user's Stop: the calls in flight end honestly, with this reason.
-        for op in list(dispatcher.ops.values()):
-            if op.session_id == sid and not op.ended:
-                op.request_cancel("debugging_cancelled")
-        window_closed(sid, reason)
-
-    hub.on_lost = dispatcher._link_lost
-    hub.on_interrupt = dispatcher.interrupt  # the same path as a dashboard's take-over
-
-    def help_answer(sid: str, answer: str) -> None:
-        with contextlib.suppress(BskError):  # the request ended meanwhile
-            dispatcher.answer_help(sid, answer)
-
-    hub.on_help_answer = help_answer  # as the dashboard's Done / Decline
-    hub.on_window_closed = window_closed
-    hub.on_debugging_cancelled = debugging_cancelled
-    hub.on_readopted = sessions.persist
-
-    def tab_opened(win: AgentWindow, opener_id: str, chrome_tab: int) -> None:
-        opener = win.session.tabs.get(opener_id)
-        if opener is not None and sessions.sessions.get(win.session.id) is win.session:
-            background.start(sessions.adopt(win.session, opener, str(chrome_tab)),
-                             name=f"extension-adopt-{chrome_tab}")
-
-    hub.on_tab_opened = tab_opened
-    sessions.extensions = hub
-

@@ -57,8 +57,9 @@ class Daemon:
         self.test_routes: list[Route] = test_hook(self) if test_hook else []
         self.extensions = None  # the extension listener (ExtensionHub), when asked for
         if extension_port is not None:
-            from browserskill.browser.extension import ExtensionHub, wire
+            from browserskill.browser.extension import ExtensionHub
             from browserskill.browser.extension_pairing import Pairings
+            from browserskill.daemon.extension_wiring import wire
 
             self.extensions = ExtensionHub(extension_port, Pairings(home),
                                            grace_s=extension_grace_s)

@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 from collections import deque
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -62,8 +63,8 @@ class Dispatcher:
         self.handlers = handlers.load()
         self.ops: dict[str, Operation] = {}  # live and recently ended, by id
         self.cleanup_timeout_s = cleanup_timeout_s
-        browser.on_lost(self._link_lost)
-        sessions.on_link_lost = self._link_lost  # a remote placement's own link
+        browser.on_lost(self.link_lost)
+        sessions.on_link_lost = self.link_lost  # a remote placement's own link
         self._keys: dict[tuple[str, str], Operation] = {}
         self._whole: deque[Operation] = deque()  # ended, holding whole results (oldest first)
         # Keys whose first call is still making its operation (see `_claim_key`).
@@ -378,17 +379,32 @@ class Dispatcher:
         raise _word(verdict, op, details, session.backend.lost_hint() if session is not None
                     else "call again: the daemon relaunches or reconnects the browser")
 
-    def _link_lost(self, reason: str, session_ids: set[str] | None = None) -> None:
+    def link_lost(self, reason: str, session_ids: set[str] | None = None) -> None:
         """A dead link ends everything on it at once: dispatched ops unknown, queued unavailable.
 
         `session_ids`: the sessions on that link (an extension browser's); None: the
         daemon's own browser, i.e. every session not bound to an extension browser."""
-        for op in list(self.ops.values()):
+        def on_link(op: Operation) -> bool:
+            if session_ids is not None:
+                return op.session_id in session_ids
             session = self.sessions.sessions.get(op.session_id)
-            on_link = (op.session_id in session_ids if session_ids is not None
-                       else session is None or session.backend.owner is self.browser)
-            if not op.ended and on_link:
-                op.request_cancel("link_lost")
+            return session is None or session.backend.owner is self.browser
+
+        self.cancel_live("link_lost", on_link)
+
+    def cancel_live(self, reason: str,
+                    which: Callable[[Operation], bool] = lambda op: True) -> list[Operation]:
+        """Cancel every live operation `which` picks, with `reason`; the ones it cancelled.
+        The one way the daemon ends many calls at once (a session's end, a lost link, a
+        person's Stop, the daemon's stop)."""
+        live = [op for op in list(self.ops.values()) if not op.ended and which(op)]
+        for op in live:
+            op.request_cancel(reason)
+        return live
+
+    def cancel_session(self, session_id: str, reason: str) -> list[Operation]:
+        """Cancel the session's live operations with `reason`; the ones it cancelled."""
+        return self.cancel_live(reason, lambda op: op.session_id == session_id)
 
     # -- control ---------------------------------------------------------------------
 
@@ -431,10 +447,8 @@ class Dispatcher:
         if session is None:
             return
         session.user_interrupted = by
-        for op in list(self.ops.values()):
-            if (op.session_id == session_id and not op.ended and op.state != "queued"
-                    and not op.by_person):
-                self.cancel(op.op_id, "user_interrupt")
+        self.cancel_live("user_interrupt", lambda op: (
+            op.session_id == session_id and op.state != "queued" and not op.by_person))
 
     def take_over(self, session_id: str) -> Operation:
         """A person becomes the session's holder: an operation (`take_over`) that goes
@@ -510,10 +524,7 @@ class Dispatcher:
             op.done.set()
 
     async def shutdown(self) -> None:
-        live = [op for op in self.ops.values() if not op.ended]
-        for op in live:
-            op.request_cancel("daemon_stopping")
-        for op in live:
+        for op in self.cancel_live("daemon_stopping"):
             await op.done.wait()
 
 
