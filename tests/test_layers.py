@@ -40,7 +40,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("browserskill.errors", "browserskill.paths", "browserskill.contract",
               "browserskill.admission", "browserskill.user_files", "browserskill.policy",
               "browserskill.background",
-              "browserskill.render", "browserskill.skill", "browserskill.daemon.spawn")),
+              "browserskill.render", "browserskill.skill", "browserskill.daemon.spawn",
+              "browserskill.http1")),
 ]
 
 

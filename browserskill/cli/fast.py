@@ -24,7 +24,7 @@ import posix
 import sys
 from _json import encode_basestring_ascii as _quote
 
-from browserskill import __version__
+from browserskill import __version__, http1
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -60,9 +60,9 @@ def _call(argv: list[str]) -> int:
         return _whole_cli(argv)
     _signal.signal(_signal.SIGTERM, _interrupt)
     op_id = "op_" + posix.urandom(6).hex()  # contract.new_op_id's form, without its imports
-    request = (f"POST /v1/cli HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-               f"Content-Type: application/json\r\nContent-Length: {len(line)}\r\n"
-               f"X-Op-Id: {op_id}\r\nX-Bsk-Version: {__version__}\r\n\r\n").encode() + line
+    request = http1.request("POST", "/v1/cli", (
+        ("Connection", "close"), ("Content-Type", "application/json"), ("X-Op-Id", op_id),
+        ("X-Bsk-Version", __version__)), line)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(HEAD_TIMEOUT_S)
@@ -73,14 +73,12 @@ def _call(argv: list[str]) -> int:
             return _whole_cli(argv)
         try:
             sock.sendall(request)
-            status, headers, body = _head(sock)
+            status, headers, rest = _head(sock)
             if status != 200:
                 sock.close()
                 return _whole_cli(argv)
-            sock.settimeout(float(headers.get(b"x-bsk-wire-timeout", b"630")))
-            body = _rest(sock, body)
-            if headers.get(b"transfer-encoding") == b"chunked":
-                body = _unchunk(body)
+            sock.settimeout(float(headers.get("x-bsk-wire-timeout", "630")))
+            body = http1.body(headers, _rest(sock, rest), closed=True)
         except KeyboardInterrupt:
             sock.close()  # as `bsk` always has: hang up, then cancel by op id
             return _whole_cli(argv, (op_id, "interrupted"))
@@ -139,20 +137,14 @@ def _command_line(argv: list[str]) -> bytes:
             f'"env":{{{env}}}}}').encode()
 
 
-def _head(sock: _socket.socket) -> tuple[int, dict[bytes, bytes], bytes]:
+def _head(sock: _socket.socket) -> tuple[int, dict[str, str], bytes]:
     data = b""
-    while b"\r\n\r\n" not in data:
+    while (split := http1.split_head(data)) is None:
         chunk = sock.recv(READ)
         if not chunk:
             raise _Lost
         data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    status_line, *lines = head.split(b"\r\n")
-    headers = {}
-    for line in lines:
-        name, _, value = line.partition(b":")
-        headers[name.strip().lower()] = value.strip()
-    return int(status_line.split(b" ", 2)[1]), headers, body
+    return (*http1.parse_head(split[0]), split[1])
 
 
 def _rest(sock: _socket.socket, body: bytes) -> bytes:
@@ -162,20 +154,6 @@ def _rest(sock: _socket.socket, body: bytes) -> bytes:
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
-
-
-def _unchunk(data: bytes) -> bytes:
-    out: list[bytes] = []
-    pos = 0
-    while True:
-        end = data.find(b"\r\n", pos)
-        if end < 0:
-            raise _Lost  # cut short: the daemon went away
-        size = int(data[pos:end].split(b";")[0], 16)
-        if size == 0:
-            return b"".join(out)
-        out.append(data[end + 2:end + 2 + size])
-        pos = end + 2 + size + 2
 
 
 def _whole_cli(argv: list[str], resume: tuple[str, str] | None = None) -> int:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import _socket  # the C module: `socket` itself costs ~5 ms of enum set-up per call
 import json
 
+from browserskill import http1
+
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
     from typing import Any
@@ -31,14 +33,12 @@ def request(
     timeout: float | None = 60.0,
     headers: dict[str, str] | None = None,
 ) -> tuple[int, dict[str, str], Any]:
-    payload = b"" if body is None else json.dumps(body).encode()
-    lines = [f"{method} {path} HTTP/1.1", "Host: localhost", "Connection: close",
-             f"Content-Length: {len(payload)}"]
+    fields = [("Connection", "close")]
     if body is not None:
-        lines.append("Content-Type: application/json")
-    for name, value in (headers or {}).items():
-        lines.append(f"{name}: {value}")
-    raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
+        fields.append(("Content-Type", "application/json"))
+    fields += (headers or {}).items()
+    raw = http1.request(method, path, fields,
+                        b"" if body is None else json.dumps(body).encode())
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout)
@@ -63,29 +63,13 @@ def request(
 
 
 def parse_response(data: bytes) -> tuple[int, dict[str, str], Any]:
-    head, sep, rest = data.partition(b"\r\n\r\n")
-    if not sep:
+    """An answer read to the connection's end (`Connection: close`)."""
+    split = http1.split_head(data)
+    if split is None:
         raise DaemonLost("the daemon closed the connection without an answer")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    status = int(status_line.split(" ", 2)[1])
-    headers = {}
-    for line in header_lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding") == "chunked":
-        rest = _unchunk(rest)
-    elif "content-length" in headers:
-        rest = rest[: int(headers["content-length"])]
-    return status, headers, json.loads(rest) if rest else None
-
-
-def _unchunk(data: bytes) -> bytes:
-    out: list[bytes] = []
-    pos = 0
-    while True:
-        end = data.index(b"\r\n", pos)
-        size = int(data[pos:end].split(b";")[0], 16)
-        if size == 0:
-            return b"".join(out)
-        out.append(data[end + 2 : end + 2 + size])
-        pos = end + 2 + size + 2
+    try:
+        status, headers = http1.parse_head(split[0])
+        payload = http1.body(headers, split[1], closed=True)
+    except http1.Incomplete as e:
+        raise DaemonLost(str(e)) from None
+    return status, headers, json.loads(payload) if payload else None

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from browserskill import http1
+
 MAX_IDLE = 32  # idle connections kept; more concurrent calls open (and close) their own
 
 
@@ -45,8 +47,8 @@ class Http11:
                 raise ValueError(f"only http:// base URLs are supported, got {base_url!r}")
             self.host, self.port = url.hostname, url.port or 80
             host_header = url.netloc
-        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        self._fixed = f"Host: {host_header}\r\n{extra}"
+        self._host = host_header
+        self._fixed = list((headers or {}).items())
         self.connect_timeout = connect_timeout
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
@@ -72,15 +74,12 @@ class Http11:
                       headers: Mapping[str, str] | None = None,
                       timeout: float = 60.0) -> tuple[int, dict[str, str], Any]:
         """Send one request; return (status, lower-cased headers, decoded JSON body)."""
-        payload = b"" if body is None else json.dumps(body).encode()
-        head = [f"{method} {path} HTTP/1.1\r\n", self._fixed,
-                f"Content-Length: {len(payload)}\r\n"]
+        fields = [*self._fixed, *(headers or {}).items()]
         if body is not None:
-            head.append("Content-Type: application/json\r\n")
-        for name, value in (headers or {}).items():
-            head.append(f"{name}: {value}\r\n")
-        head.append("\r\n")
-        raw = "".join(head).encode() + payload
+            fields.append(("Content-Type", "application/json"))
+        raw = http1.request(method, path, fields,
+                            b"" if body is None else json.dumps(body).encode(),
+                            host=self._host)
         for attempt in (0, 1):
             conn = self._take_idle() if attempt == 0 else None
             reused = conn is not None
@@ -112,18 +111,17 @@ class Http11:
                 raise _ClosedBeforeAnswer("the daemon closed the connection") from None
             except asyncio.LimitOverrunError:
                 raise Lost("an answer header too large") from None
-            lines = head.decode("latin-1").split("\r\n")
-            status = int(lines[0].split(" ", 2)[1])
             found: dict[str, str] = {}
-            for line in lines[1:]:
-                if line:
-                    name, _, value = line.partition(":")
-                    found[name.strip().lower()] = value.strip()
             try:
-                if found.get("transfer-encoding", "").lower() == "chunked":
+                status, found = http1.parse_head(head[:-4])
+                length = http1.body_length(found)
+                if length == http1.CHUNKED:
                     data = await _read_chunked(reader)
+                elif length == http1.TO_EOF:
+                    data = await reader.read()
+                    found["connection"] = "close"
                 else:
-                    data = await reader.readexactly(int(found.get("content-length", "0")))
+                    data = await reader.readexactly(length)
             except (asyncio.IncompleteReadError, ConnectionError, ValueError):
                 raise Lost("the daemon closed the connection mid-answer") from None
             done = True
@@ -148,7 +146,7 @@ class _ClosedBeforeAnswer(Exception):
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
     out: list[bytes] = []
     while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+        size = http1.chunk_size(await reader.readuntil(b"\r\n"))
         if size == 0:
             await reader.readuntil(b"\r\n")
             return b"".join(out)
