@@ -25,7 +25,7 @@ from browserskill import contract
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
-from browserskill.dispatch import outcome
+from browserskill.dispatch import outcome, policy_check
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, TAKE_OVER, Operation
 from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
@@ -210,6 +210,9 @@ class Dispatcher:
                 raise BskError("user_interrupted", by,
                                hint="ask the user before acting again; the next call goes "
                                     "ahead", details={"session_id": session.id})
+            ruling = policy_check.verdict_for(session, op.tool, op.params)
+            if ruling.kind == "deny":  # the person's policy refuses it: nothing is sent
+                raise policy_check.denied(ruling, op.tool)
             if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
                 session.backend.before_dispatch()
             await self._dispatch(op, session)
