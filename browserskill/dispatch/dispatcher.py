@@ -25,14 +25,14 @@ from browserskill import contract
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
-from browserskill.dispatch import outcome, policy_check
+from browserskill.dispatch import outcome
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, TAKE_OVER, Operation
 from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
 from browserskill.dispatch.scope import Once
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
-from browserskill.tools import catalog, downloads, handlers
+from browserskill.tools import catalog, downloads, handlers, policy_check
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
