@@ -57,7 +57,8 @@ def _host_port(url: str) -> tuple[str, str, int | None]:
         port = parts.port
     except ValueError:
         port = None
-    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+    # `evil.example.` is `evil.example` to DNS: the trailing dot must not slip past.
+    return parts.scheme.lower(), (parts.hostname or "").lower().rstrip("."), port
 
 
 def domain_matches(pattern: str, host: str, port: int | None = None) -> bool:
