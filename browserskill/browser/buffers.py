@@ -124,6 +124,10 @@ class TabBuffers:
         # seen: the entry it makes carries the mark (a marked entry in `network`).
         self._blocked: dict[Hashable, str] = {}
         self.blocked_count = 0  # requests the policy refused in this tab so far
+        # Main-frame navigations the policy refused so far, and the last one's (url, why):
+        # an input whose navigation was refused fails naming it (tools/input.py).
+        self.navigations_blocked = 0
+        self.last_navigation_blocked: tuple[str, str] = ("", "")
 
     def on_event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
         handler = _HANDLERS.get(method)
