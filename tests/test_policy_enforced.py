@@ -104,6 +104,7 @@ async function fetchIt() {{ try {{ const r = await fetch(BAD + "/secret.json");
 function worker() {{ return new Promise(r => {{ const w = new Worker("/worker.js");
   w.onmessage = (e) => r(e.data); w.postMessage(BAD + "/secret.json"); }}); }}
 function popup() {{ window.open(BAD + "/popup.html"); return true; }}
+function beacon() {{ return navigator.sendBeacon(BAD + "/beacon", "x"); }}
 </script>""")
         yield good, bad
 
@@ -180,6 +181,8 @@ def test_a_page_reaches_the_blocked_origin_in_no_way(
     # an iframe of the blocked origin (and an allowed one still loads)
     agent.ok("eval", f"frame({json.dumps(bad.url + '/frame.html')})")
     agent.ok("eval", f"frame({json.dumps(good.url + '/frame.html')})")
+    # a beacon
+    agent.ok("eval", "beacon()")
     # a popup
     agent.ok("eval", "popup()")
     wait_until(lambda: any("popup.html" in e["url"] for e in _all_blocked(agent)), 20,
