@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from support.cli import Bsk, short_home, stop_for_good
 from support.pages import ref_of
@@ -263,6 +264,8 @@ def test_a_session_narrows_the_policy_and_cannot_widen_it(
         assert r.json["error"]["code"] == "blocked_by_policy"
         shown = guarded.ok("policy", "show")
         assert shown["sessions_narrowed"]["narrow"] == {"block_domains": ["127.0.0.1"]}
+        listed = {s["session_id"]: s for s in guarded.ok("session", "list")["sessions"]}
+        assert listed["narrow"]["policy_narrowed"] == {"block_domains": ["127.0.0.1"]}
     finally:
         narrow("session", "stop", "--wait")
 
@@ -277,6 +280,18 @@ def test_policy_show_prints_the_policy_read_only(guarded: Bsk,
     doctor = guarded.ok("doctor")
     check = next(c for c in doctor["checks"] if c["check"] == "policy")
     assert check["ok"] and "policy.json" in check["detail"]
+    # Nothing an agent can call changes it: no route writes it, a second start is moot.
+    transport = httpx.HTTPTransport(uds=str(guarded.home / "bsk.sock"))
+    with httpx.Client(transport=transport, base_url="http://bsk", timeout=30) as http:
+        assert http.get("/v1/policy").json()["policy"] == shown
+        for method in ("PUT", "POST", "PATCH", "DELETE"):
+            assert http.request(method, "/v1/policy", json={}).status_code == 405
+        assert http.get("/v1/daemon").json()["policy"]["active"] is True
+    other = guarded.home.parent / "open.json"
+    other.write_text("{}")
+    again = guarded.ok("daemon", "start", "--policy", str(other))
+    assert again["already_running"] and "not applied" in again["note"]
+    assert guarded.ok("policy", "show")["policy"] == shown
 
 
 def test_a_bad_policy_file_stops_the_start(tmp_path_factory: pytest.TempPathFactory) -> None:
