@@ -226,6 +226,8 @@ def test_a_redirect_and_a_clicked_link_to_the_blocked_origin_are_refused(
         assert r.json["dispatched"] == "yes"
         assert "landing.html" in r.json["error"]["message"]
         assert bad.host_port in r.json["error"]["details"]["rule"]
+        # Reloading Chromium's error page asks for the refused page again: refused.
+        assert agent("reload").json["error"]["code"] == "blocked_by_policy"
         agent.ok("open", f"{good.url}/index.html")
         snap = agent.ok("snapshot")["result"]["snapshot"]
     assert any("landing.html" in e["url"] for e in _blocked_entries(agent))
