@@ -40,6 +40,10 @@ _TABLE = [
     Code("action_failed", 422, 11, "yes", False, "the browser could not do it"),
     Code("journal_unavailable", 507, 12, "no", True,
          "the journal can't be written (disk full?): nothing was sent; free space, retry"),
+    Code("blocked_by_policy", 403, 13, "no", True,
+         "the person's policy does not let pages reach this URL; nothing was sent"),
+    Code("denied_by_policy", 403, 13, "no", True,
+         "a deny rule of the person's policy refuses this operation; nothing was sent"),
     Code("page_error", 200, 0, "yes", False, "a script threw in eval: a result, not a failure"),
     Code("internal", 500, 1, "unknown", False, "a bug; logged with the op id"),
 ]

@@ -43,6 +43,9 @@ def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0,
     `command` and `env` are for a test build of the daemon (tests/support/faults.py)."""
     if home is not None:
         env = {**(os.environ if env is None else env), "BSK_HOME": str(home)}
+    base = os.environ if env is None else env
+    if base.get("BSK_POLICY"):  # the daemon runs in its state dir: an absolute path
+        env = {**base, "BSK_POLICY": os.path.abspath(os.path.expanduser(base["BSK_POLICY"]))}
     home = paths.ensure_state_dir(home)
     log_file = paths.log_path(home)
     sock_path = paths.socket_path(home)

@@ -33,7 +33,7 @@ from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
 from browserskill.dispatch.scope import Once
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
-from browserskill.tools import catalog, downloads, handlers
+from browserskill.tools import catalog, downloads, handlers, policy_check
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -211,6 +211,9 @@ class Dispatcher:
                 raise BskError("user_interrupted", by,
                                hint="ask the user before acting again; the next call goes "
                                     "ahead", details={"session_id": session.id})
+            ruling = policy_check.verdict_for(session, op.tool, op.params)
+            if ruling.kind == "deny":  # the person's policy refuses it: nothing is sent
+                raise policy_check.denied(ruling, op.tool)
             if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
                 session.backend.before_dispatch()
             await self._dispatch(op, session)

@@ -26,6 +26,7 @@ from browserskill.contract import DEFAULT_SESSION
 from browserskill.dispatch.queue import SessionQueue
 from browserskill.dispatch.session_store import SessionStore, StoredSession
 from browserskill.errors import BskError, invalid
+from browserskill.policy import Policy, PolicyError
 
 log = logging.getLogger(__name__)
 
@@ -123,9 +124,22 @@ class Session:
     # with the session (what they had is saved; `saved_recordings` says where).
     recordings: dict[str, Recording] = field(default_factory=dict)
     saved_recordings: list[dict[str, Any]] = field(default_factory=list)
+    # The person's policy as it applies to this session: the daemon's, narrowed by the
+    # session's start (browserskill/policy.py); nothing an agent calls changes it. Its
+    # domain and scheme rules are enforced by `routes` (the same Fetch interception).
+    policy: Policy = field(default_factory=Policy)
+    # What `session start` narrowed (--allow-domain/--block-domain), kept so a daemon
+    # that re-adopts the session narrows its own policy the same way.
+    narrowing: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
+        self.routes.policy = self.policy
+
+    def set_policy(self, policy: Policy) -> None:
+        """The one place a session's policy is set (at its start or re-adoption)."""
+        self.policy = policy
+        self.routes.policy = policy
 
     def next_tab_id(self) -> str:
         self.tab_seq += 1
@@ -179,6 +193,7 @@ class Session:
             "placement": self.backend.describe(),
             "routes": self.routes.describe(),
             "recordings": {kind: r.summary() for kind, r in self.recordings.items()},
+            **({"policy_narrowed": self.narrowing} if self.narrowing else {}),
         }
 
 
@@ -195,6 +210,9 @@ class SessionManager:
         # Ends the calls of the given sessions when their own link dies (the dispatcher's).
         self.on_link_lost: Callable[[str, set[str]], None] = lambda reason, sids: None
         browser.popup_handler = self._popup
+        # The person's policy (`daemon start --policy`), set once by the daemon's wiring
+        # before any session starts; every session gets it, narrowed by its start.
+        self.policy = Policy()
         # Recordings (video, trace) a previous daemon left: set by the daemon's wiring.
         self.recordings_after_restart: RecordingRestorer | None = None
 
@@ -245,6 +263,13 @@ class SessionManager:
                            browser_lost: str | None, end: float, timeout: float,
                            report: dict[str, Any]) -> None:
         session = Session(row.session_id, row.label, row.created_at, tab_seq=row.tab_seq)
+        try:  # this daemon's policy, narrowed as the session's start asked
+            session.set_policy(self.policy.narrowed(**row.narrowing))
+            session.narrowing = row.narrowing
+        except (PolicyError, TypeError) as e:
+            self._ended(row.session_id, f"its narrowing of the policy does not fit this "
+                        f"daemon's policy: {e}", report)
+            return
         deadline = asyncio.timeout_at(end)
         try:
             if browser_lost is not None and _embedded(row.browser):
@@ -337,6 +362,7 @@ class SessionManager:
             await self._detach_old(session, row)
         self.sessions[session.id] = session
         self.store.save(session)
+        await _hold_popups(session)
         report["readopted"].append(session.id)
         return None
 
@@ -406,7 +432,7 @@ class SessionManager:
         report.setdefault("awaiting_browser", []).append(session.id)
         return None
 
-    def _popup(self, opener: Tab, info: dict[str, Any]) -> None:
+    def _popup(self, opener: Tab, info: dict[str, Any]) -> bool:
         for session in self.sessions.values():
             if session.tabs.get(opener.tab_id) is opener:
                 opener.popups_created += 1
@@ -414,7 +440,8 @@ class SessionManager:
                 take = self._close_popup if past > 0 else self.adopt
                 background.start(take(session, opener, info["targetId"]),
                                  name=f"popup-{info['targetId']}")
-                return
+                return True
+        return False
 
     async def _close_popup(self, session: Session, opener: Tab, target_id: str) -> None:
         """A new tab past the bound: closed unseen (adopted instead where the link can't
@@ -438,10 +465,11 @@ class SessionManager:
             opener.mark_changed()
             return
         session.tabs[tab.tab_id] = tab
-        try:  # its first request may have gone out already: it was opened before this
+        try:  # its first request may have gone out already, unless it is held (policy)
             await session.routes.attach(tab, timeout=5.0)
         except Exception as e:
             log.warning("routes in tab %s: %s", tab.tab_id, e)
+        await tab.release()
         session.popups.setdefault(opener.tab_id, []).append(tab.tab_id)
         opener.popups_taken += 1
         opener.mark_changed()
@@ -511,7 +539,8 @@ class SessionManager:
                      browser: str | None = None, *, isolated: bool = False,
                      state: dict[str, Any] | None = None,
                      download_dir: str | None = None, cdp_url: str | None = None,
-                     grid: str | None = None,
+                     grid: str | None = None, allow_domains: list[str] | None = None,
+                     block_domains: list[str] | None = None,
                      timeout: float = SESSION_START_TIMEOUT_S) -> Session:
         """A new session with its first tab; `state` (Playwright's storageState, checked
         by the caller) is loaded into its isolated context before it is handed out.
@@ -543,7 +572,17 @@ class SessionManager:
             raise invalid("state", "a saved state starts an isolated session",
                           hint="add --isolated (or load it into this session later with "
                                "`bsk state load FILE`)")
+        narrowing = {k: v for k, v in (("allow_domains", allow_domains),
+                                       ("block_domains", block_domains)) if v}
+        try:  # only within the daemon's policy: a widening is the caller's mistake
+            policy = self.policy.narrowed(**narrowing)
+        except PolicyError as e:
+            raise invalid("allow_domain", str(e), hint="`bsk policy show` prints the "
+                          "daemon's policy; only the person who starts the daemon widens "
+                          "it") from None
         session = Session(session_id, label, download_dir=download_dir)
+        session.set_policy(policy)
+        session.narrowing = narrowing
         self.starting.add(session_id)  # the id is taken while the first tab opens
         try:
             # An unanswering browser is an answer by the deadline (a Grid keeps its own:
@@ -568,6 +607,7 @@ class SessionManager:
         self.starting.discard(session_id)
         self.sessions[session_id] = session
         self.store.save(session)
+        await _hold_popups(session)
         return session
 
     async def _start(self, session: Session, browser: str | None, in_extension: bool,
@@ -631,6 +671,18 @@ class SessionManager:
         self.sessions.pop(session.id, None)
         self.store.end(session.id, reason)
         return closed
+
+
+async def _hold_popups(session: Session) -> None:
+    """Under a policy that restricts URLs, the session's popups wait for its
+    interception before their first request (browser/manager.py, `hold_new_pages`).
+    The extension's browser has no such hold: docs/safety.md says what that leaves."""
+    manager = getattr(session.backend, "manager", None)
+    if session.policy.restricts_urls and isinstance(manager, BrowserManager):
+        try:
+            await manager.hold_new_pages()
+        except (LinkError, TimeoutError) as e:
+            log.warning("holding new pages for session %s: %s", session.id, e)
 
 
 UNDO_START_S = 2.0  # a failed start's clean-up: bounded, as the browser may not answer

@@ -1,0 +1,55 @@
+"""The person's policy asked about one operation, before anything of it is sent.
+
+What the rules see (browserskill/policy.py): the tool, the target's role and accessible
+name from its snapshot ref's binding, and the domain of the URL of the tab the operation
+acts in. The dispatcher asks before dispatch; a call whose target is a locator is asked
+again once the locator is bound to its element (tools/handlers.py), which sends nothing,
+so a locator can't slip past a rule about targets. `deny` is refused, nothing sent;
+`confirm` is for the approvals that hold an operation until a person answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from browserskill.dispatch.sessions import Session
+from browserskill.errors import BskError
+from browserskill.policy import Verdict
+
+# Params that name an element the operation acts on (a ref, or a locator).
+TARGET_PARAMS = ("ref", "source", "target")
+_STRICTNESS = {"deny": 2, "confirm": 1, "allow": 0}
+
+
+def verdict_for(session: Session, tool: str, params: dict[str, Any]) -> Verdict:
+    """What the session's policy says of this call (for a drag, of the stricter of its
+    two elements)."""
+    policy = session.policy
+    tab = session.tabs.get(str(params.get("tab_id") or session.current_tab_id or ""))
+    url = tab.url if tab else None
+    if not (policy.deny or policy.confirm):
+        return policy.verdict(tool=tool)
+    targets = [params[k].strip() for k in TARGET_PARAMS if isinstance(params.get(k), str)]
+    if not targets:
+        return policy.verdict(tool=tool, url=url)
+    verdicts = []
+    for target in targets:
+        binding = session.refs.get(target)
+        if binding is not None:
+            verdicts.append(policy.verdict(tool=tool, role=binding.role, name=binding.name,
+                                           url=url))
+        else:  # a locator, judged once bound (or a ref that will be refused)
+            verdicts.append(policy.verdict(tool=tool, url=url))
+    return max(verdicts, key=lambda v: _STRICTNESS[v.kind])
+
+
+def denied(verdict: Verdict, tool: str) -> BskError:
+    """A deny rule's refusal: nothing was sent, and the rule is named."""
+    assert verdict.rule is not None
+    rule = verdict.rule.describe()
+    return BskError("denied_by_policy",
+                    f"{tool} is refused by the policy's deny[{verdict.index}] ({rule})",
+                    hint="the person who started the daemon set this rule; ask them, or do "
+                         "something else",
+                    details={"rule": verdict.rule.to_json(), "index": verdict.index},
+                    dispatched="no")
