@@ -40,7 +40,7 @@ def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0,
     """Start a daemon in its own session (no terminal, no process group of the caller).
 
     `home` picks another state dir than `BSK_HOME` (the Python client's `home=`);
-    `command` and `env` are for a test build of the daemon (tests/support/faults.py)."""
+    `command` and `env` are for a test build of the daemon (tests/support/hooked_daemon.py)."""
     if home is not None:
         env = {**(os.environ if env is None else env), "BSK_HOME": str(home)}
     base = os.environ if env is None else env
