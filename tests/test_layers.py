@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Shared by everyone, importing nothing above: data, paths, text.
     ("base", ("browserskill.errors", "browserskill.paths", "browserskill.contract",
               "browserskill.admission", "browserskill.user_files", "browserskill.policy",
-              "browserskill.vault",
+              "browserskill.vault", "browserskill.boundaries",
               "browserskill.render", "browserskill.skill", "browserskill.daemon.spawn")),
 ]
 
