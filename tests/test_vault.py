@@ -247,7 +247,7 @@ def test_a_stored_secret_is_entered_only_on_its_origin_and_shown_nowhere(
         s.outputs.append(ops.text)
 
     s.bsk.stop_daemon()  # its log and journal as it leaves them (WAL included)
-    files = _every_file(s.bsk.home) + [har]
+    files = [*_every_file(s.bsk.home), har]
     assert any(p.name.startswith("journal") for p in files)
     assert not _leaks(s.outputs, files), _leaks(s.outputs, files)
 
