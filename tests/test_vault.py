@@ -163,7 +163,7 @@ def _refused(r: CliRun) -> dict[str, Any]:
 def test_a_stored_secret_is_entered_only_on_its_origin_and_shown_nowhere(
         make_bsk: Callable[..., Bsk], sites: tuple[Site, Site], tmp_path: Path) -> None:
     shop, other = sites
-    s = Said(make_bsk())
+    s = Said(make_bsk(BSK_EPHEMERAL=""))  # its browser profile in $BSK_HOME, scanned too
     # Set from stdin (never argv); listed by name and origin only; 0600 files.
     assert s.set_secret("shop", SECRET, shop.url).code == 0
     listed = s.ok("secret", "list")["secrets"]

@@ -129,6 +129,8 @@ async def fill(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
         raise _not_editable(ref, kind if isinstance(kind, dict) else {})
     if stored is not None:
         stored.check_origin(kind.get("origin"))
+        await call_on(ctx, target, f"function() {{ {secrets.NO_AUTOCOMPLETE}(this); }}",
+                      act=True)
     secret = stored is not None or bool(kind.get("secret"))
     if stored is None:
         secrets.settle(ctx, secret)

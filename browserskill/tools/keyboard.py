@@ -172,12 +172,16 @@ async def refuse_untypable(ctx: ToolContext, tab: Tab) -> bool:
 
 # The origin of the document whose field has focus, read in BrowserSkill's isolated world
 # of the top frame (the page can't forge activeElement there); a cross-origin frame's is
-# out of reach: null.
+# out of reach: null. MARK: also keep the browser from saving what is typed there
+# (secrets.NO_AUTOCOMPLETE).
 _FOCUSED_ORIGIN = """(() => {
   let doc = document, el = doc.activeElement;
   for (;;) {
     while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
-    if (!el || el.tagName !== "IFRAME") return self.origin;
+    if (!el || el.tagName !== "IFRAME") {
+      if (MARK && el) NO_AUTOCOMPLETE(el);
+      return el ? el.ownerDocument.defaultView.origin : self.origin;
+    }
     let inner;
     try { inner = el.contentDocument; } catch (e) { inner = null; }
     if (!inner) return null;
@@ -186,10 +190,12 @@ _FOCUSED_ORIGIN = """(() => {
 })()"""
 
 
-async def focused_origin(ctx: ToolContext, tab: Tab) -> str | None:
+async def focused_origin(ctx: ToolContext, tab: Tab, *, mark: bool = False) -> str | None:
     assert tab.main_frame_id is not None
     world = await isolated_world(ctx, tab, tab.main_frame_id)
-    answer = await ctx.inspect("Runtime.evaluate", {"expression": _FOCUSED_ORIGIN,
+    expression = _FOCUSED_ORIGIN.replace("MARK", "true" if mark else "false").replace(
+        "NO_AUTOCOMPLETE", secrets.NO_AUTOCOMPLETE)
+    answer = await ctx.inspect("Runtime.evaluate", {"expression": expression,
                                                     "returnByValue": True,
                                                     "contextId": world}, tab=tab)
     found = answer.get("result", {}).get("value")
@@ -204,6 +210,7 @@ async def type_text(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     is_password = await refuse_untypable(ctx, tab)
     if stored is not None:
         stored.check_origin(await focused_origin(ctx, tab))
+        await focused_origin(ctx, tab, mark=True)
     else:
         secrets.settle(ctx, is_password)
     marks = Marks.take(ctx, tab)

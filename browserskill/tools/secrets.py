@@ -25,6 +25,11 @@ from browserskill.tools.context import ToolContext
 # A JavaScript function of an element: does it take a secret?
 IS_SECRET_FIELD = '((el) => el.localName === "input" && el.type === "password")'
 
+# A JavaScript function of the field a stored secret goes into: the browser's form
+# history (autocomplete) saves a submitted text field's value in its profile unless the
+# field says autocomplete=off (docs/safety.md, "Secrets").
+NO_AUTOCOMPLETE = '((el) => el.setAttribute && el.setAttribute("autocomplete", "off"))'
+
 
 def settle(ctx: ToolContext, secret: bool) -> None:
     """The target is known: mask the call's maybe-secret params for good, or show them."""
