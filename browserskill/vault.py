@@ -242,6 +242,7 @@ def mismatch(name: str, origin: str, origins: list[str]) -> BskError:
 # -- redaction ----------------------------------------------------------------------------
 
 _known: dict[str, tuple[tuple[int, int, int], tuple[str, ...]]] = {}
+_store_of: dict[str | None, str] = {}  # BSK_HOME -> the store's path (realpath costs µs)
 
 
 def _forms(value: str) -> set[str]:
@@ -251,9 +252,13 @@ def _forms(value: str) -> set[str]:
             html.escape(value)}
 
 
-def known_forms(home: str | None = None) -> tuple[str, ...]:
-    """Every form of every stored value, longest first; cached until the store changes."""
-    path = store_path(home)
+def known_forms() -> tuple[str, ...]:
+    """Every form of every stored value, longest first; cached until the store changes
+    (one `stat` per call)."""
+    env = os.environ.get("BSK_HOME")
+    path = _store_of.get(env)
+    if path is None:
+        path = _store_of[env] = store_path()
     try:
         st = os.stat(path)
     except OSError:
@@ -264,7 +269,7 @@ def known_forms(home: str | None = None) -> tuple[str, ...]:
     if held is not None and held[0] == stamp:
         return held[1]
     try:
-        values = [e["value"] for e in load(home).values()]
+        values = [e["value"] for e in load().values()]
     except BskError:
         values = []
     forms = tuple(sorted({f for v in values for f in _forms(v) if f}, key=len, reverse=True))
@@ -273,6 +278,7 @@ def known_forms(home: str | None = None) -> tuple[str, ...]:
 
 
 def scrub_text(text: str, forms: tuple[str, ...] | None = None) -> str:
+    # `in` and `replace` per form: far faster than one regex alternation over big text.
     for form in known_forms() if forms is None else forms:
         if form in text:
             text = text.replace(form, SECRET_MASK)
@@ -280,9 +286,13 @@ def scrub_text(text: str, forms: tuple[str, ...] | None = None) -> str:
 
 
 def scrub(obj: Any) -> Any:
-    """`obj` (JSON data) with every known value masked; `obj` itself when none is in it."""
+    """`obj` (JSON data) with every known value masked; `obj` itself when none is in it
+    (told by a search of its JSON text: most answers hold none)."""
     forms = known_forms()
     if not forms:
+        return obj
+    text = json.dumps(obj, ensure_ascii=False, default=str)
+    if not any(form in text for form in forms):
         return obj
     return _scrub(obj, forms)
 
