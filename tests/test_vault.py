@@ -10,6 +10,7 @@ MCP output of the test is scanned for the value: zero hits.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import html
 import json
@@ -27,8 +28,9 @@ from urllib.parse import parse_qs, quote, quote_plus, urlsplit
 import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from support.cli import BSK, Bsk, CliRun
+from support.cli import BSK, Bsk, CliRun, daemon_pid
 from support.pages import ref_of
+from support.wait import wait_until
 
 from browserskill.contract import SECRET_MASK
 
@@ -143,7 +145,10 @@ def _leaks(texts: list[str], files: list[Path]) -> list[str]:
     found = [f"output #{i}: {form!r}" for i, t in enumerate(texts) for form in FORMS
              if form in t]
     for path in files:
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:  # the browser's own temporary files
+            continue
         found += [f"{path}: {form!r}" for form in FORMS if form.encode() in data]
     return found
 
@@ -236,6 +241,9 @@ def test_a_stored_secret_is_entered_only_on_its_origin_and_shown_nowhere(
     # Over HTTP too: a call names the secret; the answer never carries it.
     s.ok("open", f"{shop.url}/login")
     snap = s.ok("snapshot")["result"]["snapshot"]
+    # Over MCP: the tool takes {"secret": NAME}; neither its text nor its structured
+    # content carries the value, nor does an eval that reads the field back.
+    s.outputs += asyncio.run(_fill_over_mcp(s.bsk, ref_of(snap, "textbox", "Password")))
     transport = httpx.HTTPTransport(uds=str(s.bsk.home / "bsk.sock"))
     with httpx.Client(transport=transport, base_url="http://bsk", timeout=60) as api:
         sid = s.ok("session", "list")["sessions"][0]["session_id"]
@@ -247,9 +255,24 @@ def test_a_stored_secret_is_entered_only_on_its_origin_and_shown_nowhere(
         s.outputs.append(ops.text)
 
     s.bsk.stop_daemon()  # its log and journal as it leaves them (WAL included)
+    wait_until(lambda: daemon_pid(s.bsk.home) is None, 30, "the daemon to exit")
     files = [*_every_file(s.bsk.home), har]
     assert any(p.name.startswith("journal") for p in files)
     assert not _leaks(s.outputs, files), _leaks(s.outputs, files)
+
+
+async def _fill_over_mcp(bsk: Bsk, ref: str) -> list[str]:
+    said = []
+    async with _mcp(bsk, "--session", "default") as session:
+        filled = await session.call_tool("fill", {"ref": ref, "secret": "shop"})
+        read = await session.call_tool("eval", {"expression": "document.getElementById('pw')"
+                                                              ".value"})
+        for answer in (filled, read):
+            said += [c.text for c in answer.content if c.type == "text"]
+            said.append(json.dumps(answer.structured_content, ensure_ascii=False))
+    assert (filled.structured_content or {})["status"] == "completed", said
+    assert SECRET_MASK in (read.structured_content or {})["result"]["value"], said
+    return said
 
 
 def test_record_and_replay_name_the_secret(make_bsk: Callable[..., Bsk],
