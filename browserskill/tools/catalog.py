@@ -445,7 +445,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "type", ("type",), _T,
         "Type TEXT key by key into the focused element (fill replaces a value instead). "
-        "--secret NAME types a stored secret instead, into a field of the top page only.",
+        "--secret NAME types a stored secret instead, refused on a frame of another origin.",
         (Param("text", "string", "text to type; \\n presses Enter (or give --secret)",
                positional=True, max_length=10_000, blank_ok=True), WAIT_UNTIL, SECRET),
         example='bsk type "hello world"',
