@@ -55,6 +55,10 @@ CALL_OPTIONS: dict[str, dict[str, Any]] = {
                                   "operation"},
     "detach": {"type": "boolean", "default": False,
                "description": "answer 202 at once; follow with GET /v1/ops/{op_id}/wait"},
+    "boundaries": {"type": "boolean", "default": False,
+                   "description": "wrap what the page wrote (snapshot, html, eval value, "
+                                  "console, bodies, WebMCP output) in markers with a fresh "
+                                  "nonce (docs/safety.md, \"Content boundaries\")"},
 }
 
 

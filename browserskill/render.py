@@ -422,6 +422,13 @@ def _install_skill(r: dict[str, Any]) -> str:
                      for x in r["installed"])
 
 
+def _secrets(r: dict[str, Any]) -> str:
+    rows = r.get("secrets") or []
+    if not rows:
+        return "no secrets (bsk secret set NAME --origin URL)"
+    return "\n".join(f"{x['name']}  {' '.join(x['origins'])}" for x in rows)
+
+
 def _extension_pair(r: dict[str, Any]) -> str:
     return (f"pairing code: {r['code']}  (valid {r['ttl_s'] / 60:g} minutes, for one "
             "browser)\n"
@@ -454,6 +461,9 @@ RENDERERS: dict[Words, Callable[[dict[str, Any]], str]] = {
     ("daemon", "stop"): _daemon, ("daemon", "status"): _daemon, ("doctor",): _doctor,
     ("op", "show"): _op, ("op", "wait"): _op, ("op", "cancel"): _op, ("op", "list"): _ops,
     ("version",): lambda r: f"bsk {r['version']}",
+    ("secret", "set"): lambda r: f"secret {r['name']} stored for {' '.join(r['origins'])}",
+    ("secret", "list"): _secrets,
+    ("secret", "delete"): lambda r: f"deleted {r['deleted']}",
     ("show",): lambda r: r["url"] + ("" if r.get("opened") else
                                      "\n  (open it in a browser on this machine: the link "
                                      "is good once, for 5 minutes)"),

@@ -39,9 +39,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Shared by everyone, importing nothing above: data, paths, text.
     ("base", ("browserskill.errors", "browserskill.paths", "browserskill.contract",
               "browserskill.admission", "browserskill.user_files", "browserskill.policy",
-              "browserskill.background",
-              "browserskill.render", "browserskill.skill", "browserskill.daemon.spawn",
-              "browserskill.http1")),
+              "browserskill.background", "browserskill.http1",
+              "browserskill.vault", "browserskill.boundaries",
+              "browserskill.render", "browserskill.skill", "browserskill.daemon.spawn")),
 ]
 
 

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
 
-from browserskill import contract
+from browserskill import boundaries, contract
 from browserskill.api.cli_call import CliCall
 from browserskill.api.listeners import CONNECTION_LOST
 from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
@@ -154,8 +154,10 @@ async def _disconnected(request: Request) -> None:
 def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
     dispatcher = daemon.dispatcher
 
-    async def finish(op: Operation, detach: bool, request: Request) -> Response:
-        """Answer when the operation ends; a caller that hangs up first cancels it."""
+    async def finish(op: Operation, detach: bool, request: Request,
+                     marked: bool = False) -> Response:
+        """Answer when the operation ends; a caller that hangs up first cancels it.
+        `marked`: the call asked for page text in nonce markers (boundaries.py)."""
         if not detach:
             lost = request.scope.get(CONNECTION_LOST)  # our listeners' (a test's app: none)
             gone = lost if lost is not None else asyncio.ensure_future(_disconnected(request))
@@ -166,7 +168,8 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
                     gone.cancel()
             if not op.done.is_set():
                 dispatcher.cancel(op.op_id, "client_disconnected")
-        return op_response(op.to_result())
+        answer = op.to_result()
+        return op_response(boundaries.mark(answer) if marked and op.ended else answer)
 
     @guarded
     async def call_tool(request: Request) -> Response:
@@ -176,13 +179,14 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
             raise invalid("tool", "stop a session with DELETE /v1/sessions/{sid}")
         body = await json_body(request)
         wait, detach = _flag(body, "wait"), _flag(body, "detach")
+        marked = _flag(body, "boundaries")
         timeout_ms = body.pop("timeout_ms", None)
         op = await dispatcher.submit(
             sid, tool, body, wait=wait, timeout_ms=timeout_ms,
             idempotency_key=_one_header(request, "Idempotency-Key"),
             op_id=_one_header(request, "X-Op-Id"),
         )
-        return await finish(op, detach, request)
+        return await finish(op, detach, request, marked)
 
     @guarded
     async def webmcp_tools(request: Request) -> Response:
@@ -195,12 +199,13 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
     async def webmcp_invoke(request: Request) -> Response:
         body = await json_body(request)
         wait, detach = _flag(body, "wait"), _flag(body, "detach")
+        marked = _flag(body, "boundaries")
         params, timeout_ms = _webmcp_call(body)
         op = await dispatcher.submit(
             request.path_params["sid"], "webmcp_invoke", params, wait=wait,
             timeout_ms=timeout_ms, idempotency_key=_one_header(request, "Idempotency-Key"),
             op_id=_one_header(request, "X-Op-Id"))
-        return await finish(op, detach, request)
+        return await finish(op, detach, request, marked)
 
     @guarded
     async def create_session(request: Request) -> Response:

@@ -147,7 +147,7 @@ class CliCall:
 def _print(answer_code: tuple[dict[str, Any], int], words: tuple[str, ...], g: Globals,
            out: io.StringIO, err: io.StringIO) -> int:
     answer, code = answer_code
-    show(words, answer, as_json=g.json, out=out, err=err)
+    show(words, answer, as_json=g.json, out=out, err=err, marked=g.boundaries)
     return code
 
 

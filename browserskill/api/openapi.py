@@ -81,6 +81,7 @@ WEBMCP_INVOKE = {
                         "description": "the call's deadline; passing it ends outcome_unknown"},
         "wait": CALL_OPTIONS["wait"],
         "detach": CALL_OPTIONS["detach"],
+        "boundaries": CALL_OPTIONS["boundaries"],
     },
     "oneOf": [{"required": ["tool_ref"]}, {"required": ["name"]}],
     "additionalProperties": False,

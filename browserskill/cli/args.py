@@ -27,11 +27,15 @@ class Globals:
         self.key: str | None = None
         self.help = False
         self.session_given = False  # -s/--session was on the line (not just the default)
+        # Page text wrapped in nonce markers (browserskill/boundaries.py)
+        self.boundaries = env.get("BSK_BOUNDARIES", "").strip().lower() in (
+            "1", "true", "yes", "on")
 
 
 _VALUE_OPTS = {"--session": "session", "-s": "session", "--timeout": "timeout", "--key": "key",
                "--idempotency-key": "key"}
-_BOOL_OPTS = {"--json": "json", "--wait": "wait", "--help": "help", "-h": "help"}
+_BOOL_OPTS = {"--json": "json", "--wait": "wait", "--help": "help", "-h": "help",
+              "--boundaries": "boundaries"}
 
 
 def split_globals(argv: list[str], g: Globals,

@@ -236,8 +236,11 @@ def cmd_mcp(client: Client, args: list[str]) -> Any:
             caps_text, rest = value, rest[:i] + rest[i + (1 if "=" in arg else 2):]
             break
     isolated = "--isolated" in rest
-    _no_args("mcp [--session ID | --isolated] [--caps GROUP,…]",
-             [a for a in rest if a != "--isolated"])
+    # Boundaries are on for MCP unless turned off here or by BSK_BOUNDARIES=0.
+    marked = "--no-boundaries" not in rest and os.environ.get(
+        "BSK_BOUNDARIES", "1").strip().lower() not in ("0", "false", "no", "off")
+    _no_args("mcp [--session ID | --isolated] [--caps GROUP,…] [--no-boundaries]",
+             [a for a in rest if a not in ("--isolated", "--no-boundaries", "--boundaries")])
     from browserskill.mcp_server import main as mcp_main
     from browserskill.mcp_server import parse_caps
 
@@ -251,7 +254,7 @@ def cmd_mcp(client: Client, args: list[str]) -> Any:
                       hint="unset BSK_SESSION (or drop --session) for an isolated session "
                            "per connection")
     sys.exit(mcp_main(session=client.g.session if explicit else None, isolated=isolated,
-                      caps=caps))
+                      caps=caps, marked=marked))
 
 
 def cmd_install_skill(client: Client, args: list[str]) -> Any:
@@ -308,6 +311,72 @@ def cmd_replay(client: Client, args: list[str]) -> Any:
 def cmd_policy_show(client: Client, args: list[str]) -> Any:
     _no_args("policy show", args)
     return client.call("GET", "/v1/policy")[2]
+
+
+# -- secrets: local to this machine, read by the daemon (browserskill/vault.py) ---------
+
+
+def cmd_secret_set(client: Client, args: list[str]) -> Any:
+    names, origins, i = [], [], 0
+    while i < len(args):
+        arg, _, inline = args[i].partition("=")
+        if arg == "--origin":
+            if not inline:
+                i += 1
+                if i == len(args):
+                    raise invalid("origin", "needs a URL", hint="--origin https://site.example")
+                inline = args[i]
+            origins.append(inline)
+        elif looks_like_option(arg):
+            raise invalid(arg.lstrip("-"), "unknown option for `secret set` (options: --origin)")
+        else:
+            names.append(args[i])
+        i += 1
+    if len(names) != 1:
+        raise invalid("arguments", "give one NAME; the value is never given on the command "
+                      "line (it is asked for, or read from stdin)",
+                      hint="usage: bsk secret set NAME --origin URL [--origin URL…]")
+    from browserskill import vault
+
+    vault.check_name(names[0])
+    if not origins:
+        raise invalid("origin", "a secret needs at least one --origin it may be used on",
+                      hint=f"bsk secret set {names[0]} --origin https://site.example")
+    for origin in origins:
+        vault.origin_of(origin)  # a bad origin is said before the value is asked for
+    value = _secret_value(names[0])
+    return vault.set_secret(names[0], value, origins)
+
+
+def _secret_value(name: str) -> str:
+    """From a prompt that does not echo (a terminal), else the first line of stdin."""
+    if sys.stdin.isatty():
+        import getpass
+
+        return getpass.getpass(f"value of {name} (not shown): ")
+    line = sys.stdin.readline()
+    return line[:-1] if line.endswith("\n") else line
+
+
+def cmd_secret_list(client: Client, args: list[str]) -> Any:
+    _no_args("secret list", args)
+    from browserskill import vault
+
+    return {"secrets": vault.listing()}
+
+
+def cmd_secret_delete(client: Client, args: list[str]) -> Any:
+    from browserskill import vault
+
+    if args == ["--all"]:
+        vault.delete_all()
+        return {"deleted": "all"}
+    if len(args) != 1 or looks_like_option(args[0]):
+        raise invalid("arguments", "usage: bsk secret delete NAME | --all")
+    if not vault.delete(args[0]):
+        raise invalid("secret", f"no secret named {args[0]!r}",
+                      hint="`bsk secret list` names the ones there are")
+    return {"deleted": args[0]}
 
 
 def cmd_version(client: Client, args: list[str]) -> Any:
@@ -391,12 +460,15 @@ CONTROL: tuple[Control, ...] = (
             "Recent operations of this session (--all: every session)."),
     Control(("op", "cancel"), cmd_op_cancel, "op cancel ID", "Cancel an operation."),
     Control(("op", "wait"), cmd_op_wait, "op wait ID", "Wait for an operation to end."),
-    Control(("mcp",), cmd_mcp, "mcp [--session ID | --isolated] [--caps GROUP,…]",
+    Control(("mcp",), cmd_mcp,
+            "mcp [--session ID | --isolated] [--caps GROUP,…] [--no-boundaries]",
             "Serve the browser tools over MCP on stdio. Each connection gets a session of "
             "its own, stopped when it disconnects (--isolated: with cookies and storage of "
             "its own); --session ID or BSK_SESSION uses an existing session instead. "
             "It offers the core tools; --caps GROUP,… (network, evidence, emulation, state, "
-            "human, mouse, downloads, or all) adds more. Client set-up: docs/mcp.md."),
+            "human, mouse, downloads, or all) adds more. Page text in its answers is wrapped "
+            "in nonce markers (--no-boundaries: not; docs/safety.md). Client set-up: "
+            "docs/mcp.md."),
     Control(("install-skill",), cmd_install_skill,
             "install-skill [--harness NAME]… [--dir DIR] [--list]",
             "Install the agent skill (SKILL.md) where claude, codex, opencode or cursor "
@@ -410,6 +482,15 @@ CONTROL: tuple[Control, ...] = (
             "ordinary operations in this session; stops at the first that does not "
             "complete, with its line number and its honest result. ${VAR} comes from the "
             "environment (recorded passwords: BSK_SECRET_N)."),
+    Control(("secret", "set"), cmd_secret_set, "secret set NAME --origin URL [--origin URL…]",
+            "Store a secret (a password, a token) for `fill REF --secret NAME` and `type "
+            "--secret NAME`, usable only on frames of these origins. The value is asked for "
+            "without echo, or read from stdin; never an argument. Encrypted at rest "
+            "(docs/safety.md, \"Secrets\")."),
+    Control(("secret", "list"), cmd_secret_list, "secret list",
+            "The stored secrets' names and origins (never their values)."),
+    Control(("secret", "delete"), cmd_secret_delete, "secret delete NAME | --all",
+            "Forget a secret (--all: every one, and the vault's key)."),
     Control(("version",), cmd_version, "version", "Print the version."),
 )
 CONTROL_BY_WORDS = {c.words: c for c in CONTROL}

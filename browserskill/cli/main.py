@@ -81,40 +81,40 @@ def main(argv: list[str] | None = None, resume: tuple[str, str] | None = None) -
             answer = control.run(client, args)
             if words in REPORTS_AN_OP and isinstance(answer, dict) and "op_id" in answer:
                 # Showing an operation succeeded, whatever the operation's own outcome.
-                render.show(words, answer, as_json=g.json, as_report=True)
+                render.show(words, answer, as_json=g.json, as_report=True, marked=g.boundaries)
                 return 0
             answer, code = outcome(answer)
-            render.show(words, answer, as_json=g.json)
+            render.show(words, answer, as_json=g.json, marked=g.boundaries)
             return code
         assert spec is not None
         params = tool_params(spec, args, g)
         answer, code = outcome(tool_call(client, spec, params) if resume is None
                                else resumed(client, spec, *resume))
-        render.show(words, answer, as_json=g.json)
+        render.show(words, answer, as_json=g.json, marked=g.boundaries)
         return code
     except BskError as e:
         answer, code = outcome({"error": e.to_dict()})
-        render.show((), answer, as_json=g.json)
+        render.show((), answer, as_json=g.json, marked=g.boundaries)
         return code
     except DaemonUnreachable as e:
         answer, code = outcome({"error": BskError(
             "browser_unavailable", f"the daemon is not reachable: {e}",
             hint="run the command again; `bsk doctor` says what is wrong",
         ).to_dict()})
-        render.show((), answer, as_json=g.json)
+        render.show((), answer, as_json=g.json, marked=g.boundaries)
         return code
     except DaemonLost as e:
         answer, code = outcome({"error": BskError(
             "outcome_unknown", f"the daemon went away mid-call: {e}",
             hint="`bsk op list` shows what the daemon recorded",
         ).to_dict()})
-        render.show((), answer, as_json=g.json)
+        render.show((), answer, as_json=g.json, marked=g.boundaries)
         return code
     except TimeoutError:
         answer, code = outcome({"error": BskError(
             "outcome_unknown", "no answer from the daemon in time",
             hint="`bsk op list` shows whether the call ran").to_dict()})
-        render.show((), answer, as_json=g.json)
+        render.show((), answer, as_json=g.json, marked=g.boundaries)
         return code
     except KeyboardInterrupt:
         return 130

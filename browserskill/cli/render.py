@@ -35,11 +35,16 @@ def outcome(answer: Any) -> tuple[dict[str, Any], int]:
 
 def show(words: Words, answer: dict[str, Any], *, as_json: bool,
          as_report: bool = False, out: TextIO | None = None,
-         err: TextIO | None = None) -> None:
+         err: TextIO | None = None, marked: bool = False) -> None:
     """Print an answer to `out` / `err` (default: this process's stdout / stderr; the
-    daemon writes the text of a command line it ran for `bsk` into buffers)."""
+    daemon writes the text of a command line it ran for `bsk` into buffers). `marked`
+    (--boundaries): what the page wrote is wrapped in nonce markers first."""
     out = out or sys.stdout
     err = err or sys.stderr
+    if marked:
+        from browserskill.boundaries import mark
+
+        answer = mark(answer)
     if as_json:
         print(json.dumps(answer, indent=2, ensure_ascii=False), file=out)
         return
@@ -74,7 +79,9 @@ Global options (before or after the command):
   --json             print the full result shape as JSON
   --wait             queue behind a running operation instead of failing session_busy
   --timeout SEC      the call's deadline (a deadline is a cancel, never an abandon)
-  --key K            idempotency key: a repeat with the same key returns the first result"""
+  --key K            idempotency key: a repeat with the same key returns the first result
+  --boundaries       wrap what the page wrote in nonce markers (env BSK_BOUNDARIES=1;
+                     on by default for `bsk mcp`; docs/safety.md)"""
 
 
 def main_help(controls: Iterable[Any], tools: Iterable[Any], hidden: set[Words]) -> str:

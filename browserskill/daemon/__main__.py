@@ -11,7 +11,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from browserskill import paths
+from browserskill import paths, vault
 from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.core import TestHook
@@ -109,6 +109,15 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _scrub_secrets(record: logging.LogRecord) -> bool:
+    """A log line with every stored secret's value masked (browserskill/vault.py)."""
+    text = record.getMessage()
+    masked = vault.scrub_text(text)
+    if masked != text:
+        record.msg, record.args = masked, None
+    return True
+
+
 def main(argv: list[str] | None = None, *, test_hook: TestHook | None = None) -> int:
     """The daemon's entry point; `test_hook` only from a test build (tests/support)."""
     os.umask(paths.PRIVATE_UMASK)  # before anything is written: see paths.PRIVATE_UMASK
@@ -130,6 +139,8 @@ def main(argv: list[str] | None = None, *, test_hook: TestHook | None = None) ->
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per Grid request
+    for handler in logging.getLogger().handlers:  # a stored secret is masked in the log too
+        handler.addFilter(_scrub_secrets)
     if args.grid and not args.grid.startswith(("http://", "https://")):
         print(f"bsk daemon: --grid must be an http:// or https:// URL: {args.grid}",
               file=sys.stderr)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from browserskill import contract
+from browserskill import contract, vault
 from browserskill.contract import new_op_id
 from browserskill.dispatch.scope import Once, OperationScope
 from browserskill.errors import CODES, STATUS_FOR_CODE, BskError, retry_safe_for
@@ -212,7 +212,9 @@ class Operation:
 
     def complete(self, result: dict[str, Any], retry_safe: bool) -> None:
         self._end("completed", "yes", retry_safe)
-        self.result = capped_result(result)
+        # A stored secret's value is masked in what every surface, the journal and the
+        # dashboard get (browserskill/vault.py): the page may echo it anywhere.
+        self.result = capped_result(vault.scrub(result))
 
     def keep_bounded(self) -> None:
         """Hold only what the journal keeps of its result (`kept_form`), so the memory of
@@ -227,7 +229,7 @@ class Operation:
         self._end(STATUS_FOR_CODE.get(err.code, "failed"), dispatched,
                   retry_safe_for(err.code, dispatched) if err.retry_safe is None
                   else err.retry_safe and dispatched == "no")
-        self.error = err.to_dict()
+        self.error = vault.scrub(err.to_dict())
 
     def _end(self, status: str, dispatched: str, retry_safe: bool) -> None:
         self.scope.close()

@@ -257,6 +257,10 @@ LOCATOR_HELP = ('; or a locator: css=SELECTOR, text=TEXT, role=ROLE[name="NAME"]
                 'chained into an iframe with " >> "')
 REF = Param("ref", "string", "element ref from the last snapshot, e.g. e12" + LOCATOR_HELP,
             required=True, positional=True, max_length=TARGET_MAX)
+# A stored secret by name (browserskill/vault.py): the agent names it, never holds it.
+SECRET = Param("secret", "string", "name of a stored secret to enter instead of TEXT (a "
+               "person stores it with the CLI's secret set command); refused on a frame of "
+               "another origin", max_length=64)
 MODIFIERS = Param("modifiers", "array", "keys held during the action: Alt, Control, Meta, "
                   "Shift (repeat, or join with +)")
 
@@ -431,16 +435,19 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "fill", ("fill",), _M,
         "Replace the value of a text field, textarea or contenteditable with TEXT. It is "
-        "entered as real input (input and change events fire); empty TEXT clears the field.",
-        (REF, Param("text", "string", "the new value", required=True, positional=True,
-                    max_length=100_000, blank_ok=True)),
+        "entered as real input (input and change events fire); empty TEXT clears the field. "
+        "--secret NAME enters a stored secret instead, only on a frame of its origins; its "
+        "value is shown and stored nowhere.",
+        (REF, Param("text", "string", "the new value (or give --secret)", positional=True,
+                    max_length=100_000, blank_ok=True), SECRET),
         example='bsk fill e3 "jane@example.com"',
     ),
     ToolSpec(
         "type", ("type",), _T,
-        "Type TEXT key by key into the focused element (fill replaces a value instead).",
-        (Param("text", "string", "text to type; \\n presses Enter", required=True,
-               positional=True, max_length=10_000, blank_ok=True), WAIT_UNTIL),
+        "Type TEXT key by key into the focused element (fill replaces a value instead). "
+        "--secret NAME types a stored secret instead, refused on a frame of another origin.",
+        (Param("text", "string", "text to type; \\n presses Enter (or give --secret)",
+               positional=True, max_length=10_000, blank_ok=True), WAIT_UNTIL, SECRET),
         example='bsk type "hello world"',
     ),
     ToolSpec(

@@ -14,6 +14,7 @@ from typing import Any
 
 from browserskill import user_files
 from browserskill.browser import keys
+from browserskill.contract import SECRET_MASK
 from browserskill.errors import BskError, invalid
 from browserskill.tools import secrets
 from browserskill.tools.context import ToolContext
@@ -52,7 +53,7 @@ _FILL_KIND = """function() {
   const boxes = [...el.getClientRects()].filter(r => r.width > 0 && r.height > 0);
   if (!boxes.length || style.visibility === "hidden")
     return {error: "not_visible", why: "it is hidden or has no size"};
-  return {mode, secret};
+  return {mode, secret, origin: self.origin};  // this world's global: the frame's own
 }""".replace("IS_SECRET_FIELD", secrets.IS_SECRET_FIELD)
 
 # Focus the element and select all of its content, so inserted text replaces it.
@@ -119,18 +120,26 @@ def _not_editable(ref: str, verdict: dict[str, Any]) -> BskError:
 
 @implements("fill")
 async def fill(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    ref, text = params["ref"], params["text"]
+    ref = params["ref"]
+    text, stored = secrets.wanted(ctx, params)
     target = resolve(ctx, ref)
+    # In BrowserSkill's isolated world of the field's own frame: the page can't forge it.
     kind: Any = await call_on(ctx, target, _FILL_KIND)
     if not isinstance(kind, dict) or kind.get("error"):
         raise _not_editable(ref, kind if isinstance(kind, dict) else {})
-    secret = bool(kind.get("secret"))
-    secrets.settle(ctx, secret)
+    if stored is not None:
+        stored.check_origin(kind.get("origin"))
+        await call_on(ctx, target, f"function() {{ {secrets.NO_AUTOCOMPLETE}(this); }}",
+                      act=True)
+    secret = stored is not None or bool(kind.get("secret"))
+    if stored is None:
+        secrets.settle(ctx, secret)
     result: dict[str, Any] = {"ref": ref, "tab_id": target.tab.tab_id}
     if kind["mode"] == "set":
         done: Any = await call_on(ctx, target, _FILL_SET, text, act=True)
         if done.get("error"):
-            raise BskError("action_failed", f"{ref} does not accept {text!r}",
+            shown = SECRET_MASK if secret else repr(text)
+            raise BskError("action_failed", f"{ref} does not accept {shown}",
                            hint="use the format the field expects (e.g. 2024-05-31, #ff0000)",
                            details={"reason": "invalid_value", "ref": ref,
                                     "value": done.get("value")}, dispatched="no")

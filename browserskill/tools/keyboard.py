@@ -16,6 +16,7 @@ from browserskill.errors import BskError
 from browserskill.tools import secrets
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import Marks, after_input
+from browserskill.tools.refs import isolated_world
 from browserskill.tools.registry import implements
 
 _FOCUSED = """(() => {
@@ -169,11 +170,49 @@ async def refuse_untypable(ctx: ToolContext, tab: Tab) -> bool:
     return isinstance(found, dict) and bool(found.get("secret"))
 
 
+# The origin of the document whose field has focus, read in BrowserSkill's isolated world
+# of the top frame (the page can't forge activeElement there); a cross-origin frame's is
+# out of reach: null. MARK: also keep the browser from saving what is typed there
+# (secrets.NO_AUTOCOMPLETE).
+_FOCUSED_ORIGIN = """(() => {
+  let doc = document, el = doc.activeElement;
+  for (;;) {
+    while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+    if (!el || el.tagName !== "IFRAME") {
+      if (MARK && el) NO_AUTOCOMPLETE(el);
+      return el ? el.ownerDocument.defaultView.origin : self.origin;
+    }
+    let inner;
+    try { inner = el.contentDocument; } catch (e) { inner = null; }
+    if (!inner) return null;
+    el = inner.activeElement;
+  }
+})()"""
+
+
+async def focused_origin(ctx: ToolContext, tab: Tab, *, mark: bool = False) -> str | None:
+    assert tab.main_frame_id is not None
+    world = await isolated_world(ctx, tab, tab.main_frame_id)
+    expression = _FOCUSED_ORIGIN.replace("MARK", "true" if mark else "false").replace(
+        "NO_AUTOCOMPLETE", secrets.NO_AUTOCOMPLETE)
+    answer = await ctx.inspect("Runtime.evaluate", {"expression": expression,
+                                                    "returnByValue": True,
+                                                    "contextId": world}, tab=tab)
+    found = answer.get("result", {}).get("value")
+    return found if isinstance(found, str) else None
+
+
 @implements("type")
 async def type_text(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    text: str = params["text"].replace("\r\n", "\n")
+    wanted, stored = secrets.wanted(ctx, params)
+    text: str = wanted.replace("\r\n", "\n")
     tab = ctx.tab
-    secrets.settle(ctx, await refuse_untypable(ctx, tab))
+    is_password = await refuse_untypable(ctx, tab)
+    if stored is not None:
+        stored.check_origin(await focused_origin(ctx, tab))
+        await focused_origin(ctx, tab, mark=True)
+    else:
+        secrets.settle(ctx, is_password)
     marks = Marks.take(ctx, tab)
     board = Keyboard(ctx, tab)
     for ch in text:
@@ -182,4 +221,4 @@ async def type_text(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     result.update(await after_input(ctx, marks, params["wait_until"]))
     if "navigated" not in result:
         result.update(await focused_state(ctx, tab))
-    return result
+    return secrets.masked(result, stored is not None, "value")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from browserskill import __version__, user_files
+from browserskill import __version__, user_files, vault
 from browserskill.browser.buffers import public
 from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
@@ -89,7 +89,7 @@ def _save(ctx: ToolContext, tab: Tab, name: str, mime: str, data: bytes) -> str:
     path = _folder(ctx) / f"{tab.tab_id}-{name}{ext}"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
-        f.write(data)
+        f.write(vault.scrub_bytes(data))  # a form POST may carry a stored secret
     return str(path)
 
 
@@ -274,7 +274,7 @@ async def network_har(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
     har = {"log": {"version": "1.2",
                    "creator": {"name": "BrowserSkill", "version": __version__},
                    "pages": [], "entries": entries}}
-    data = json.dumps(har, ensure_ascii=False, indent=1).encode()
+    data = vault.scrub_bytes(json.dumps(har, ensure_ascii=False, indent=1).encode())
     await user_files.write_file(path, data, private=True)
     out: dict[str, Any] = {"path": str(path), "entries": len(entries), "bytes": len(data)}
     if params["content"]:

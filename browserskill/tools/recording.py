@@ -7,7 +7,8 @@ and name where they pick exactly that element, else a unique id, else its exact 
 else a CSS path); the in-page recorder lives in a world of its own ("bsk-recorder") and
 reports through a binding only that world has, so a page script can't forge a line; a
 password field's value is never written: it becomes `${BSK_SECRET_N}`, which replay takes
-from the environment.
+from the environment; a stored secret's value becomes `--secret NAME`, which replay
+enters from the vault (browserskill/vault.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from browserskill import user_files
+from browserskill import user_files, vault
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab, TabGone
 from browserskill.errors import BskError
@@ -107,6 +108,10 @@ class Recording:
         target = event.get("target")
         if cmd == "fill" and isinstance(target, str):
             value = str(event.get("value", ""))
+            stored = vault.name_of(value)
+            if stored is not None:  # a stored secret (`fill --secret`): named, not written
+                self._line("fill", target, "--secret", stored)
+                return
             if event.get("secret"):
                 self.secrets += 1
                 value = f"${{BSK_SECRET_{self.secrets}}}"
@@ -147,7 +152,8 @@ class Recording:
             try:
                 self.add(json.loads(params.get("payload") or "{}"))
             except (ValueError, TypeError) as e:
-                log.info("recorder sent %r: %s", params.get("payload"), e)
+                log.info("recorder sent %r: %s", vault.scrub_text(str(params.get("payload"))),
+                         e)
 
     async def follow(self, tabs: list[Tab]) -> None:
         """Listen in every tab of the session (new ones since the last look too)."""

@@ -1,0 +1,95 @@
+"""Page text marked as data (docs/safety.md, "Content boundaries").
+
+With boundaries on (`bsk --boundaries`, `BSK_BOUNDARIES=1`, `bsk mcp` by default, an HTTP
+call's `"boundaries": true`), every string of an answer that the page wrote — a
+snapshot, HTML, an eval value, console text, a network body, a WebMCP tool's output — is
+wrapped in markers that carry a nonce made fresh for that answer:
+
+    <<<page-content nonce=8f3a…>>>
+    …what the page wrote…
+    <<<end page-content nonce=8f3a…>>>
+
+Invariants: the nonce is 96 random bits, made after the page text was read, so text on
+the page can't name it and a fake end marker inside can't close the block; only the
+answer that is shown is marked — the journal, `op show` without boundaries, and
+the values a tool works with are unchanged. Stdlib only (the CLI renders with it).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+# Per tool: the result fields the page wrote. "a[].b": field b of every item of list a.
+# A field holding an object or list has each of its strings marked.
+PAGE_FIELDS: dict[str, tuple[str, ...]] = {
+    "snapshot": ("snapshot", "tree", "title"),
+    "html": ("html",),
+    "eval": ("value", "description", "exception", "stack"),
+    "console": ("entries[].text",),
+    "network_show": ("body", "request_body"),
+    "webmcp_invoke": ("output", "exception"),
+    "webmcp_list": ("tools[].description", "tools[].title"),
+}
+
+ENV = "BSK_BOUNDARIES"
+
+
+def enabled_by(env_value: str | None) -> bool:
+    """`BSK_BOUNDARIES`: 1/true/yes/on turn boundaries on."""
+    return (env_value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def new_nonce() -> str:
+    return os.urandom(12).hex()
+
+
+def wrap(text: str, nonce: str) -> str:
+    return (f"<<<page-content nonce={nonce}>>>\n{text}\n"
+            f"<<<end page-content nonce={nonce}>>>")
+
+
+def _wrap_all(value: Any, nonce: str) -> Any:
+    if isinstance(value, str):
+        return wrap(value, nonce)
+    if isinstance(value, dict):
+        return {k: _wrap_all(v, nonce) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wrap_all(v, nonce) for v in value]
+    return value
+
+
+def _mark_path(holder: Any, path: list[str], nonce: str) -> Any:
+    if not isinstance(holder, dict):
+        return holder
+    head, rest = path[0], path[1:]
+    if head.endswith("[]"):
+        key = head[:-2]
+        items = holder.get(key)
+        if not isinstance(items, list):
+            return holder
+        return {**holder, key: [_mark_path(item, rest, nonce) for item in items]}
+    if head not in holder:
+        return holder
+    value = holder[head]
+    return {**holder, head: _mark_path(value, rest, nonce) if rest else _wrap_all(value, nonce)}
+
+
+def mark(answer: dict[str, Any], nonce: str | None = None) -> dict[str, Any]:
+    """A copy of an answer (the result shape) with what the page wrote wrapped; a page
+    error's message too (the page's own exception text)."""
+    fields = PAGE_FIELDS.get(str(answer.get("tool")))
+    error = answer.get("error")
+    page_error = isinstance(error, dict) and error.get("code") == "page_error"
+    if not fields and not page_error:
+        return answer
+    nonce = nonce or new_nonce()
+    out = dict(answer)
+    result = out.get("result")
+    if fields and isinstance(result, dict):
+        for field in fields:
+            result = _mark_path(result, field.replace("[].", "[]\0").split("\0"), nonce)
+        out["result"] = result
+    if page_error and isinstance(error, dict) and isinstance(error.get("message"), str):
+        out["error"] = {**error, "message": wrap(error["message"], nonce)}
+    return out
