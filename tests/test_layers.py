@@ -38,7 +38,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Shared by everyone, importing nothing above: data, paths, text.
     ("base", ("browserskill.errors", "browserskill.paths", "browserskill.contract",
               "browserskill.admission", "browserskill.user_files", "browserskill.policy",
-              "browserskill.render", "browserskill.skill", "browserskill.daemon.spawn")),
+              "browserskill.render", "browserskill.skill", "browserskill.daemon.spawn",
+              "browserskill.effects")),
 ]
 
 
