@@ -25,10 +25,12 @@ from browserskill import effects as summary
 from browserskill.browser.link import CdpError, LinkError
 from browserskill.browser.tab import DialogOpened, Tab, TabGone
 from browserskill.dispatch.sessions import RefBinding
+from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import isolated_world
 from browserskill.tools.snapshot import _SCRIPT as SNAPSHOT_SCRIPT
 from browserskill.tools.snapshot import ACTIONABLE, REF_ROLES
+from browserskill.webmcp import client as webmcp
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,7 @@ class Window:
     frames: dict[str, str] = field(default_factory=dict)  # frame id -> loader id
     has_snap: dict[str, bool] = field(default_factory=dict)
     target_ref: str | None = None
+    blocked: bool = False  # begun while a dialog blocked the page: nothing was reset
 
 
 def quiet_ms(params: dict[str, Any]) -> int:
@@ -70,6 +73,13 @@ async def begin(ctx: ToolContext, tool: str, params: dict[str, Any]) -> Window |
     """Open the watch in every frame of the current tab; None when not watching."""
     quiet = quiet_ms(params)
     tab = ctx.session.tab() if ctx.session.current_tab_id else None
+    if tool == "webmcp_invoke" and quiet:  # the tool's own tab, which may not be current
+        await webmcp.settle(webmcp.live_tabs(ctx.session),
+                            min(webmcp.SETTLE_S, ctx.remaining()))
+        try:
+            tab = webmcp.resolve(ctx.session, params["tool"]).tab
+        except BskError:
+            return None  # the handler says why, at once
     if quiet == 0 or tab is None or tab.gone or tab.crashed:
         return None
     loop = asyncio.get_running_loop()
@@ -82,6 +92,7 @@ async def begin(ctx: ToolContext, tool: str, params: dict[str, Any]) -> Window |
         # keeps its window until the next begin), read once the dialog is answered.
         # A navigation: the new document is the effect.
         if tab.dialog is not None:
+            window.blocked = True
             window.frames = dict(tab.frames)
             window.has_snap = {f: False for f in tab.frames}
         return window
@@ -209,7 +220,11 @@ async def _read_frames(ctx: ToolContext, window: Window, quiet_s: float, deadlin
             return
         window.has_snap[frame_id] = True
         value = answer.get("result", {}).get("value")
-        if not isinstance(value, dict) or value.get("no_window"):
+        if not isinstance(value, dict):
+            return
+        if value.get("no_window"):
+            if window.blocked:  # no action's watch was open when the dialog came
+                unobserved.append("the page was not watched before the dialog")
             return
         _bind_new_refs(ctx, tab, frame_id, loader, value)
         out[frame_id] = value
