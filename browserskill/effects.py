@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 QUIET_MS = 100
 # ... and the watch ends here at the latest, settled or not (a page animating forever).
 BOUND_MS = 1000
+# A page that has not reacted at all this long after the input (no mutation, no request,
+# no navigation) has settled at once: handlers react in their own task, a microtask, a
+# zero timer or the next animation frame, all well within it. Only a page that reacted
+# is watched for the whole quiet window after its last change.
+REACTION_MS = 25
 MAX_LISTED = 5  # elements, texts, requests and states named per kind
 MAX_REQUESTS = 8
 

@@ -910,11 +910,9 @@ TOOLS = TOOLS + NETWORK_TOOLS
 
 # Tools that act on a page report what they were seen to change (`result.effects`,
 # docs/outcomes.md "Effects"), watched until the page settles; --settle sets that window.
-SETTLE_DEFAULT_MS = 100  # browserskill/effects.py QUIET_MS
-SETTLE = Param("settle", "integer", "after acting, watch the page until nothing changes "
-               f"(no DOM mutation, no new request) for this many ms (default "
-               f"{SETTLE_DEFAULT_MS}; bounded by max(1000, 4 x MS) and the call's deadline) "
-               "and report it in result.effects; 0: don't watch", minimum=0, maximum=30_000)
+SETTLE_DEFAULT_MS = 100  # browserskill/effects.py QUIET_MS; bounded there too
+SETTLE = Param("settle", "integer", "ms of quiet that ends result.effects' watch; 0: off",
+               minimum=0, maximum=30_000)
 ACTING_TOOLS = frozenset({
     "open", "back", "forward", "reload", "click", "dblclick", "hover", "drag", "scroll",
     "fill", "type", "press", "select", "check", "uncheck", "upload", "dialog_accept",

@@ -234,17 +234,24 @@
     return out;
   }
 
-  // Resolves when no mutation came for `quietMs` (counted from the window's start at
-  // the earliest), or when `budgetMs` is spent; then reports.
+  // Resolves when the page has settled, then reports. A page that has not reacted at
+  // all (no mutation in the window; `opts.active`: nor anything the daemon saw, such as a
+  // request) has settled once `reactionMs` passed since this call — made right after the
+  // input — without a reaction; one that reacted, once no mutation came for `quietMs`.
+  // At `budgetMs` it reports anyway, not quiet.
   function settle(opts) {
     return new Promise((resolve) => {
-      const end = now() + opts.budgetMs;
+      const called = now(), end = called + opts.budgetMs;
       const check = () => {
         if (!st) return resolve(report({...opts, quiet: true}));
-        const t = now(), idle = t - Math.max(st.t0, st.last);
-        if (idle >= opts.quietMs) return resolve(report({...opts, quiet: true}));
+        note(observer.takeRecords());
+        const t = now();
+        const wait = st.raw || opts.active
+          ? opts.quietMs - (t - Math.max(st.t0, st.last))
+          : opts.reactionMs - (t - called);
+        if (wait <= 0) return resolve(report({...opts, quiet: true}));
         if (t >= end) return resolve(report({...opts, quiet: false}));
-        setTimeout(check, Math.max(1, Math.min(opts.quietMs - idle, end - t)));
+        setTimeout(check, Math.max(1, Math.min(wait, end - t)));
       };
       check();
     });

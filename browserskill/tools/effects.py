@@ -197,6 +197,8 @@ async def _read_frames(ctx: ToolContext, window: Window, quiet_s: float, deadlin
         sid = tab.session_for_frame(frame_id)
         prefix = "" if frame_id == tab.main_frame_id else f"f{tab.frame_ordinal(frame_id)}"
         options = {"quietMs": round(quiet_s * 1000), "budgetMs": budget_ms,
+                   "reactionMs": min(summary.REACTION_MS, round(quiet_s * 1000)),
+                   "active": _reacted(window),
                    "snapOptions": {"prefix": prefix, "next": ctx.session.ref_seq + 1,
                                    "refRoles": sorted(REF_ROLES),
                                    "actionable": sorted(ACTIONABLE)}}
@@ -242,6 +244,13 @@ def _bind_new_refs(ctx: ToolContext, tab: Tab, frame_id: str, loader: str,
             session.refs[item[2]] = RefBinding(tab.tab_id, frame_id, loader, item[0], item[1])
     if isinstance(value.get("next"), int):
         session.ref_seq = max(session.ref_seq, value["next"] - 1)
+
+
+def _reacted(window: Window) -> bool:
+    """The tab did something the DOM does not show: a request, a navigation, a dialog."""
+    tab = window.tab
+    return (tab.buffers.requests_seen != window.requests or tab.navigations !=
+            window.navigations or tab.dialog_seq != window.dialogs)
 
 
 def _page_errors(window: Window) -> list[str]:
