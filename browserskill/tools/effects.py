@@ -62,6 +62,9 @@ class Window:
     has_snap: dict[str, bool] = field(default_factory=dict)
     target_ref: str | None = None
     blocked: bool = False  # begun while a dialog blocked the page: nothing was reset
+    # How long a page that has not reacted is watched: the default's short reaction
+    # window, or all of an explicit --settle MS.
+    reaction_ms: int = summary.REACTION_MS
 
 
 def quiet_ms(params: dict[str, Any]) -> int:
@@ -85,6 +88,8 @@ async def begin(ctx: ToolContext, tool: str, params: dict[str, Any]) -> Window |
     loop = asyncio.get_running_loop()
     window = Window(tool, tab, quiet, loop.time(), tab.navigations, tab.main_commits,
                     tab.url, tab.buffers.requests_seen, tab.dialog_seq, tab.buffers.console.seq)
+    if params.get("settle") is not None:
+        window.reaction_ms = quiet
     ref = params.get("ref") if tool not in ("scroll",) else None
     window.target_ref = ref if isinstance(ref, str) else None
     if tab.dialog is not None or tool in summary.NAVIGATES:
@@ -197,7 +202,7 @@ async def _read_frames(ctx: ToolContext, window: Window, quiet_s: float, deadlin
         sid = tab.session_for_frame(frame_id)
         prefix = "" if frame_id == tab.main_frame_id else f"f{tab.frame_ordinal(frame_id)}"
         options = {"quietMs": round(quiet_s * 1000), "budgetMs": budget_ms,
-                   "reactionMs": min(summary.REACTION_MS, round(quiet_s * 1000)),
+                   "reactionMs": window.reaction_ms,
                    "active": _reacted(window),
                    "snapOptions": {"prefix": prefix, "next": ctx.session.ref_seq + 1,
                                    "refRoles": sorted(REF_ROLES),
