@@ -148,6 +148,20 @@ def test_a_checkbox_in_a_cross_origin_iframe(page: tuple[Bsk, str]) -> None:
     assert added == [["Subscribed"]]
 
 
+def test_a_dialog_blocks_the_watch_and_its_answer_reports_what_followed(
+        page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    opened = bsk.ok("click", ref_of(snap, "button", "Delete all"))["result"]
+    assert opened["dialog"]["type"] == "confirm"
+    effects = opened["effects"]
+    assert effects["dialog"] == {"type": "confirm", "message": "Delete everything?"}
+    assert effects["none"] is False and effects["unobserved"] == ["a dialog blocks the page"]
+    accepted = bsk.ok("dialog", "accept")["result"]["effects"]
+    assert accepted["dom"]["text_appeared"] == ["Deleted"], accepted
+    assert accepted["dom"]["text_gone"] == ["Nothing yet"]
+    assert bsk("eval", "document.getElementById('status').textContent").value == "Deleted"
+
+
 def test_the_watch_is_bounded_and_settle_sets_it(page: tuple[Bsk, str]) -> None:
     bsk, snap = page
     dead = ref_of(snap, "button", "Dead button")

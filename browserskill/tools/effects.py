@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from browserskill import effects as summary
-from browserskill.browser.link import CdpError, LinkError
+from browserskill.browser.link import CdpError, CommandTimeout, LinkError
 from browserskill.browser.tab import DialogOpened, Tab, TabGone
 from browserskill.dispatch.sessions import RefBinding
 from browserskill.errors import BskError
@@ -65,6 +65,7 @@ class Window:
     # How long a page that has not reacted is watched: the default's short reaction
     # window, or all of an explicit --settle MS.
     reaction_ms: int = summary.REACTION_MS
+    unwatched: list[str] = field(default_factory=list)  # why some frame was not watched
 
 
 def quiet_ms(params: dict[str, Any]) -> int:
@@ -115,8 +116,12 @@ async def begin(ctx: ToolContext, tool: str, params: dict[str, Any]) -> Window |
                 "contextId": world, "returnByValue": True},
                 session_id=tab.session_for_frame(frame_id),
                 timeout=min(READ_SLACK_S, ctx.remaining()))
-        except (CdpError, TimeoutError, DialogOpened, TabGone, LinkError):
+        except (CommandTimeout, TimeoutError):
+            window.unwatched.append("the page did not answer" if frame_id == tab.main_frame_id
+                                    else "a frame did not answer")
             return
+        except (CdpError, DialogOpened, TabGone, LinkError):
+            return  # the frame went away meanwhile: nothing of it to watch
         value = answer.get("result", {}).get("value")
         if isinstance(value, dict):
             window.frames[frame_id] = loader
@@ -147,7 +152,10 @@ async def _observe(ctx: ToolContext, window: Window, result: dict[str, Any] | No
     quiet_s = window.quiet_ms / 1000
     deadline = min(window.started + summary.bound_ms(window.quiet_ms) / 1000,
                    loop.time() + max(0.0, ctx.remaining() - ANSWER_MARGIN_S))
-    unobserved: list[str] = []
+    unobserved: list[str] = list(window.unwatched)
+    if window.frames and ctx.remaining() <= ANSWER_MARGIN_S:
+        unobserved.append("the call's deadline left no time to watch")
+        window.frames = {}
     navigated_away = tab.main_commits != window.commits
     frames: dict[str, dict[str, Any]] = {}
     settled = True
@@ -216,11 +224,12 @@ async def _read_frames(ctx: ToolContext, window: Window, quiet_s: float, deadlin
             answer = await tab.send("Runtime.evaluate", {
                 "expression": f"{install}{_SCRIPT}.settle({json.dumps(options)})",
                 "contextId": world, "returnByValue": True, "awaitPromise": True},
-                session_id=sid, timeout=budget_ms / 1000 + READ_SLACK_S)
+                session_id=sid, timeout=max(0.05, min(budget_ms / 1000 + READ_SLACK_S,
+                                                      ctx.remaining() - 0.1)))
         except DialogOpened:
             unobserved.append("a dialog blocks the page")
             return
-        except (TimeoutError, CdpError, TabGone, LinkError):
+        except (CommandTimeout, TimeoutError, CdpError, TabGone, LinkError):
             if tab.frames.get(frame_id) == loader:
                 unobserved.append("a frame did not answer" if frame_id != tab.main_frame_id
                                   else "the page did not answer")
