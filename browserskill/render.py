@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from browserskill.effects import effects_line
 from browserskill.errors import CODES
 
 TYPE_CHECKING = False  # typing costs ms at the CLI's start-up; annotations only
@@ -22,11 +23,29 @@ Words = tuple[str, ...]
 def result_text(words: Words, answer: dict[str, Any]) -> str:
     """The human text of a completed answer (the MCP server sends the same text)."""
     body = answer.get("result") if "op_id" in answer else answer
-    if isinstance(body, dict) and body.get("dialog") and set(body) <= {"dialog", "note"}:
+    if isinstance(body, dict) and body.get("dialog") and set(body) <= {"dialog", "note",
+                                                                         "effects"}:
         # Any action can end this way: it ran, and the page answered with a dialog.
-        return f"{' '.join(words) or 'done'}: done; the page now shows a dialog" + _effects(body)
+        return with_effects(f"{' '.join(words) or 'done'}: done; the page now shows a "
+                            "dialog" + _effects(body), body)
     renderer = RENDERERS.get(words, _generic)
-    return renderer(body if isinstance(body, dict) else {"value": body})
+    return with_effects(renderer(body if isinstance(body, dict) else {"value": body}), body)
+
+
+def with_effects(text: str, body: Any) -> str:
+    """An action's text with what it was seen to do (`result.effects`) on its first line,
+    or on a line of its own when that one is long (browserskill/effects.py)."""
+    effects = body.get("effects") if isinstance(body, dict) else None
+    if not isinstance(effects, dict):
+        return text
+    line = effects_line(effects)
+    if not line:
+        return text
+    first, sep, rest = text.partition("\n")
+    joint = " — " if effects.get("none") else " → "
+    if len(first) + len(line) > 110:
+        return f"{first}\n{joint.strip()} {line}{sep}{rest}"
+    return f"{first}{joint}{line}{sep}{rest}"
 
 
 def error_text(answer: dict[str, Any]) -> str:

@@ -48,7 +48,8 @@ def test_mouse_click_dblclick_right_and_wheel(bsk: Bsk, site: str) -> None:
                     ("wheel", 0)]
     assert canvas_events(bsk)[-1]["dy"] == 120
     text = bsk("mouse", "click", "20", "30", as_json=False).stdout
-    assert text.strip() == "mouse clicked at 20,30"
+    # The canvas only logs what it saw: nothing on the page changed (result.effects)
+    assert text.strip() == "mouse clicked at 20,30 — nothing on the page changed"
 
 
 def test_mouse_outside_the_viewport_sends_nothing(bsk: Bsk, site: str) -> None:
@@ -146,7 +147,9 @@ def test_download_text_output_prints_the_path(downloads_page: tuple[Bsk, str]) -
     bsk, snap = downloads_page
     text = bsk("click", ref_of(snap, "link", "Get data"), as_json=False).stdout
     path = session_dir(bsk) / "act_data.bin"
-    assert text.splitlines() == [f"clicked {ref_of(snap, 'link', 'Get data')}",
+    # The link's request is among what the click was seen to do (result.effects)
+    assert text.splitlines() == [f"clicked {ref_of(snap, 'link', 'Get data')} → "
+                                 "GET /act_data.bin 200",
                                  f"downloaded: {path} (5000 bytes)"]
     listed = bsk("download", "list", as_json=False).stdout
     assert f"downloaded: {path} (5000 bytes)" in listed

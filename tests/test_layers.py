@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("browserskill.errors", "browserskill.paths", "browserskill.contract",
               "browserskill.admission", "browserskill.user_files", "browserskill.policy",
               "browserskill.background", "browserskill.http1",
-              "browserskill.vault", "browserskill.boundaries",
+              "browserskill.vault", "browserskill.boundaries", "browserskill.effects",
               "browserskill.render", "browserskill.skill", "browserskill.daemon.spawn")),
 ]
 

@@ -129,6 +129,11 @@ class TabBuffers:
         self.navigations_blocked = 0
         self.last_navigation_blocked: tuple[str, str] = ("", "")
 
+    @property
+    def requests_seen(self) -> int:
+        """Requests started so far; an entry's id is `r` and its number in this count."""
+        return self._request_seq
+
     def on_event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
         handler = _HANDLERS.get(method)
         if handler is not None:

@@ -62,6 +62,7 @@ class DialogOpened(Exception):
     def __init__(self, dialog: dict[str, Any]) -> None:
         super().__init__(f"the page opened a {dialog.get('type', '')} dialog")
         self.dialog = dialog
+        self.effects: dict[str, Any] | None = None  # what the action did before (tools/effects.py)
 
 
 

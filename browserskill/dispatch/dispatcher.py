@@ -298,6 +298,8 @@ class Dispatcher:
             op.note("dialog_opened", e.dialog.get("type"))
             result = {"dialog": e.dialog, "note": "the page opened a dialog and waits for it: "
                       "answer with `bsk dialog accept [TEXT]` or `bsk dialog dismiss`"}
+            if e.effects is not None:  # tools/effects.py
+                result["effects"] = e.effects
             if op.effect_sent:
                 op.complete(result, retry_safe=False)
                 return

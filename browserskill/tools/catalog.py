@@ -915,6 +915,19 @@ NETWORK_TOOLS: tuple[ToolSpec, ...] = (
 )
 TOOLS = TOOLS + NETWORK_TOOLS
 
+# Tools that act on a page report what they were seen to change (`result.effects`,
+# docs/outcomes.md "Effects"), watched until the page settles; --settle sets that window.
+SETTLE_DEFAULT_MS = 100  # browserskill/effects.py QUIET_MS; bounded there too
+SETTLE = Param("settle", "integer", "ms of quiet that ends result.effects' watch; 0: off",
+               minimum=0, maximum=30_000)
+ACTING_TOOLS = frozenset({
+    "open", "back", "forward", "reload", "click", "dblclick", "hover", "drag", "scroll",
+    "fill", "type", "press", "select", "check", "uncheck", "upload", "dialog_accept",
+    "dialog_dismiss", "mouse_move", "mouse_down", "mouse_up", "mouse_click",
+    "mouse_dblclick", "mouse_wheel", "webmcp_invoke"})
+TOOLS = tuple(t._replace(params=(*t.params, SETTLE)) if t.name in ACTING_TOOLS else t
+              for t in TOOLS)
+
 # Starting a session is a control call, not an operation; its parameters are defined
 # here once for the CLI, the HTTP API and the OpenAPI document.
 SESSION_START = ToolSpec(

@@ -8,8 +8,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from browserskill.tools import policy_check
-from browserskill.tools.catalog import BY_NAME, TARGET_PARAMS
+from browserskill.browser.tab import DialogOpened
+from browserskill.tools import effects, policy_check
+from browserskill.tools.catalog import ACTING_TOOLS, BY_NAME, TARGET_PARAMS
 from browserskill.tools.context import ToolContext
 from browserskill.tools.locators import bind_locators
 from browserskill.tools.registry import HANDLERS, Handler
@@ -27,9 +28,31 @@ def load() -> dict[str, Handler]:
     missing = set(BY_NAME) - set(HANDLERS)
     if missing:
         raise RuntimeError(f"tools without an implementation: {sorted(missing)}")
+    watched = {name: _with_effects(name, fn) if name in ACTING_TOOLS else fn
+               for name, fn in HANDLERS.items()}
     return {name: _with_locators(name, fn) if any(
         p.name in TARGET_PARAMS for p in BY_NAME[name].params) else fn
-        for name, fn in HANDLERS.items()}
+        for name, fn in watched.items()}
+
+
+def _with_effects(name: str, fn: Handler) -> Handler:
+    """The handler, watched: its result gets `effects`, what the page was seen to do
+    (tools/effects.py). A dialog that ends the action carries them to the dispatcher."""
+
+    async def run(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+        window = await effects.begin(ctx, name, params)
+        try:
+            result = await fn(ctx, params)
+        except DialogOpened as e:
+            if window is not None:
+                e.effects = await effects.observe(ctx, window, None, params,
+                                                  dialog=e.dialog)
+            raise
+        if window is not None and isinstance(result, dict):
+            result["effects"] = await effects.observe(ctx, window, result, params)
+        return result
+
+    return run
 
 
 def _with_locators(name: str, fn: Handler) -> Handler:

@@ -33,6 +33,19 @@ class PagesHandler(SimpleHTTPRequestHandler):
             return
         super().do_GET()
 
+    def do_POST(self) -> None:
+        if self.path.split("?")[0] == "/api/order":  # tests/pages/effects.html places one
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            body = b'{"order": 1}'
+            self.send_response(201)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.send_error(404)
+
 
 @contextlib.contextmanager
 def serve_pages(host: str = "127.0.0.1") -> Iterator[str]:

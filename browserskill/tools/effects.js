@@ -1,0 +1,260 @@
+// What an action changed in one frame's document, watched from BrowserSkill's isolated
+// world (docs/outcomes.md, "Effects"). One MutationObserver per document, made on first
+// use and kept: `begin` opens a window (baselines: the held refs' states, focus, scroll),
+// `settle` resolves once no mutation came for the quiet window (or the budget ran out) and
+// then reports the window's net changes, compactly. Page scripts can't see or change any
+// of it (another world); the DOM, layout and innerText are the page's own.
+//
+// Net, not raw: a node added and removed again within the window is no change, nor is an
+// attribute or text set back to what it was. Mutations inside the element being typed
+// into (`editing`) are what the input itself does, not an effect.
+(() => {
+  if (globalThis.__bskFx) return globalThis.__bskFx;
+  const MAX_NODES = 5000;  // past this many tracked nodes only counting goes on
+  const MAX_REFS = 500;  // held refs whose state is compared
+  const MAX_NAMED = 30;  // elements named (role, name, ref) per report
+  const MAX_TEXT = 120;
+  let st = null;
+  const now = () => performance.now();
+  const clip = (s) => { s = (s || "").replace(/\s+/g, " ").trim();
+                        return s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) + "…" : s; };
+
+  function deepActive() {
+    let el = document.activeElement;
+    while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+    return el;
+  }
+  const NO_FOCUS = new Set(["body", "html", "iframe", "frame"]);
+
+  function stateOf(el) {
+    const s = {};
+    const attr = (n) => el.getAttribute && el.getAttribute(n);
+    if (el.localName === "input" && (el.type === "checkbox" || el.type === "radio")) {
+      s.checked = el.checked;
+    } else if (attr("aria-checked") !== null) s.checked = attr("aria-checked");
+    if (attr("aria-expanded") !== null) s.expanded = attr("aria-expanded") === "true";
+    else if (el.localName === "details") s.expanded = el.open;
+    if (el.localName === "option") s.selected = el.selected;
+    else if (attr("aria-selected") !== null) s.selected = attr("aria-selected") === "true";
+    if (attr("aria-pressed") !== null) s.pressed = attr("aria-pressed");
+    s.disabled = !!el.disabled || attr("aria-disabled") === "true";
+    if (["input", "textarea", "select"].includes(el.localName) && el.type !== "checkbox" &&
+        el.type !== "radio" && el.type !== "file") {
+      s.value = el.type === "password" ? (el.value ? "•".repeat(8) : "") : el.value.slice(0, 200);
+    }
+    return s;
+  }
+
+  function note(records) {
+    if (!st) return;
+    for (const r of records) {
+      if (st.editing && st.target && st.target.contains(r.target)) continue;
+      st.last = now();
+      st.raw++;
+      if (r.type === "childList") {
+        for (const n of r.removedNodes) {
+          if (st.added.has(n)) st.added.delete(n);
+          else if (st.removed.size < MAX_NODES) st.removed.add(n);
+          else st.overflow = true;
+        }
+        for (const n of r.addedNodes) {
+          if (st.removed.has(n)) st.removed.delete(n);  // moved, not new
+          else if (st.added.size < MAX_NODES) st.added.add(n);
+          else st.overflow = true;
+        }
+      } else if (r.type === "attributes") {
+        let m = st.attrs.get(r.target);
+        if (!m) { if (st.attrs.size >= MAX_NODES) { st.overflow = true; continue; }
+                  st.attrs.set(r.target, m = new Map()); }
+        if (!m.has(r.attributeName)) m.set(r.attributeName, r.oldValue);
+      } else if (r.type === "characterData") {
+        if (!st.texts.has(r.target)) {
+          if (st.texts.size >= MAX_NODES) { st.overflow = true; continue; }
+          st.texts.set(r.target, r.oldValue);
+        }
+      }
+    }
+  }
+  const observer = new MutationObserver(note);
+  observer.observe(document, {childList: true, subtree: true, attributes: true,
+                              characterData: true, attributeOldValue: true,
+                              characterDataOldValue: true});
+  document.addEventListener("scroll", (e) => {
+    if (st && e.target !== document && st.scrolled.size < 50)
+      st.scrolled.add(e.target);
+  }, true);
+
+  function begin(opts) {
+    const bsk = globalThis.__bsk;
+    let target = null;
+    if (opts.targetRef && bsk) target = bsk.refs.get(opts.targetRef) || null;
+    if (opts.targetFocused) {
+      const el = deepActive();
+      if (el && !NO_FOCUS.has(el.localName)) target = el;
+    }
+    const states = new Map();
+    if (bsk) {
+      for (const [ref, el] of bsk.refs) {
+        if (states.size >= MAX_REFS) break;
+        if (el.isConnected) states.set(ref, [el, stateOf(el)]);
+      }
+    }
+    observer.takeRecords();  // what came before the window is not its doing
+    st = {t0: now(), last: 0, raw: 0, target, editing: !!opts.editing,
+          added: new Set(), removed: new Set(), attrs: new Map(), texts: new Map(),
+          scrolled: new Set(), overflow: false, states, focus: deepActive(),
+          scroll: [scrollX, scrollY]};
+    return {has_snap: !!globalThis.__bskSnap};
+  }
+
+  // Roots only: a node whose parent is in the same set is part of its parent's subtree.
+  function roots(set) {
+    const out = [];
+    for (const n of set) {
+      let p = n.parentNode, inner = false;
+      while (p) { if (set.has(p)) { inner = true; break; } p = p.parentNode; }
+      if (!inner) out.push(n);
+    }
+    return out;
+  }
+  const shown = (el) => el.isConnected && el.checkVisibility && el.checkVisibility();
+  function visibleText(n) {
+    if (n.nodeType === 3) {
+      const parent = n.parentElement;
+      return parent && !shown(parent) ? "" : clip(n.data);
+    }
+    return n.nodeType === 1 ? clip(n.isConnected ? n.innerText : n.textContent) : "";
+  }
+  const countNodes = (n) => n.nodeType === 1 ? 1 + n.getElementsByTagName("*").length : 1;
+
+  function report(opts) {
+    if (!st) return {no_window: true};
+    note(observer.takeRecords());
+    const s = st;
+    const addedRoots = roots(new Set([...s.added].filter(n => n.isConnected)));
+    const removedRoots = [...s.removed].filter(n => !n.isConnected);
+    let attributes = 0;
+    const shownNow = [], hiddenNow = [];
+    for (const [el, m] of s.attrs) {
+      if (!el.isConnected) continue;
+      for (const [name, old] of m) {
+        if (el.getAttribute(name) === old) continue;
+        attributes++;
+        // Shown or hidden by an attribute (hidden, open, style, class, aria-hidden).
+        if (["hidden", "open", "style", "class", "aria-hidden"].includes(name)) {
+          (shown(el) ? shownNow : hiddenNow).push([el, name, old]);
+        }
+      }
+    }
+    let text = 0;
+    const textAppeared = [], textGone = [];
+    for (const [node, old] of s.texts) {
+      if (!node.isConnected || node.data === old) continue;
+      text++;
+      textAppeared.push(clip(node.data));
+      if (old) textGone.push(clip(old));
+    }
+    // Which elements appeared or went away, to name: roots and what is inside them.
+    const appeared = [], gone = [];
+    const pick = (root, into, visible) => {
+      if (root.nodeType !== 1 || into.length >= MAX_NAMED) return;
+      if (!visible || shown(root)) into.push(root);
+      for (const el of root.querySelectorAll("*")) {
+        if (into.length >= MAX_NAMED) break;
+        if (el.hasAttribute("role") || /^(a|button|input|select|textarea|h[1-6]|img|dialog|summary|option|li|label)$/.test(el.localName)) {
+          if (!visible || shown(el)) into.push(el);
+        }
+      }
+    };
+    for (const n of addedRoots) {
+      pick(n, appeared, true);
+      const t = visibleText(n);
+      if (t) textAppeared.push(t);
+    }
+    for (const n of removedRoots) {
+      pick(n, gone, false);
+      const t = clip(n.textContent);
+      if (t) textGone.push(t);
+    }
+    // An attribute that showed an element (a menu's `hidden` removed): it appeared.
+    for (const [el, name, old] of shownNow) {
+      const wasHidden = name === "hidden" ? old !== null : name === "aria-hidden" ? old === "true"
+        : name === "open" ? old === null : name === "style" ? /display\s*:\s*none|visibility\s*:\s*hidden/.test(old || "") : false;
+      if (wasHidden) { pick(el, appeared, true); textAppeared.push(visibleText(el)); }
+    }
+    for (const [el, name, old] of hiddenNow) {
+      const nowHidden = name === "hidden" ? el.hasAttribute("hidden") : name === "open" ? !el.hasAttribute("open") : name === "aria-hidden" ? el.getAttribute("aria-hidden") === "true" : !el.checkVisibility();
+      if (nowHidden && old !== el.getAttribute(name)) { pick(el, gone, false); textGone.push(clip(el.textContent)); }
+    }
+    const focusNow = deepActive();
+    const out = {
+      counts: {added: addedRoots.reduce((a, n) => a + countNodes(n), 0),
+               removed: removedRoots.reduce((a, n) => a + countNodes(n), 0),
+               text, attributes},
+      text_appeared: [...new Set(textAppeared.filter(Boolean))].slice(0, 10),
+      text_gone: [...new Set(textGone.filter(Boolean))].slice(0, 10),
+      overflow: s.overflow, raw: s.raw,
+      quiet: opts.quiet,
+      watched_ms: Math.round(now() - s.t0),
+      url: location.href,
+    };
+    const bsk = globalThis.__bsk;
+    const states = [];
+    for (const [ref, [el, before]] of s.states) {
+      const after = el.isConnected ? stateOf(el) : null;
+      if (after === null) continue;
+      const changed = {};
+      for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {
+        if (before[k] !== after[k]) changed[k] = [before[k] ?? null, after[k] ?? null];
+      }
+      if (Object.keys(changed).length) states.push({ref, changed, target: el === s.target});
+    }
+    out.states = states;
+    const moved = focusNow !== s.focus && focusNow && !NO_FOCUS.has(focusNow.localName) &&
+      focusNow !== s.target ? [focusNow] : [];
+    const [x0, y0] = s.scroll;
+    if (scrollX !== x0 || scrollY !== y0) out.scrolled = {dx: scrollX - x0, dy: scrollY - y0};
+    if (s.scrolled.size) out.scrolled_elements = s.scrolled.size;
+    // Name them as the snapshot does (role, accessible name, ref); new actionable ones
+    // get a ref, bound by the daemon like a snapshot's.
+    const snap = globalThis.__bskSnap;
+    if (snap && (appeared.length || gone.length || moved.length)) {
+      const named = JSON.parse(snap({...opts.snapOptions,
+                                     names: [...appeared.map(el => [el, true]),
+                                             ...gone.map(el => [el, false]),
+                                             ...moved.map(el => [el, false])]}));
+      const n = appeared.length, m = gone.length;
+      out.appeared = named.names.slice(0, n);
+      out.gone = named.names.slice(n, n + m);
+      if (moved.length) out.focus = named.names[n + m];
+      out.next = named.next;
+    } else if (appeared.length || gone.length || moved.length) {
+      out.need_snap = true;
+    }
+    return out;
+  }
+
+  // Resolves when the page has settled, then reports. A page that has not reacted at
+  // all (no mutation in the window; `opts.active`: nor anything the daemon saw, such as a
+  // request) has settled once `reactionMs` passed since this call — made right after the
+  // input — without a reaction; one that reacted, once no mutation came for `quietMs`.
+  // At `budgetMs` it reports anyway, not quiet.
+  function settle(opts) {
+    return new Promise((resolve) => {
+      const called = now(), end = called + opts.budgetMs;
+      const check = () => {
+        if (!st) return resolve(report({...opts, quiet: true}));
+        note(observer.takeRecords());
+        const t = now();
+        const wait = st.raw || opts.active
+          ? opts.quietMs - (t - Math.max(st.t0, st.last))
+          : opts.reactionMs - (t - called);
+        if (wait <= 0) return resolve(report({...opts, quiet: true}));
+        if (t >= end) return resolve(report({...opts, quiet: false}));
+        setTimeout(check, Math.max(1, Math.min(wait, end - t)));
+      };
+      check();
+    });
+  }
+  return globalThis.__bskFx = {begin, settle};
+})()

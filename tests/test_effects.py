@@ -1,0 +1,180 @@
+"""What an action did to the page (`result.effects`, docs/outcomes.md "Effects"), against
+real Chromium. Each report is checked against what the page itself recorded: its own
+MutationObserver, fetch and error log (`pageLog`), read back with eval."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.cli import Bsk
+from support.pages import ref_of
+
+
+@pytest.fixture
+def page(bsk: Bsk, site: str, cross_site: str) -> tuple[Bsk, str]:
+    port = cross_site.rsplit(":", 1)[1]
+    bsk.ok("open", f"{site}/effects.html?cross={port}")
+    bsk.ok("wait", "--text", "Send me news")  # the cross-origin frame is in
+    return bsk, bsk.ok("snapshot")["result"]["snapshot"]
+
+
+def page_log(bsk: Bsk, frame: str | None = None) -> dict[str, Any]:
+    args = ("--frame", frame) if frame else ()
+    return bsk("eval", "pageLog", *args).value
+
+
+def mutations_since(bsk: Bsk, before: dict[str, Any]) -> list[dict[str, Any]]:
+    return page_log(bsk)["mutations"][len(before["mutations"]):]
+
+
+def test_a_dead_button_changed_nothing_and_says_so(page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    dead = ref_of(snap, "button", "Dead button")
+    before = page_log(bsk)
+    answer = bsk.ok("click", dead)
+    assert answer["status"] == "completed"  # an observation, never a verdict
+    effects = answer["result"]["effects"]
+    assert effects["none"] is True and effects["settled"] is True, effects
+    assert mutations_since(bsk, before) == []  # the page agrees: nothing happened
+    text = bsk("click", dead, as_json=False).stdout.strip()
+    assert text == f"clicked {dead} — nothing on the page changed"
+
+
+def test_a_throwing_handler_changed_nothing_but_its_error_is_named(
+        page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    before = page_log(bsk)
+    answer = bsk.ok("click", ref_of(snap, "button", "Broken button"))
+    assert answer["status"] == "completed"
+    effects = answer["result"]["effects"]
+    assert effects["none"] is True, effects
+    assert any("the handler is broken" in e for e in effects["page_errors"])
+    after = page_log(bsk)
+    assert after["errors"][len(before["errors"]):] == ["Uncaught Error: the handler is broken"]
+    assert mutations_since(bsk, before) == []
+
+
+def test_a_text_change_is_named(page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    before = page_log(bsk)
+    rename = ref_of(snap, "button", "Rename")
+    r = bsk("click", rename, as_json=False)
+    assert r.code == 0 and r.stdout.strip() == (
+        f'clicked {rename} → "Renamed once" appeared; "Nothing yet" went away')
+    added = [m["added"] for m in mutations_since(bsk, before) if m["type"] == "childList"]
+    assert added == [["Renamed once"]]
+    # The same text again: the page re-rendered it, nothing a reader sees changed
+    again = bsk.ok("click", rename)["result"]["effects"]
+    assert "text_appeared" not in again.get("dom", {}) and again["none"] is False
+
+
+def test_a_fetch_and_its_answer_are_both_reported(page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    order = ref_of(snap, "button", "Place order")
+    effects = bsk.ok("click", order)["result"]["effects"]
+    assert effects["settled"] is True
+    [request] = effects["requests"]
+    assert request["method"] == "POST" and request["url"].endswith("/api/order")
+    assert request["status"] == 201
+    assert effects["dom"]["text_appeared"] == ["Order #1 placed"]
+    log = page_log(bsk)
+    assert log["fetches"] == [{"method": "POST", "url": "/api/order", "status": 201}]
+    assert bsk("eval", "answer.textContent").value == "Order #1 placed"
+    # The text line says it in one line
+    text = bsk("click", order, as_json=False).stdout.strip()
+    assert text.startswith(f"clicked {order} → ") and "POST /api/order 201" in text
+
+
+def test_a_menu_that_opens_names_its_items_with_refs_that_act(
+        page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    button = ref_of(snap, "button", "Actions")
+    before = page_log(bsk)
+    effects = bsk.ok("click", button)["result"]["effects"]
+    dom = effects["dom"]
+    items = {e["name"]: e for e in dom["appeared"] if e["role"] == "menuitem"}
+    assert set(items) == {"Edit", "Delete"} and all(e.get("ref") for e in items.values())
+    assert {"role": "menu", "name": "Actions"} in dom["appeared"]
+    assert dom["states"] == [{"ref": button, "role": "button", "name": "Actions",
+                              "changed": {"expanded": [False, True]}}]
+    seen = mutations_since(bsk, before)
+    assert {"type": "attributes", "attribute": "aria-expanded", "added": [],
+            "removed": 0} in seen
+    assert [m["added"] for m in seen if m["added"]] == [["EditDelete"]]
+    # The refs it gave act without a new snapshot
+    clicked = bsk.ok("click", items["Delete"]["ref"])
+    assert clicked["status"] == "completed"
+    # Closing it: the items went away, the state went back
+    closed = bsk.ok("click", button)["result"]["effects"]["dom"]
+    assert {e["name"] for e in closed["gone"] if e["role"] == "menuitem"} == {"Edit", "Delete"}
+    assert closed["states"][0]["changed"] == {"expanded": [True, False]}
+
+
+def test_a_field_that_reformats_what_is_typed_reports_the_value(
+        page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    phone = ref_of(snap, "textbox", "Phone")
+    effects = bsk.ok("fill", phone, "5551234567")["result"]["effects"]
+    assert effects["none"] is False
+    assert effects["dom"]["states"] == [{"ref": phone, "role": "textbox", "name": "Phone",
+                                         "changed": {"value": ["", "(555) 123-4567"]}}]
+    assert bsk("eval", "document.querySelector('#phone').value").value == "(555) 123-4567"
+    # Typing into a field that keeps what is typed: that is the input itself, not an effect
+    plain = ref_of(snap, "textbox", "Plain")
+    bsk.ok("click", plain)
+    before = page_log(bsk)
+    typed = bsk.ok("type", "hello")["result"]
+    assert typed["value"] == "hello" and typed["effects"]["none"] is True, typed
+    assert mutations_since(bsk, before) == []
+
+
+def test_a_checkbox_in_a_cross_origin_iframe(page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    box = ref_of(snap, "checkbox", "Send me news")
+    assert box.startswith("f")
+    frame = ref_of(snap, "iframe", "preferences")
+    assert bsk("eval", "location.origin", "--frame", frame).value.startswith(
+        "http://localhost:")  # another site: an out-of-process iframe
+    before = page_log(bsk, frame)
+    effects = bsk.ok("check", box)["result"]["effects"]
+    assert effects["dom"]["states"] == [{"ref": box, "role": "checkbox",
+                                         "name": "Send me news",
+                                         "changed": {"checked": [False, True]}}]
+    assert effects["dom"]["text_appeared"] == ["Subscribed"]
+    after = page_log(bsk, frame)
+    assert after["changes"] == [True]
+    added = [m["added"] for m in after["mutations"][len(before["mutations"]):] if m["added"]]
+    assert added == [["Subscribed"]]
+
+
+def test_a_dialog_blocks_the_watch_and_its_answer_reports_what_followed(
+        page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    opened = bsk.ok("click", ref_of(snap, "button", "Delete all"))["result"]
+    assert opened["dialog"]["type"] == "confirm"
+    effects = opened["effects"]
+    assert effects["dialog"] == {"type": "confirm", "message": "Delete everything?"}
+    assert effects["none"] is False and effects["unobserved"] == ["a dialog blocks the page"]
+    accepted = bsk.ok("dialog", "accept")["result"]["effects"]
+    assert accepted["dom"]["text_appeared"] == ["Deleted"], accepted
+    assert accepted["dom"]["text_gone"] == ["Nothing yet"]
+    assert bsk("eval", "document.getElementById('status').textContent").value == "Deleted"
+
+
+def test_the_watch_is_bounded_and_settle_sets_it(page: tuple[Bsk, str]) -> None:
+    bsk, snap = page
+    dead = ref_of(snap, "button", "Dead button")
+    assert "effects" not in bsk.ok("click", dead, "--settle", "0")["result"]
+    longer = bsk.ok("click", dead, "--settle", "400")["result"]["effects"]
+    assert longer["none"] is True and longer["watched_ms"] >= 400
+    # A page that keeps changing: the watch ends at the bound, saying it did not settle
+    animated = bsk.ok("click", ref_of(snap, "button", "Animate forever"))["result"]["effects"]
+    assert animated["settled"] is False and animated["none"] is False
+    assert 1000 <= animated["watched_ms"] < 2500, animated
+    # ... and never past the call's own deadline
+    short = bsk("click", dead, "--timeout", "0.8")
+    assert short.code == 0, short.stdout
+    assert short.json["result"]["effects"]["watched_ms"] < 800
+    bad = bsk("click", dead, "--settle", "-5")
+    assert bad.code == 2 and bad.json["error"]["details"]["field"] == "settle"
