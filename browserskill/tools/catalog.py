@@ -324,7 +324,11 @@ TOOLS: tuple[ToolSpec, ...] = (
          Param("ref", "string", "only the subtree of this ref (or locator)",
                max_length=TARGET_MAX),
          Param("tree", "boolean", "also return the structured tree (the CLI's --json sets it)",
-               default=False)),
+               default=False),
+         Param("diff", "boolean", "only what changed since this session's last snapshot of "
+               "the same document (added, removed and changed lines with their ancestors; "
+               "refs of unchanged elements stay valid), or `no changes`; a new document "
+               "gives the full snapshot, saying so", default=False)),
         example="bsk snapshot --interactive",
         json_param="tree",
     ),
