@@ -148,3 +148,35 @@ def test_batch_answer_is_the_first_failure() -> None:
     cut = batch_answer("s", ["eval 1", "eval 2"], [ok], "the batch's deadline passed")
     assert cut["status"] == "cancelled" and "step 2" in cut["error"]["message"]
     assert batch_answer("s", ["eval 1"], [ok])["status"] == "completed"
+
+
+async def test_mcp_a_list_of_calls_in_one_round_trip(bsk: Bsk, site: str) -> None:
+    import contextlib
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    env = {k: v for k, v in bsk.env.items() if k.startswith("BSK_")}
+    params = StdioServerParameters(command=sys.executable, env=env,
+                                   args=["-m", "browserskill", "mcp", "--session", bsk.session])
+    async with contextlib.AsyncExitStack() as stack:
+        read, write = await stack.enter_async_context(stdio_client(params))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        listed = {t.name for t in (await session.list_tools()).tools}
+        assert "batch" in listed  # core: it saves round trips, so every client has it
+        done = await session.call_tool("batch", {"commands": [
+            f"open {site}/counter.html", "eval 'window.count = 2'", "snapshot --interactive"]})
+        assert not done.is_error
+        answer = done.structured_content
+        assert answer is not None and answer["result"]["completed"] == 3
+        text = "\n".join(c.text for c in done.content if c.type == "text")
+        assert "[3] snapshot --interactive" in text and "Add one" in text
+        failed = await session.call_tool("batch", {"commands": ["eval 1", "click e99999",
+                                                                "eval 3"], "continue": False})
+        assert failed.is_error
+        answer = failed.structured_content
+        assert answer is not None and answer["error"]["code"] == "ref_not_found"
+        assert [s.get("sent", True) for s in answer["result"]["steps"]] == [True, True, False]
+        text = "\n".join(c.text for c in failed.content if c.type == "text")
+        assert "[1] eval 1" in text and "[ref_not_found]" in text
