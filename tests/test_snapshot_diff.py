@@ -39,7 +39,7 @@ def test_a_change_comes_with_its_ancestors_and_nothing_else() -> None:
     assert d.lines[1].old == '  - button "Count: 0" [ref=e4]'
     text = d.text()
     assert "Unchanged words" not in text and "Apples" not in text
-    assert '(was: - button "Count: 0" [ref=e4])' in text
+    assert '~   - button "Count: 1" [ref=e4]  (was "Count: 0")' in text
 
 
 def test_a_removed_subtree_is_placed_under_what_still_stands() -> None:
@@ -49,6 +49,17 @@ def test_a_removed_subtree_is_placed_under_what_still_stands() -> None:
     assert [(c.op, c.line.strip()) for c in d.lines] == [
         (" ", "- main"), (" ", "- list"), ("-", "- listitem"), ("-", "- text: Apples"),
         ("-", '- button "Remove apples" [ref=e2]')]
+
+
+def test_a_change_says_what_differs_not_the_whole_line_again() -> None:
+    from browserskill.tools.snapshot_diff import was
+
+    assert was('- checkbox "Agree" [checked] [ref=e1]', '- checkbox "Agree" [ref=e1]') \
+        == "no longer checked"
+    assert was('- textbox "Note" [ref=e2]', '- textbox "Note" [focused] [ref=e2]: hi') \
+        == "now focused; had no value"
+    assert was("- text: Count 1", "- text: Count 2") == 'value was "Count 1"'
+    assert was("odd line", "odd line 2") == "was: odd line"
 
 
 def test_same_snapshot_is_no_changes() -> None:
@@ -65,7 +76,8 @@ def test_an_element_that_moved_is_one_change() -> None:
 
 
 _LINE = st.builds(
-    lambda d, role, name, ref: "  " * d + f"- {role} \"{name}\"" + (f" [ref=e{ref}]" if ref else ""),
+    lambda d, role, name, ref: ("  " * d + f"- {role} \"{name}\""
+                                + (f" [ref=e{ref}]" if ref else "")),
     st.integers(0, 3), st.sampled_from(["button", "text", "link", "listitem"]),
     st.sampled_from(["a", "b", "c"]), st.one_of(st.none(), st.integers(1, 6)))
 
@@ -137,7 +149,8 @@ def test_diff_lists_the_change_and_refs_from_before_still_act(bsk: Bsk, site: st
 
     # Text form: the marked lines, as the agent reads them.
     run = bsk("snapshot", "--diff", as_json=False)
-    assert run.code == 0 and '~   - button "Count: 2"' in run.stdout and "(was:" in run.stdout
+    assert run.code == 0 and '~   - button "Count: 2"' in run.stdout
+    assert '(was "Count: 1"' in run.stdout
     assert "no changes" in bsk("snapshot", "--diff", as_json=False).stdout
 
     # Another document: the full snapshot again, saying why.

@@ -67,7 +67,7 @@ def batch_call(client: Client, params: dict[str, Any],
         return ended_early(client, batch_id, commands, "timeout")
     except DaemonLost:
         return ended_early(client, batch_id, commands, "lost")
-    return answer  # type: ignore[no-any-return]
+    return answer
 
 
 def ended_early(client: Client, batch_id: str, commands: list[str],

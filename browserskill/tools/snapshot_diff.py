@@ -16,6 +16,7 @@ Pure (no I/O): two lists of rendered snapshot lines in, a `Diff` out
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,13 +73,13 @@ class Diff:
     def text(self) -> str:
         if self.empty:
             return f"no changes ({self.unchanged} lines as in the last snapshot)"
-        head = (f"# changes since the last snapshot: {self.added} added, {self.removed} "
-                f"removed, {self.changed} changed ({self.unchanged} lines unchanged, not "
-                "shown but for the ancestors that place the changes; their refs still act)")
+        head = (f"# since the last snapshot: {self.added} added, {self.removed} removed, "
+                f"{self.changed} changed; {self.unchanged} unchanged lines not shown "
+                "(their refs still act)")
         body = []
         for c in self.lines:
             if c.op == CHANGED and c.old is not None:
-                body.append(f"~ {c.line}   (was: {c.old.strip()})")
+                body.append(f"~ {c.line}  ({was(c.old, c.line)})")
             else:
                 body.append(f"{c.op} {c.line}")
         return "\n".join([head, *body])
@@ -87,6 +88,43 @@ class Diff:
         return {"added": self.added, "removed": self.removed, "changed": self.changed,
                 "unchanged": self.unchanged,
                 "lines": [c.to_json() for c in self.lines]}
+
+
+_LINE = re.compile(r'^- (?P<role>[^\s:"\[]+)(?: (?P<name>"(?:[^"\\]|\\.)*"))?'
+                   r'(?P<states>(?: \[[^\]]*\])*)(?:: (?P<value>.*))?$')
+_STATE = re.compile(r"\[([^\]]*)\]")
+
+
+def _parts(line: str) -> tuple[str, str, list[str], str | None] | None:
+    """(role, name, states but the ref, value) of a snapshot line, if it reads as one."""
+    found = _LINE.match(line.strip())
+    if not found:
+        return None
+    states = [s for s in _STATE.findall(found["states"] or "") if not s.startswith("ref=")]
+    return found["role"], found["name"] or "", states, found["value"]
+
+
+def was(old: str, new: str) -> str:
+    """What a changed line was, said by what differs (a name, states, a value), not by
+    the whole old line again; the whole line when it does not read as a node."""
+    o, n = _parts(old), _parts(new)
+    if o is None or n is None:
+        return "was: " + old.strip()
+    said = []
+    if o[0] != n[0]:
+        said.append(f"was {o[0]}")
+    if o[1] != n[1]:
+        said.append(f"was {o[1]}" if o[1] else "had no name")
+    gained = [s for s in n[2] if s not in o[2]]
+    lost = [s for s in o[2] if s not in n[2]]
+    if gained:
+        said.append("now " + ", ".join(gained))
+    if lost:
+        said.append("no longer " + ", ".join(lost))
+    if o[3] != n[3]:
+        said.append(f"value was {json.dumps(o[3], ensure_ascii=False)}" if o[3] is not None
+                    else "had no value")
+    return "; ".join(said) or "moved"
 
 
 def diff(old: list[str], new: list[str]) -> Diff:
@@ -119,10 +157,10 @@ def diff(old: list[str], new: list[str]) -> Diff:
     moved: set[int] = set()
     for i in removed:
         ref = ref_of(old[i])
-        j = added_by_ref.get(ref) if ref else None
-        if j is not None and j not in moved:
-            moved.add(j)  # (not a place to hang removed lines under: it is elsewhere now)
-            events.append((j, 1, Change(CHANGED, new[j], old[i]), None, j))
+        to = added_by_ref.get(ref) if ref else None
+        if to is not None and to not in moved:
+            moved.add(to)  # (not a place to hang removed lines under: it is elsewhere now)
+            events.append((to, 1, Change(CHANGED, new[to], old[i]), None, to))
             result.changed += 1
         else:
             events.append((removed_at[i], 0, Change(REMOVED, old[i]), i, None))
