@@ -5,6 +5,7 @@ the CLI (arguments, stdin, the launcher), HTTP and MCP."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -180,3 +181,34 @@ async def test_mcp_a_list_of_calls_in_one_round_trip(bsk: Bsk, site: str) -> Non
         assert [s.get("sent", True) for s in answer["result"]["steps"]] == [True, True, False]
         text = "\n".join(c.text for c in failed.content if c.type == "text")
         assert "[1] eval 1" in text and "[ref_not_found]" in text
+
+
+def test_the_launcher_runs_a_batch_in_the_daemon(bsk: Bsk, site: str, tmp_path: Path) -> None:
+    """`bsk batch ARGS` goes the launcher's way (the daemon reads the line: no CLI import);
+    `bsk batch` with its commands on stdin goes to the whole CLI, which reads them."""
+    import sys
+
+    from browserskill.cli import launcher
+
+    script = tmp_path / "bsk"
+    launcher.write(str(script))
+    bsk.ok("open", f"{site}/counter.html")
+    run = subprocess.run([sys.executable, "-I", "-S", "-X", "importtime", str(script),
+                          "-s", bsk.session, "batch", "eval 'window.count = 9'",
+                          "eval window.count"], env=bsk.env, capture_output=True, text=True,
+                         timeout=90)
+    assert run.returncode == 0 and "[2] eval window.count — 9" in run.stdout, run.stderr[-2000:]
+    assert "browserskill.cli.main" not in run.stderr  # not the whole CLI
+    piped = subprocess.run([str(script), "-s", bsk.session, "batch"], input="eval 7*6\n",
+                           env=bsk.env, capture_output=True, text=True, timeout=90)
+    assert piped.returncode == 0 and "— 42" in piped.stdout, piped.stderr
+
+
+def test_a_batch_sent_again_with_its_key_sends_nothing_twice(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    commands = ("eval 'window.count = (window.count || 0) + 1'", "eval window.count")
+    first = bsk("--key", "twice-1", "batch", *commands).json
+    again = bsk("--key", "twice-1", "batch", *commands).json
+    ids = [[s["op_id"] for s in a["result"]["steps"]] for a in (first, again)]
+    assert ids[0] == ids[1] and again["result"]["steps"][1]["result"]["value"] == 1
+    assert bsk.ok("eval", "window.count")["result"]["value"] == 1
