@@ -78,6 +78,13 @@ def _mark_path(holder: Any, path: list[str], nonce: str) -> Any:
 def mark(answer: dict[str, Any], nonce: str | None = None) -> dict[str, Any]:
     """A copy of an answer (the result shape) with what the page wrote wrapped; a page
     error's message too (the page's own exception text)."""
+    result = answer.get("result")
+    if answer.get("tool") == "batch" and isinstance(result, dict) \
+            and isinstance(result.get("steps"), list):  # each step as its own answer
+        nonce = nonce or new_nonce()
+        return {**answer, "result": {**result, "steps": [
+            mark(step, nonce) if isinstance(step, dict) else step
+            for step in result["steps"]]}}
     fields = PAGE_FIELDS.get(str(answer.get("tool")))
     error = answer.get("error")
     page_error = isinstance(error, dict) and error.get("code") == "page_error"

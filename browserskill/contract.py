@@ -289,3 +289,48 @@ class CancelThenWait:
                                   {"reason": "cancel"}),
                        op_id=self.op_id, session_id=session_id, tool=tool,
                        status="cancelled", dispatched="no", retry_safe=False)
+
+
+# -- batch: several operations' answers as one (docs/outcomes.md, "Batches") ------------
+
+
+def batch_answer(session_id: str | None, commands: list[str], answers: list[dict[str, Any]],
+                 why_not_sent: str | None = None) -> dict[str, Any]:
+    """`bsk batch`'s answer from its steps' own: `answers[k]` is command k's answer (each
+    an operation's, or a refusal's); commands past them were not sent. Its status, error
+    and op_id are the first step that did not complete (else the last step's); it was
+    dispatched if any step was; a retry is safe only if no step that reached the browser
+    was unsafe to repeat. Pure: the daemon and the CLI (after a Ctrl-C) both build it."""
+    steps: list[dict[str, Any]] = []
+    for k, command in enumerate(commands, 1):
+        if k <= len(answers):
+            steps.append({"step": k, "command": command, **answers[k - 1]})
+        else:
+            steps.append({"step": k, "command": command, "sent": False,
+                          "why": why_not_sent or "not reached"})
+    failed = [s for s in steps[:len(answers)] if s.get("status") != "completed"]
+    decider = failed[0] if failed else (steps[len(answers) - 1] if answers else None)
+    sent = [a.get("dispatched") for a in answers]
+    dispatched = "yes" if "yes" in sent else "unknown" if "unknown" in sent else "no"
+    error, status = None, "completed"
+    if failed:
+        error = dict(failed[0].get("error") or error_dict("internal", "no error given"))
+        error["message"] = (f"step {failed[0]['step']} ({failed[0]['command']}): "
+                            f"{error.get('message', '')}")
+        status = failed[0].get("status") or "failed"
+    elif len(answers) < len(commands):  # every step sent completed, the rest were not sent
+        k = len(answers) + 1
+        error = error_dict("cancelled", f"step {k} ({commands[k - 1]}) and after were not "
+                           f"sent: {why_not_sent or 'not reached'}",
+                           "raise --timeout, or send the rest again",
+                           {"reason": "batch_deadline", "step": k})
+        status = "cancelled"
+    return result(
+        op_id=decider.get("op_id") if decider else None, session_id=session_id,
+        tool="batch", state="ended", status=status,
+        dispatched=dispatched,
+        retry_safe=all(a.get("retry_safe") or a.get("dispatched") == "no" for a in answers),
+        error=error,
+        result={"steps": steps,
+                "completed": sum(1 for a in answers if a.get("status") == "completed"),
+                "failed": len(failed), "not_sent": len(commands) - len(answers)})

@@ -189,6 +189,8 @@ def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any]) -> types.CallT
     failed = isinstance(error, dict) and bool(error) and error.get("code") != "page_error"
     if failed:
         text = render.error_text(answer)
+        if spec is not None and spec.name == "batch" and answer.get("result"):
+            text = render.result_text(spec.words, answer) + "\n" + text  # steps that ran
     else:
         try:
             text = render.result_text(spec.words if spec else (), answer)

@@ -338,6 +338,32 @@ def _replayed(r: dict[str, Any]) -> str:
     return f"replayed {r['file']}: {r['completed']} command(s) completed"
 
 
+def _batch(r: dict[str, Any]) -> str:
+    """Each step on its own line, as its own command would print it (indented below)."""
+    steps = r.get("steps") or []
+    head = f"batch: {r.get('completed', 0)} of {len(steps)} completed"
+    if r.get("failed"):
+        head += f", {r['failed']} did not"
+    if r.get("not_sent"):
+        head += f", {r['not_sent']} not sent"
+    lines = [head]
+    for step in steps:
+        label = f"[{step.get('step')}] {step.get('command', '')}"
+        if step.get("sent") is False:
+            lines.append(f"{label} — not sent")
+            continue
+        error = step.get("error")
+        if step.get("status") != "completed" and error:
+            lines.append(f"{label} — {step.get('status')} [{error.get('code')}]: "
+                         f"{error.get('message', '')} (dispatched: {step.get('dispatched')})")
+            continue
+        first = str(step.get("command", "")).split()
+        words = next((tuple(first[:n]) for n in (2, 1) if tuple(first[:n]) in RENDERERS), ())
+        text = result_text(words, step).replace("\n", "\n    ")
+        lines.append(f"{label} — {text}")
+    return "\n".join(lines)
+
+
 def _helped(r: dict[str, Any]) -> str:
     how = "the person pressed Done" if r.get("ended_by") == "done" else \
         f"{r.get('until')} holds"
@@ -464,7 +490,7 @@ def _extension_unpair(r: dict[str, Any]) -> str:
 RENDERERS: dict[Words, Callable[[dict[str, Any]], str]] = {
     ("extension", "pair"): _extension_pair, ("extension", "unpair"): _extension_unpair,
     ("open",): _page, ("back",): _page, ("forward",): _page, ("reload",): _page,
-    ("eval",): _eval, ("snapshot",): _snapshot, ("screenshot",): _screenshot,
+    ("eval",): _eval, ("snapshot",): _snapshot, ("batch",): _batch, ("screenshot",): _screenshot,
     ("click",): _click, ("dblclick",): _acted("double-clicked"), ("hover",): _hover,
     ("drag",): _drag, ("scroll",): _scroll, ("dialog", "accept"): _dialog_answer,
     ("dialog", "dismiss"): _dialog_answer, ("browsers",): _browsers,

@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 
 from browserskill import boundaries, contract
+from browserskill.api.batch import run_batch
 from browserskill.api.cli_call import CliCall
 from browserskill.api.listeners import CONNECTION_LOST
 from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
@@ -178,6 +179,8 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         if tool in catalog.BY_NAME and catalog.BY_NAME[tool].hidden:  # session_stop
             raise invalid("tool", "stop a session with DELETE /v1/sessions/{sid}")
         body = await json_body(request)
+        if tool == "batch":  # several operations, not one (api/batch.py)
+            return await call_batch(request, sid, body)
         wait, detach = _flag(body, "wait"), _flag(body, "detach")
         marked = _flag(body, "boundaries")
         timeout_ms = body.pop("timeout_ms", None)
@@ -187,6 +190,37 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
             op_id=_one_header(request, "X-Op-Id"),
         )
         return await finish(op, detach, request, marked)
+
+    async def call_batch(request: Request, sid: str, body: dict[str, Any]) -> Response:
+        wait, marked = _flag(body, "wait"), _flag(body, "boundaries")
+        if _flag(body, "detach"):
+            raise invalid("detach", "a batch answers when its last step ends; to detach, "
+                          "send the calls one by one")
+        timeout_ms = body.pop("timeout_ms", None)
+        run = asyncio.ensure_future(run_batch(
+            dispatcher, sid, catalog.BY_NAME["batch"].validate(body), wait=wait,
+            timeout_ms=timeout_ms, batch_id=_one_header(request, "X-Op-Id"),
+            idempotency_key=_one_header(request, "Idempotency-Key")))
+        lost = request.scope.get(CONNECTION_LOST)
+        gone = lost if lost is not None else asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait({run, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if gone is not lost:
+                gone.cancel()
+            if not run.done():  # the caller went away: the running step is cancelled
+                run.cancel()
+                await asyncio.gather(run, return_exceptions=True)
+        if run.cancelled():
+            return Response(status_code=400)  # an answer nobody reads
+        answer = boundaries.mark(run.result()) if marked else run.result()
+        error = answer.get("error")
+        response = respond(answer, error["code"] if error else None)
+        if answer["dispatched"] != "no":  # a step reached the page: never sent again blindly
+            response.headers["X-Should-Retry"] = "false"
+            if "Retry-After" in response.headers:
+                del response.headers["Retry-After"]
+        return response
 
     @guarded
     async def webmcp_tools(request: Request) -> Response:

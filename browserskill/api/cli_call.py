@@ -31,6 +31,7 @@ from typing import Any
 
 from browserskill import __version__, contract
 from browserskill.api import wire
+from browserskill.api.batch import run_batch
 from browserskill.cli.args import Globals, split_globals, tool_params
 from browserskill.cli.render import outcome, show
 from browserskill.dispatch.dispatcher import Dispatcher
@@ -105,6 +106,11 @@ class CliCall:
             code = _print(outcome({"error": e.to_dict()}), (), g, out, err)
             await _head(send, 200, contract.WIRE_MARGIN_S)
             return await _body(send, code, out, err)
+        if spec.name == "batch":
+            if params["commands"] in (None, [], ["-"]):
+                return await _head(send, 204)  # commands on stdin: the CLI reads them
+            await _head(send, 200, contract.wire_timeout_s(spec, params, g.timeout))
+            return await self._batch(send, receive, g, params, op_id, cwd, out, err)
         await _head(send, 200, contract.wire_timeout_s(spec, params, g.timeout))
         try:
             op = await self.dispatcher.submit(
@@ -141,6 +147,36 @@ class CliCall:
         # The answer as `bsk` received it over the wire: lone surrogates U+FFFD, NaN null.
         answer = json.loads(wire.render(op.to_result()))
         code = _print(outcome(answer), spec.words, g, out, err)
+        await _body(send, code, out, err)
+
+
+    async def _batch(self, send: Any, receive: Any, g: Globals, params: dict[str, Any],
+                     batch_id: str, cwd: str, out: io.StringIO, err: io.StringIO) -> None:
+        """`bsk batch …` (api/batch.py); the caller hanging up cancels the running step,
+        and the launcher's Ctrl-C then reports each step by its op id (cli/batch.py)."""
+        run = asyncio.ensure_future(run_batch(
+            self.dispatcher, g.session, params, batch_id=batch_id, wait=g.wait,
+            timeout_ms=int(g.timeout * 1000) if g.timeout else None,
+            idempotency_key=g.key, cwd=cwd))
+        hangup = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.wait({run, hangup}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            hangup.cancel()
+            if not run.done():
+                run.cancel()
+                await asyncio.gather(run, return_exceptions=True)
+        if run.cancelled():
+            return
+        try:
+            answer = json.loads(wire.render(run.result()))
+        except Exception as e:  # refused before any step was sent, or a bug
+            if not isinstance(e, BskError):
+                log.exception("bsk batch failed")
+                e = BskError("internal", f"internal error: {e}",
+                             hint="this is a bug; see the daemon log")
+            answer = {"error": e.to_dict()}
+        code = _print(outcome(answer), ("batch",), g, out, err)
         await _body(send, code, out, err)
 
 

@@ -135,6 +135,62 @@ def local_file_url(url: str, cwd: str | None = None) -> str:
     return Path(path).as_uri()
 
 
+# -- scripts: `bsk replay FILE`'s lines, and `bsk batch`'s commands --------------------
+
+# Commands a script line may not run: the recording's own ends, the session's, a batch.
+NOT_IN_SCRIPTS = ("record_start", "record_stop", "session_stop", "batch")
+
+
+def script_steps(lines: list[str]) -> list[tuple[int, str]]:
+    """(line number, command) of a script's lines that are commands: blank lines and
+    `#` comments skipped."""
+    return [(number, text.strip()) for number, text in enumerate(lines, 1)
+            if text.strip() and not text.strip().startswith("#")]
+
+
+def script_words(number: int, text: str, field: str = "script",
+                 env: Mapping[str, str] | None = None) -> list[str]:
+    """A script line's words, as a shell would split them; with `env`, each ${VAR}
+    replaced by its value (a recorded password: ${BSK_SECRET_1}), without: as written."""
+    import re
+    import shlex
+
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise invalid(field, f"line {number}: {e}") from None
+    if env is None:
+        return words
+
+    def value(m: re.Match[str]) -> str:
+        got = env.get(m.group(1))
+        if got is None:
+            raise invalid(field, f"line {number}: ${{{m.group(1)}}} is not set",
+                          hint=f"export {m.group(1)}=… (a recorded password) and run again")
+        return got
+
+    return [re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", value, w) for w in words]
+
+
+def script_line(number: int, text: str, field: str = "script",
+                env: Mapping[str, str] | None = None,
+                cwd: str | None = None) -> tuple[ToolSpec, dict[str, Any]]:
+    """One script line → the tool it names and its params, checked the way `bsk TOOL`
+    checks them (`bsk replay`, `bsk batch` and the daemon's batch read lines with this)."""
+    from browserskill.tools.catalog import BY_WORDS
+
+    words = script_words(number, text, field, env)
+    spec = next((BY_WORDS[tuple(words[:n])] for n in (2, 1)
+                 if tuple(words[:n]) in BY_WORDS), None)
+    if spec is None or spec.name in NOT_IN_SCRIPTS or spec.hidden:
+        raise invalid(field, f"line {number}: {(words or [''])[0]!r} is not a command a "
+                      "script can run", hint="one bsk tool command per line")
+    raw = parse_tool_args(spec, words[len(spec.words):], cwd)
+    if isinstance(raw.get("url"), str):
+        raw["url"] = local_file_url(raw["url"], cwd)
+    return spec, spec.validate(raw)
+
+
 def looks_like_option(arg: str) -> bool:
     return arg.startswith("-") and len(arg) > 1 and not arg[1:2].isdigit() and arg != "-"
 

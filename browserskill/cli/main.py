@@ -88,8 +88,13 @@ def main(argv: list[str] | None = None, resume: tuple[str, str] | None = None) -
             return code
         assert spec is not None
         params = tool_params(spec, args, g)
-        answer, code = outcome(tool_call(client, spec, params) if resume is None
-                               else resumed(client, spec, *resume))
+        if spec.name == "batch":  # several operations, each its own (cli/batch.py)
+            from browserskill.cli.batch import batch_call
+
+            answer, code = outcome(batch_call(client, params, resume))
+        else:
+            answer, code = outcome(tool_call(client, spec, params) if resume is None
+                                   else resumed(client, spec, *resume))
         render.show(words, answer, as_json=g.json, marked=g.boundaries)
         return code
     except BskError as e:

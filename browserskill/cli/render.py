@@ -53,6 +53,8 @@ def show(words: Words, answer: dict[str, Any], *, as_json: bool,
         return
     error = answer.get("error")
     if error and error.get("code") != "page_error":
+        if words == ("batch",) and answer.get("result"):  # the steps, then why it stopped
+            print(result_text(words, answer), file=out)
         print_error(answer, err)
         return
     text = result_text(words, answer)

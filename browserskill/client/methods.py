@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from keyword import iskeyword
 from typing import Any
 
 from browserskill.client.aio import AsyncClient
@@ -24,6 +25,11 @@ _PY_TYPE = {"string": "str", "integer": "int", "number": "float", "boolean": "bo
             "array": "list[str]", "object": "dict[str, Any]"}
 
 
+def _py(name: str) -> str:
+    """A parameter's Python name: batch's `continue` is `continue_` (a keyword)."""
+    return name + "_" if iskeyword(name) else name
+
+
 def _signature(spec: catalog.ToolSpec) -> tuple[inspect.Signature, list[str], list[str]]:
     """The method's signature: positional CLI arguments stay positional, flags are
     keyword-only, then the call options that no tool parameter shadows."""
@@ -34,11 +40,12 @@ def _signature(spec: catalog.ToolSpec) -> tuple[inspect.Signature, list[str], li
         annotation = _PY_TYPE.get(p.type, "Any") + ("" if p.required else " | None")
         default = _P.empty if p.required else None
         if p.positional and not (p.required and optional_seen):
-            positional.append(_P(p.name, _P.POSITIONAL_OR_KEYWORD, default=default,
+            positional.append(_P(_py(p.name), _P.POSITIONAL_OR_KEYWORD, default=default,
                                  annotation=annotation))
             optional_seen = optional_seen or not p.required
         else:
-            keyword.append(_P(p.name, _P.KEYWORD_ONLY, default=default, annotation=annotation))
+            keyword.append(_P(_py(p.name), _P.KEYWORD_ONLY, default=default,
+                              annotation=annotation))
     names = [p.name for p in spec.params]
     options = [o for o in _OPTION_PARAMS if o.name not in names]
     sig = inspect.Signature([*positional, *keyword, *options], return_annotation="Result")
@@ -61,7 +68,7 @@ def _tool_method(spec: catalog.ToolSpec, is_async: bool) -> Callable[..., Any]:
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         values = dict(bound.arguments)
-        params = {n: values[n] for n in names if values.get(n) is not None}
+        params = {n: values[_py(n)] for n in names if values.get(_py(n)) is not None}
         return params, {o: values[o] for o in options}
 
     if is_async:

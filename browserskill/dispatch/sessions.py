@@ -106,6 +106,8 @@ class Session:
     popups: dict[str, list[str]] = field(default_factory=dict)  # opener tab -> tabs it opened
     tab_seq: int = 0
     ref_seq: int = 0  # refs handed out so far (e1, e2, …; f1e3 in iframes)
+    # The last snapshot's lines of each document (and view of it): `snapshot --diff`'s base.
+    snapshot_lines: dict[tuple[Any, ...], list[str]] = field(default_factory=dict)
     # Where it runs (docs/design.md, placement): set by SessionManager as it is made.
     backend: Backend = field(init=False)
     download_dir: str | None = None  # default: $BSK_HOME/downloads/<session id>

@@ -246,6 +246,9 @@ WAIT_UNTIL = Param(
     choices=("load", "domcontentloaded", "commit"),
 )
 
+# `batch`: how many commands one call may carry.
+BATCH_MAX_STEPS = 100
+
 # Params that name an element: a ref from a snapshot (e12, f1e7) or a locator
 # (browserskill/tools/locators.py), resolved once at call time to exactly one element.
 TARGET_PARAMS = frozenset({"ref", "source", "target", "frame"})
@@ -328,7 +331,11 @@ TOOLS: tuple[ToolSpec, ...] = (
          Param("ref", "string", "only the subtree of this ref (or locator)",
                max_length=TARGET_MAX),
          Param("tree", "boolean", "also return the structured tree (the CLI's --json sets it)",
-               default=False)),
+               default=False),
+         Param("diff", "boolean", "only what changed since this session's last snapshot of "
+               "the same document (added, removed and changed lines with their ancestors; "
+               "refs of unchanged elements stay valid), or `no changes`; a new document "
+               "gives the full snapshot, saying so", default=False)),
         example="bsk snapshot --interactive",
         json_param="tree",
     ),
@@ -539,6 +546,22 @@ TOOLS: tuple[ToolSpec, ...] = (
         (Param("path", "string", "file to write the script to", required=True,
                positional=True, path=True),),
         example="bsk record stop login.bsk",
+    ),
+    ToolSpec(
+        "batch", ("batch",), _M,
+        "Run several commands in one call, in order, each its own operation with its own "
+        "honest result (op id, status, dispatched), stopping at the first that does not "
+        "complete unless --continue; the rest are reported as not sent. A command is one "
+        "line as `bsk replay` reads it (`click e3`, `fill e4 'hello'`); the CLI also reads "
+        "them from stdin, one a line. --timeout is the whole batch's deadline (default "
+        "300 s); each command ends by its own deadline or the batch's, whichever is first.",
+        (Param("commands", "array", f"the commands, e.g. 'click e3' 'snapshot --diff' (at "
+               f"most {BATCH_MAX_STEPS}); none on the CLI: read from stdin",
+               positional=True, nargs="*"),
+         Param("continue", "boolean", "go on after a command that does not complete",
+               default=False)),
+        example="bsk batch 'fill e4 ada@example.com' 'click e5' 'snapshot --diff'",
+        default_timeout_s=300.0,
     ),
     ToolSpec(
         "html", ("html",), _R, "The HTML of the page, or of one element (outerHTML).",
@@ -989,7 +1012,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
              "dblclick", "hover", "drag", "scroll", "fill", "type", "press", "select",
              "check", "uncheck", "upload", "eval", "wait", "tab_list", "tab_new",
              "tab_select", "tab_close", "dialog_accept", "dialog_dismiss", "webmcp_list",
-             "webmcp_invoke", "op_show", "op_cancel"),
+             "webmcp_invoke", "op_show", "op_cancel", "batch"),
     "network": ("network", "network_show", "network_har", "route_add", "route_list",
                 "route_remove", "route_clear"),
     "evidence": ("html", "console", "pdf", "video_start", "video_stop", "trace_start",

@@ -9,16 +9,25 @@ import importlib
 from typing import Any
 
 from browserskill.browser.tab import DialogOpened
+from browserskill.errors import BskError
 from browserskill.tools import effects, policy_check
 from browserskill.tools.catalog import ACTING_TOOLS, BY_NAME, TARGET_PARAMS
 from browserskill.tools.context import ToolContext
 from browserskill.tools.locators import bind_locators
-from browserskill.tools.registry import HANDLERS, Handler
+from browserskill.tools.registry import HANDLERS, Handler, implements
 
 _MODULES = ("navigation", "evaluate", "snapshot", "screenshot", "input", "tabs", "session",
             "dialogs", "forms", "keyboard", "observe", "emulation", "webmcp", "borrow",
             "state", "downloads", "mouse", "network", "routes", "help",
             "recording", "evidence")
+
+
+@implements("batch")
+async def _batch(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+    """A batch is several operations (browserskill/api/batch.py runs them), never one."""
+    raise BskError("invalid_params", "tool: a batch runs its commands as operations of "
+                   "their own, not as one", hint="POST /v1/sessions/{sid}/tools/batch",
+                   details={"field": "tool"}, dispatched="no")
 
 
 def load() -> dict[str, Handler]:

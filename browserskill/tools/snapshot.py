@@ -20,6 +20,7 @@ from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
 from browserskill.dispatch.sessions import RefBinding, Session
 from browserskill.errors import BskError
+from browserskill.tools import snapshot_diff
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import restore_hover
 from browserskill.tools.refs import check_binding, isolated_world
@@ -38,6 +39,10 @@ REF_ROLES = ACTIONABLE | {"heading", "img", "image", "dialog", "alertdialog", "i
 CLICK_EVENTS = frozenset({"click", "dblclick", "auxclick", "contextmenu", "mousedown",
                           "mouseup", "pointerdown", "pointerup", "touchstart"})
 MAX_REFS_PER_SESSION = 50_000
+# Documents (and views of them) whose last snapshot a session keeps for `--diff`.
+MAX_DIFF_BASES = 16
+NEW_DOCUMENT_NOTE = ("[new document: no earlier snapshot of it in this session, so the "
+                     "whole snapshot follows; the next --diff shows only changes]")
 
 
 @dataclass
@@ -277,6 +282,21 @@ async def snapshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     view = await read_frame(ctx, tab, frame_id, root_ref=params["ref"],
                             interactive=params["interactive"], as_tree=params["tree"])
     _prune_refs(ctx.session)
+    # The base of the next `--diff`: this document, seen the same way (docs/snapshot.md).
+    key = (tab.tab_id, frame_id, tab.frames.get(frame_id, ""), params["interactive"],
+           params["ref"])
+    lines = view.text.split("\n") if view.text else []
+    base = ctx.session.snapshot_lines.pop(key, None)
+    ctx.session.snapshot_lines[key] = lines
+    while len(ctx.session.snapshot_lines) > MAX_DIFF_BASES:
+        del ctx.session.snapshot_lines[next(iter(ctx.session.snapshot_lines))]
+    changes = None
+    if params.get("diff"):
+        if base is None:
+            view.text = NEW_DOCUMENT_NOTE + ("\n" + view.text if view.text else "")
+        else:
+            changes = snapshot_diff.diff(base, lines)
+            view.text = changes.text()
     text, cut = truncate(view.text, params["max_tokens"])
     if frame_id == tab.main_frame_id and view.title is not None:
         tab.title = view.title
@@ -288,6 +308,9 @@ async def snapshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
                            "snapshot": text}
     if cut:
         out["truncated"] = cut
-    if view.tree is not None:
+    if params.get("diff"):
+        out["diff"] = ({"base": "new_document"} if changes is None
+                       else {"base": "last_snapshot", **changes.to_json()})
+    if view.tree is not None and changes is None:  # a diff's point is not to send it all
         out["tree"] = [n.to_json() for n in view.tree]
     return out

@@ -1,0 +1,334 @@
+"""What effects, `snapshot --diff` and `batch` cost and save (issue 20, "Benchmark").
+
+(a) Latency the settle window adds to a click (`result.effects`, `--settle MS`): the same
+    click through the HTTP API, alternated, with the default window and with `settle: 0`,
+    on a page that settles at once (median difference; target <= 30 ms) and on a page that
+    keeps animating (the click must end at the bound, `effects.settled: false`, not hang).
+    Needs a build with effects (branch `effects`); without it (a) says so and is skipped.
+(b) Tokens an agent reads for one scripted task on tests/pages/diff.html — open, read the
+    page, then: place an order, count, remove pears, write a note, place a second order,
+    looking at the page after each step — through:
+      bsk full          every action, then a full `snapshot`
+      bsk effects+diff  every action (its effects line), then `snapshot --diff`
+      bsk batch         the five actions in one `bsk batch`, then `snapshot --diff`
+      playwright-cli    every action, then `snapshot`
+      agent-browser     every action, then `snapshot`; then again with `diff snapshot`
+                        (its own diff, as documented), and with `diff snapshot --baseline
+                        FILE` where the bench saved the last snapshot to FILE unread
+    Counted: characters each command prints (stdout + stderr), tokens = chars / 4. Each
+    tool's refs come from its own first snapshot. Every run checks the page ended right.
+
+    .venv/bin/python bench/effects.py [--show] [--rounds N] [--only a|b]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import common
+import playwright_peer as peer
+
+SETTLED_PAGE = b"""<!doctype html><title>settles</title>
+<button id="go" onclick="out.textContent = 'clicked ' + (++n)">Go</button>
+<p id="out">-</p><script>var n = 0;</script>"""
+ANIMATING_PAGE = b"""<!doctype html><title>animates</title>
+<button id="go">Go</button><p id="tick">0</p>
+<script>let t = 0; setInterval(() => { tick.textContent = String(++t); }, 16);</script>"""
+
+# The task's page with a catalogue of 40 products under it: a page as long as a real
+# shop's, where re-reading everything after each step costs what it costs there.
+BIG_PAGE = (common.TEST_PAGES / "diff.html").read_bytes().replace(b"</main>", b"".join(
+    b'<section><h3>Product %d</h3><a href="p%d.html">Details of product %d</a> '
+    b'<button>Add product %d</button><p>Price %d.00 EUR, in stock.</p></section>'
+    % (i, i, i, i, 10 + i) for i in range(1, 41)) + b"</main>")
+
+AGENT_BROWSER = common.BENCH_DIR / "node_modules/agent-browser/bin/agent-browser-linux-x64"
+Step = tuple[str, str]  # the command as typed, what it printed
+
+
+def tokens(text: str) -> float:
+    return len(text) / 4
+
+
+# -- (a) the settle window's latency ---------------------------------------------------
+
+
+def _click(sock: str, sid: str, ref: str, settle: int | None) -> tuple[float, dict[str, Any]]:
+    body: dict[str, Any] = {"ref": ref}
+    if settle is not None:
+        body["settle"] = settle
+    status, _, answer, wall = common.api(sock, "POST", f"/v1/sessions/{sid}/tools/click", body)
+    if status != 200:
+        raise RuntimeError(f"click {body}: {status} {answer}")
+    return wall, answer
+
+
+def _open_and_ref(sock: str, sid: str, url: str) -> str:
+    common.api(sock, "POST", f"/v1/sessions/{sid}/tools/open", {"url": url})
+    snap = common.api(sock, "POST", f"/v1/sessions/{sid}/tools/snapshot", {})[2]
+    return common_ref(snap["result"]["snapshot"], "button", "Go")
+
+
+def common_ref(text: str, role: str, name: str) -> str:
+    import re
+
+    found = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=([\w-]+)\]', text)
+    if not found:
+        raise RuntimeError(f"no {role} {name!r} in:\n{text}")
+    return found.group(1)
+
+
+def settle_latency(bsk: common.BskDaemon, base: str, rounds: int) -> bool:
+    sock, sid = bsk.socket, "fx"
+    common.api(sock, "POST", "/v1/sessions", {"session_id": sid})
+    print("\n(a) latency the settle window adds to a click (HTTP API, wall ms)")
+    ref = _open_and_ref(sock, sid, f"{base}/settles.html")
+    status, _, _, _ = common.api(sock, "POST", f"/v1/sessions/{sid}/tools/click",
+                                 {"ref": ref, "settle": 0})
+    if status == 400:
+        print("  skipped: this build has no --settle (result.effects: branch `effects`)")
+        return True
+    watched, quiet = [], []
+    for _ in range(3):  # warm-up
+        _click(sock, sid, ref, None)
+        _click(sock, sid, ref, 0)
+    for i in range(rounds):  # alternated, so load drifts hit both alike
+        for settle in ((None, 0) if i % 2 == 0 else (0, None)):
+            wall, answer = _click(sock, sid, ref, settle)
+            (quiet if settle == 0 else watched).append(wall)
+            if settle is None and "effects" not in answer["result"]:
+                raise RuntimeError(f"no result.effects: {answer['result']}")
+    print("  " + common.describe("settles at once, default window", watched))
+    print("  " + common.describe("settles at once, --settle 0", quiet))
+    added = common.median(watched) - common.median(quiet)
+    print(f"  added by the window (median difference): {added:.1f} ms")
+    ok = common.verdict("settle window's added latency", added, 30.0)
+
+    ref = _open_and_ref(sock, sid, f"{base}/animates.html")
+    walls, ends = [], []
+    for _ in range(max(3, rounds // 5)):
+        wall, answer = _click(sock, sid, ref, None)
+        walls.append(wall)
+        effects = answer["result"].get("effects") or {}
+        ends.append((effects.get("settled"), effects.get("watched_ms")))
+    print("  " + common.describe("keeps animating, default window", walls))
+    print(f"  effects (settled, watched_ms) per click: {ends}")
+    bounded = all(settled is False for settled, _ in ends) and max(walls) < 3000
+    print(f"  ends at the bound, saying it was still changing: {'yes' if bounded else 'NO'}")
+    return ok and bounded
+
+
+# -- (b) tokens for a multi-step task --------------------------------------------------
+
+ACTIONS = (("click", "button", "Place order"), ("click", "button", "Count: 0"),
+           ("click", "button", "Remove pears"), ("fill", "textbox", "Note"),
+           ("click", "button", "Place order"))
+NOTE = "gift wrap"
+EXPECTED = "Order #2 placed"
+CHECK_JS = ("document.getElementById('status').textContent + '|' + "
+            "document.getElementById('note').value + '|' + document.querySelectorAll('li').length")
+CHECK_OK = f"{EXPECTED}|{NOTE}|2"
+
+
+def _action_args(action: tuple[str, str, str], ref: str) -> list[str]:
+    verb = action[0]
+    return [verb, ref, NOTE] if verb == "fill" else [verb, ref]
+
+
+def task(run: Callable[..., str], url: str, look: list[str] | None,
+         ref_prefix: str = "", first: list[str] | None = None) -> list[Step]:
+    """open, a first snapshot, then each action followed by `look` (if any)."""
+    steps: list[Step] = []
+
+    def step(*args: str) -> str:
+        out = run(*args)
+        steps.append((" ".join(args), out))
+        return out
+
+    step("open", url)
+    snap = step(*(first or ["snapshot"]))
+    refs = [ref_prefix + common_ref(snap, role, name) for _, role, name in ACTIONS]
+    for action, ref in zip(ACTIONS, refs, strict=True):
+        step(*_action_args(action, ref))
+        if look:
+            step(*look)
+    return steps
+
+
+def bsk_runner(bsk: common.BskDaemon, sid: str) -> Callable[..., str]:
+    bsk.run("session", "start", sid)
+
+    def run(*args: str) -> str:
+        cp = bsk.run("-s", sid, *args, check=False)
+        if cp.returncode != 0:
+            raise RuntimeError(f"bsk {' '.join(args)}: rc={cp.returncode}\n{cp.stdout}{cp.stderr}")
+        return cp.stdout + cp.stderr
+
+    return run
+
+
+def bsk_batch_task(bsk: common.BskDaemon, url: str,
+                   sid: str) -> tuple[list[Step], Callable[..., str]]:
+    run = bsk_runner(bsk, sid)
+    steps: list[Step] = []
+    for args in (("open", url), ("snapshot",)):
+        steps.append((" ".join(args), run(*args)))
+    snap = steps[-1][1]
+    import shlex
+
+    commands = [shlex.join(_action_args(a, common_ref(snap, a[1], a[2]))) for a in ACTIONS]
+    steps.append(("batch " + " ".join(map(shlex.quote, commands)), run("batch", *commands)))
+    steps.append(("snapshot --diff", run("snapshot", "--diff")))
+    return steps, run
+
+
+def pw_runner(workdir: Path) -> Callable[..., str]:
+    def run(*args: str) -> str:
+        cp = peer.run(list(args), workdir)
+        if cp.returncode != 0:
+            raise RuntimeError(f"playwright-cli {' '.join(args)}: rc={cp.returncode}\n"
+                               f"{cp.stdout}{cp.stderr}")
+        return cp.stdout + cp.stderr
+
+    return run
+
+
+def ab_env() -> dict[str, str]:
+    return {**os.environ, "AGENT_BROWSER_EXECUTABLE_PATH": "/usr/bin/chromium",
+            "AGENT_BROWSER_ARGS": "--no-sandbox,--disable-gpu"}
+
+
+def ab_runner(session: str) -> Callable[..., str]:
+    def run(*args: str) -> str:
+        cp = subprocess.run([str(AGENT_BROWSER), "--session", session, *args], env=ab_env(),
+                            capture_output=True, text=True, timeout=120)
+        if cp.returncode != 0:
+            raise RuntimeError(f"agent-browser {' '.join(args)}: rc={cp.returncode}\n"
+                               f"{cp.stdout}{cp.stderr}")
+        return cp.stdout + cp.stderr
+
+    return run
+
+
+def ab_baseline_task(session: str, url: str, scratch: Path) -> list[Step]:
+    """`diff snapshot --baseline FILE` after each step; FILE written by the bench with the
+    snapshot the agent last saw (`snapshot > FILE`: not read, so not counted)."""
+    run = ab_runner(session)
+    base = scratch / "ab-baseline.txt"
+    steps: list[Step] = [("open " + url, run("open", url))]
+    snap = run("snapshot")
+    steps.append(("snapshot", snap))
+    base.write_text(snap)
+    refs = ["@" + common_ref(snap, role, name) for _, role, name in ACTIONS]
+    for action, ref in zip(ACTIONS, refs, strict=True):
+        steps.append((" ".join(_action_args(action, ref)), run(*_action_args(action, ref))))
+        steps.append(("diff snapshot --baseline FILE",
+                      run("diff", "snapshot", "--baseline", str(base))))
+        base.write_text(run("snapshot"))  # the agent saves it unread: `snapshot > FILE`
+    return steps
+
+
+def report(name: str, steps: list[Step], show: bool) -> float:
+    total = sum(tokens(out) for _, out in steps)
+    print(f"\n  {name}: {total:.0f} tokens in {len(steps)} commands")
+    for command, out in steps:
+        print(f"    {command[:56]:<56} {len(out):>6} chars  {tokens(out):>7.1f} tokens")
+        if show:
+            print("      | " + out.rstrip().replace("\n", "\n      | "))
+    return total
+
+
+def check(name: str, value: str) -> None:
+    if CHECK_OK not in value:
+        raise RuntimeError(f"{name}: the page did not end as the task wants: {value!r}")
+
+
+@contextlib.contextmanager
+def peers() -> Iterator[tuple[Path, list[str]]]:
+    peer.ensure_installed()
+    workdir = peer.write_config()
+    sessions: list[str] = []
+    try:
+        yield workdir, sessions
+    finally:
+        peer.close_all()
+        shutil.rmtree(workdir, ignore_errors=True)
+        for session in sessions:
+            subprocess.run([str(AGENT_BROWSER), "--session", session, "close"], env=ab_env(),
+                           capture_output=True, timeout=60)
+
+
+def token_task(bsk: common.BskDaemon, base: str, page: str, show: bool) -> dict[str, float]:
+    print(f"\n(b) tokens an agent reads: open, read, then 5 steps each looked at ({page})")
+    url = f"{base}/{page}"
+    totals: dict[str, float] = {}
+    pid = f"{os.getpid()}{page[:5].replace('.', '')}"
+    with peers() as (workdir, ab_sessions), tempfile.TemporaryDirectory() as scratch:
+        for name, sid, look in (("bsk full", "tok-full", ["snapshot"]),
+                                ("bsk effects+diff", "tok-diff", ["snapshot", "--diff"])):
+            run = bsk_runner(bsk, f"{sid}-{pid}")
+            totals[name] = report(name, task(run, url, look), show)
+            check(name, run("eval", CHECK_JS))
+        steps, run = bsk_batch_task(bsk, url, f"tok-batch-{pid}")
+        totals["bsk batch+diff"] = report("bsk batch+diff", steps, show)
+        check("bsk batch", run("eval", CHECK_JS))
+
+        pw = pw_runner(workdir)
+        pw("open", "about:blank")
+        totals["playwright-cli"] = report(
+            f"playwright-cli {common.peer_version()}", task(pw, url, ["snapshot"]), show)
+        check("playwright-cli", pw("eval", f"() => {CHECK_JS}"))
+
+        for name, look in (("agent-browser snapshot", ["snapshot"]),
+                           ("agent-browser diff snapshot", ["diff", "snapshot"])):
+            session = f"bskfx{pid}{len(ab_sessions)}"
+            ab_sessions.append(session)
+            ab = ab_runner(session)
+            totals[name] = report(name, task(ab, url, look, "@"), show)
+            check(name, ab("eval", CHECK_JS))
+        session = f"bskfx{pid}{len(ab_sessions)}"
+        ab_sessions.append(session)
+        name = "agent-browser diff --baseline"
+        totals[name] = report(name, ab_baseline_task(session, url, Path(scratch)), show)
+        check(name, ab_runner(session)("eval", CHECK_JS))
+    print("\n  totals (tokens):")
+    full = totals["bsk full"]
+    for name, total in totals.items():
+        print(f"    {name:<34} {total:>8.0f}   {total / full:5.2f} x bsk full")
+    return totals
+
+
+def main(show: bool = False, rounds: int = 30, only: str | None = None) -> int:
+    common.exit_on_sigterm()
+    common.header("Effects, snapshot --diff and batch: latency and tokens")
+    ok = True
+    pages = {"/settles.html": SETTLED_PAGE, "/animates.html": ANIMATING_PAGE,
+             "/diff-big.html": BIG_PAGE}
+    with common.fixture_sites(pages) as (base, _other), common.BskDaemon() as bsk:
+        if only in (None, "a"):
+            ok = settle_latency(bsk, base, rounds) and ok
+        if only in (None, "b"):
+            for page in ("diff.html", "diff-big.html"):
+                totals = token_task(bsk, base, page, show)
+                ok = common.verdict(f"{page}: bsk effects+diff tokens <= bsk full",
+                                    totals["bsk effects+diff"], totals["bsk full"],
+                                    unit="tokens") and ok
+    return 0 if ok else 1
+
+
+def _arg(name: str, default: str | None) -> str | None:
+    args = sys.argv[1:]
+    return args[args.index(name) + 1] if name in args else default
+
+
+if __name__ == "__main__":
+    common.run_main(main, "--show" in sys.argv[1:], int(_arg("--rounds", "30") or 30),
+                    _arg("--only", None))

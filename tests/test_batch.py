@@ -1,0 +1,214 @@
+"""`bsk batch` (browserskill/api/batch.py, cli/batch.py): several commands in one call, each
+its own journaled operation, stopping at the first that does not complete; the same over
+the CLI (arguments, stdin, the launcher), HTTP and MCP."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+from support.cli import Bsk
+from support.pages import ref_of
+
+from browserskill.contract import batch_answer
+
+
+def _ops_of(bsk: Bsk, batch: dict[str, Any]) -> list[str]:
+    """The op ids the journal holds for this batch's steps (named <batch id>-k)."""
+    first = batch["result"]["steps"][0]["op_id"]
+    prefix = first.rsplit("-", 1)[0] + "-"
+    return sorted(o["op_id"] for o in bsk.ok("op", "list")["ops"]
+                  if o["op_id"].startswith(prefix))
+
+
+def _five(button: str) -> list[str]:
+    return [f"click {button}", "eval window.count", "click e99999", f"click {button}",
+            "eval window.count"]
+
+
+def test_a_failing_third_stops_the_batch_and_sends_nothing_after(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    button = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Add one")
+    run = bsk("batch", *_five(button))
+    assert run.code == 4  # the third's own exit code (ref_not_found)
+    answer = run.json
+    assert (answer["tool"], answer["status"], answer["dispatched"]) == ("batch", "failed", "yes")
+    assert answer["error"]["code"] == "ref_not_found"
+    assert answer["error"]["message"].startswith("step 3 (click e99999): ")
+    steps = answer["result"]["steps"]
+    assert [s.get("status") for s in steps[:3]] == ["completed", "completed", "failed"]
+    assert steps[1]["result"]["value"] == 1 and steps[2]["dispatched"] == "no"
+    assert [s.get("sent") for s in steps[3:]] == [False, False]
+    assert answer["op_id"] == steps[2]["op_id"]  # the step that decided the status
+    assert (answer["result"]["completed"], answer["result"]["not_sent"]) == (2, 2)
+    # The journal: three operations, nothing for the fourth and fifth.
+    assert _ops_of(bsk, answer) == sorted(s["op_id"] for s in steps[:3])
+    assert bsk.ok("eval", "window.count")["result"]["value"] == 1
+
+    # --continue: every step runs, each with its own result.
+    cont = bsk("batch", "--continue", *_five(button)).json
+    assert [s["status"] for s in cont["result"]["steps"]] == [
+        "completed", "completed", "failed", "completed", "completed"]
+    assert cont["result"]["steps"][4]["result"]["value"] == 3
+    assert cont["status"] == "failed" and cont["result"]["not_sent"] == 0
+
+    # Text: one line a step, then why it stopped.
+    text = bsk("batch", f"click {button}", "click e99999", "eval 1", as_json=False)
+    assert text.code == 4
+    assert "[1] click" in text.stdout and "[3] eval 1 — not sent" in text.stdout
+    assert "step 2 (click e99999)" in text.stderr
+
+
+def test_a_typo_anywhere_sends_nothing(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    run = bsk("batch", "eval 'window.count = 5'", "clik e1")
+    assert run.code == 2 and run.json["error"]["code"] == "invalid_params"
+    assert "line 2" in run.json["error"]["message"]
+    assert bsk.ok("eval", "window.count")["result"]["value"] is None
+    assert bsk("batch", "batch 'eval 1'").json["error"]["code"] == "invalid_params"
+
+
+def test_stdin_one_command_a_line(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    script = ("# a comment, then a blank line\n\neval 'window.count = 41'\n"
+              "eval 'window.count + ${BSK_TEST_ADD}'\n")
+    for argv in (bsk.argv(("batch",), True), bsk.argv(("batch", "-"), True)):
+        proc = subprocess.run(argv, input=script, env={**bsk.env, "BSK_TEST_ADD": "1"},
+                              capture_output=True, text=True, timeout=90)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        import json
+
+        answer = json.loads(proc.stdout)
+        assert [s["command"] for s in answer["result"]["steps"]] == [
+            "eval 'window.count = 41'", "eval 'window.count + 1'"]
+        assert answer["result"]["steps"][1]["result"]["value"] == 42
+
+
+def test_http_and_its_deadline(api: httpx.Client, shared_bsk: Bsk, site: str) -> None:
+    sid = "batch-http"
+    api.post("/v1/sessions", json={"session_id": sid})
+    try:
+        ok = api.post(f"/v1/sessions/{sid}/tools/batch", json={
+            "commands": [f"open {site}/counter.html", "eval 'window.count = 7'",
+                         "eval window.count"]})
+        assert ok.status_code == 200, ok.text
+        assert ok.json()["result"]["steps"][2]["result"]["value"] == 7
+        bad = api.post(f"/v1/sessions/{sid}/tools/batch",
+                       json={"commands": ["eval 1", "click e99999", "eval 2"]})
+        assert bad.status_code == 409 and bad.headers["X-Should-Retry"] == "false"
+        assert bad.json()["result"]["not_sent"] == 1
+        # The batch's deadline bounds its steps: a 1 s batch ends the 5 s pause at 1 s.
+        slow = api.post(f"/v1/sessions/{sid}/tools/batch", json={
+            "commands": ["wait --ms 5000", "eval 1"], "timeout_ms": 1000})
+        steps = slow.json()["result"]["steps"]
+        assert steps[0]["status"] != "completed" and steps[1]["sent"] is False
+        empty = api.post(f"/v1/sessions/{sid}/tools/batch", json={"commands": []})
+        assert empty.status_code == 400
+    finally:
+        api.delete(f"/v1/sessions/{sid}")
+
+
+def test_interrupted_during_a_step_reports_each_honestly(bsk: Bsk, site: str) -> None:
+    """Ctrl-C during step 2: step 1 as it ended, step 2 cancelled, step 3 not sent."""
+    import signal
+
+    from support.cli import answer_of
+    from support.wait import wait_until
+
+    bsk.ok("open", f"{site}/counter.html")
+    proc = bsk.popen("batch", "eval 'window.count = 1'", "eval 'slow(\"b\", 20000)'",
+                     "eval 'window.count = 3'")
+    wait_until(lambda: _running(bsk), timeout=30)
+    proc.send_signal(signal.SIGINT)
+    code, answer = answer_of(proc)
+    steps = answer["result"]["steps"]
+    assert steps[0]["status"] == "completed"
+    # Step 2's own honest end: a dispatched eval cut short may have run (as a lone call's).
+    assert steps[1]["state"] == "ended" and steps[1]["status"] in ("cancelled", "outcome_unknown")
+    assert steps[2]["sent"] is False and answer["result"]["not_sent"] == 1
+    assert bsk.ok("eval", "window.count")["result"]["value"] == 1
+    assert code != 0
+
+
+def _running(bsk: Bsk) -> bool:
+    ops = bsk.ok("op", "list")["ops"]
+    return any(o["tool"] == "eval" and o["state"] == "dispatched" for o in ops)
+
+
+def test_batch_answer_is_the_first_failure() -> None:
+    ok = {"op_id": "op_a-1", "status": "completed", "dispatched": "yes", "retry_safe": True}
+    busy = {"op_id": "op_a-2", "status": "failed", "dispatched": "no", "retry_safe": True,
+            "error": {"code": "session_busy", "message": "busy"}}
+    answer = batch_answer("s", ["eval 1", "eval 2", "eval 3"], [ok, busy], "step 2 …")
+    assert answer["status"] == "failed" and answer["error"]["code"] == "session_busy"
+    assert answer["op_id"] == "op_a-2" and answer["retry_safe"] is True
+    assert answer["result"]["steps"][2] == {"step": 3, "command": "eval 3", "sent": False,
+                                           "why": "step 2 …"}
+    cut = batch_answer("s", ["eval 1", "eval 2"], [ok], "the batch's deadline passed")
+    assert cut["status"] == "cancelled" and "step 2" in cut["error"]["message"]
+    assert batch_answer("s", ["eval 1"], [ok])["status"] == "completed"
+
+
+async def test_mcp_a_list_of_calls_in_one_round_trip(bsk: Bsk, site: str) -> None:
+    import contextlib
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    env = {k: v for k, v in bsk.env.items() if k.startswith("BSK_")}
+    params = StdioServerParameters(command=sys.executable, env=env,
+                                   args=["-m", "browserskill", "mcp", "--session", bsk.session])
+    async with contextlib.AsyncExitStack() as stack:
+        read, write = await stack.enter_async_context(stdio_client(params))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        listed = {t.name for t in (await session.list_tools()).tools}
+        assert "batch" in listed  # core: it saves round trips, so every client has it
+        done = await session.call_tool("batch", {"commands": [
+            f"open {site}/counter.html", "eval 'window.count = 2'", "snapshot --interactive"]})
+        assert not done.is_error
+        answer = done.structured_content
+        assert answer is not None and answer["result"]["completed"] == 3
+        text = "\n".join(c.text for c in done.content if c.type == "text")
+        assert "[3] snapshot --interactive" in text and "Add one" in text
+        failed = await session.call_tool("batch", {"commands": ["eval 1", "click e99999",
+                                                                "eval 3"], "continue": False})
+        assert failed.is_error
+        answer = failed.structured_content
+        assert answer is not None and answer["error"]["code"] == "ref_not_found"
+        assert [s.get("sent", True) for s in answer["result"]["steps"]] == [True, True, False]
+        text = "\n".join(c.text for c in failed.content if c.type == "text")
+        assert "[1] eval 1" in text and "[ref_not_found]" in text
+
+
+def test_the_launcher_runs_a_batch_in_the_daemon(bsk: Bsk, site: str, tmp_path: Path) -> None:
+    """`bsk batch ARGS` goes the launcher's way (the daemon reads the line: no CLI import);
+    `bsk batch` with its commands on stdin goes to the whole CLI, which reads them."""
+    import sys
+
+    from browserskill.cli import launcher
+
+    script = tmp_path / "bsk"
+    launcher.write(str(script))
+    bsk.ok("open", f"{site}/counter.html")
+    run = subprocess.run([sys.executable, "-I", "-S", "-X", "importtime", str(script),
+                          "-s", bsk.session, "batch", "eval 'window.count = 9'",
+                          "eval window.count"], env=bsk.env, capture_output=True, text=True,
+                         timeout=90)
+    assert run.returncode == 0 and "[2] eval window.count — 9" in run.stdout, run.stderr[-2000:]
+    assert "browserskill.cli.main" not in run.stderr  # not the whole CLI
+    piped = subprocess.run([str(script), "-s", bsk.session, "batch"], input="eval 7*6\n",
+                           env=bsk.env, capture_output=True, text=True, timeout=90)
+    assert piped.returncode == 0 and "— 42" in piped.stdout, piped.stderr
+
+
+def test_a_batch_sent_again_with_its_key_sends_nothing_twice(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    commands = ("eval 'window.count = (window.count || 0) + 1'", "eval window.count")
+    first = bsk("--key", "twice-1", "batch", *commands).json
+    again = bsk("--key", "twice-1", "batch", *commands).json
+    ids = [[s["op_id"] for s in a["result"]["steps"]] for a in (first, again)]
+    assert ids[0] == ids[1] and again["result"]["steps"][1]["result"]["value"] == 1
+    assert bsk.ok("eval", "window.count")["result"]["value"] == 1
