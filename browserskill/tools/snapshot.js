@@ -148,8 +148,8 @@
   // with a listener, handler or actionable role of its own. null when there are none.
   function delegatedItems(el) {
     let kids = [...el.children];
-    if (kids.length && kids.every(k => ROWGROUPS.has(k.localName)))
-      kids = kids.flatMap(k => [...k.children]);
+    if (kids.length && kids.every(k => ROWGROUPS.has(k.localName)))  // a table's body rows
+      kids = kids.filter(k => k.localName !== "thead").flatMap(k => [...k.children]);
     if (kids.length < 2) return null;
     const counts = new Map();
     for (const k of kids) counts.set(k.localName, (counts.get(k.localName) || 0) + 1);
@@ -638,7 +638,7 @@
         out.push([role, nameOf(el, role), null, [], REF_ROLES.has(role) ? ref : null, kids]);
       } else {
         out.joinable = false;
-        out.push(...kids);
+        out.push(...(iconRow(kids) ? [["group", "", null, [], null, kids]] : kids));
       }
       out.joinable = false;
       return;
