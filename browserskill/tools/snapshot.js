@@ -13,7 +13,10 @@
 // (`__bskListened`, filled by snapshot.py before this runs). Those get a role-like name:
 // their own role if they have one, else "link" (<a> without href), "clickable",
 // "focusable" or "draggable".
-// A wrapper whose only interactive content already has a ref gets none.
+// A wrapper whose only interactive content already has a ref gets none; a container
+// whose listener serves its repeated, similar children gives them the refs instead.
+// Text is joined as rendered; icons without a name get one guessed from their hints,
+// marked "[guessed name]". docs/snapshot.md gives each rule with an example.
 //
 // Returns a JSON line {refs, next} (+ `tree` with `asTree`: nodes are
 // [role, name, value, states, ref, children], text nodes ["text", text]), then the text.
