@@ -2,14 +2,19 @@
 markup real libraries ship (each page names its library): text joined as rendered, refs
 for the items a delegated listener serves, icons named from their hints and kept in
 their group, names from label and icon content, --interactive's context, `href="#"`,
-virtualized rows counted, shadow DOM in the tree, refs kept across snapshots."""
+virtualized rows counted, shadow DOM in the tree, refs kept across snapshots; and the
+names it computes agree with Chromium's own accessibility tree."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
+import pytest
+from support.chromium import Chromium, PageDevTools, browser_cdp, launched_chromium
 from support.cli import Bsk
 from support.pages import ref_of
+from support.wait import wait_until
 
 
 def snap(bsk: Bsk, *flags: str) -> str:
@@ -83,8 +88,8 @@ def test_django_admin_names_context_and_options(bsk: Bsk, site: str) -> None:
     bsk.ok("click", ref_of(text, "option", "Publishers"))
     assert bsk("eval", "[...document.querySelector('#id_groups_from').selectedOptions]"
                        ".map(o => o.text)").value == ["Publishers"]
-    # href="#" is no address: shown as it is, named from the icon's title inside.
-    assert re.search(r'- link "Choose a Time" \[url=#\] \[ref=', text), text
+    # href="#" is no address: shown as it is; the icon's title inside is only a hint.
+    assert re.search(r'- link "Choose a Time" \[guessed name\] \[url=#\] \[ref=', text), text
 
 
 def test_virtualized_rows_are_counted_and_shadow_roots_read(bsk: Bsk, site: str) -> None:
@@ -110,3 +115,52 @@ def test_refs_are_kept_across_snapshots_of_one_document(bsk: Bsk, site: str) -> 
     assert ref_of(after, "button", "New") not in first
     for role, name in (("listitem", "Item 2"), ("clickable", "Gamma"), ("row", "Ada Engineer")):
         assert ref_of(after, role, name) == ref_of(first, role, name)
+
+
+# Roles whose names the snapshot computes itself and Chromium computes too: they must
+# agree (accname), checked against Chromium's own accessibility tree.
+NAMED_ROLES = ("textbox", "searchbox", "button", "link", "option", "listbox", "heading",
+               "gridcell", "checkbox", "radio", "combobox", "img")
+# Chromium's internal names for some of those roles.
+CHROMIUM_ROLES = {"img": ("image",), "button": ("button", "ColorWell"),
+                  "combobox": ("combobox", "ComboBoxSelect", "ComboBoxMenuButton")}
+
+
+@pytest.fixture(scope="module")
+def own_chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
+    """A Chromium of this module's own: its accessibility tree is the reference."""
+    with launched_chromium(tmp_path_factory.mktemp("ax") / "chromium.log") as browser:
+        yield browser
+
+
+@pytest.mark.parametrize("page", ["snap_admin.html", "snap_icons.html", "snap_virtual.html",
+                                  "form.html", "reach_fidelity.html", "login.html"])
+def test_names_agree_with_chromiums_accessibility_tree(bsk: Bsk, site: str,
+                                                       own_chromium: Chromium, page: str) -> None:
+    chromium = own_chromium
+    url = f"{site}/{page}"
+    target = browser_cdp(chromium, "Target.createTarget", {"url": url})["targetId"]
+    hand = PageDevTools(chromium, target)
+    try:
+        wait_until(lambda: hand.send("Runtime.evaluate", {
+            "expression": "document.readyState", "returnByValue": True})["result"]["value"]
+            == "complete", 10, "the page to load")
+        hand.send("Accessibility.enable")
+        nodes = hand.send("Accessibility.getFullAXTree")["nodes"]
+    finally:
+        hand.close()
+    chromium_names = {(n["role"]["value"], " ".join(str(n.get("name", {}).get("value", ""))
+                                                    .split()))
+                      for n in nodes if not n.get("ignored")}
+    bsk.ok("open", url)
+    ours = re.findall(r'- (\w+)(?: "([^"\n]*)")?((?: \[[^\]\n]*\])*)', snap(bsk))
+    checked = 0
+    for role, name, states in ours:
+        if role not in NAMED_ROLES or "[guessed name]" in states or "[ref=" not in states:
+            continue
+        checked += 1
+        roles = CHROMIUM_ROLES.get(role, (role,))
+        assert any((r, name) in chromium_names for r in roles), (
+            f"{role} {name!r}: Chromium names it otherwise: "
+            f"{sorted(n for r, n in chromium_names if r in roles)}")
+    assert checked

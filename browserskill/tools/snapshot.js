@@ -285,10 +285,11 @@
     return contentName(label, control, 0);
   }
 
-  // Name from content as accname computes it, for what innerText misses: an image's
-  // alt, an SVG's <title>, a child's aria-label, a control's value, or else a child's
-  // title (Django admin: a search box labelled by <img alt="Search">, filter boxes by a
-  // <span title="Type into this box…">). Hidden content and `skip` count for nothing.
+  // Name from content as accname (and Chromium) computes it, for what innerText misses:
+  // an image's alt, an SVG's <title>, a child's aria-label, a control's value (Django
+  // admin: a search box labelled by <img alt="Search">, filter boxes by a <span
+  // aria-label="Type into this box…">). Hidden content and `skip` count for nothing; a
+  // child's title doesn't either (Chromium ignores it: it is a hint, guessedName's).
   function contentName(el, skip, depth) {
     let out = "";
     for (const node of children(el)) {
@@ -308,13 +309,14 @@
       else if (tag === "select") part = clean(e.selectedOptions[0]?.textContent);
       else if (e.checkVisibility && !e.checkVisibility() &&
                getComputedStyle(e).display !== "contents") continue;
-      else part = clean(contentName(e, skip, depth + 1)) || clean(e.title);
+      else part = clean(contentName(e, skip, depth + 1));
       out += INLINE_TAGS.has(tag) && tag !== "br" ? part : " " + part + " ";
     }
     return out;
   }
 
-  // A name guessed from an icon's hints when the page gives none: class words
+  // A name guessed from an icon's hints when the page gives none: an inner element's
+  // title (Django's clock link: <a href="#"><span title="Choose a Time">), class words
   // (icon-trash, fa-trash, bi-trash, ui-icon-trash), or the file name of an image it
   // draws (a CSS background, `content: url()` in ::before/::after, an <img>'s src).
   // Shown marked "[guessed name]": the page never said it.
@@ -333,6 +335,10 @@
   }
   function guessedName(el) {
     const seen = [el, ...el.querySelectorAll("*")].slice(0, 6);
+    for (const e of seen) {
+      const title = e !== el && clean(e.getAttribute("title"));
+      if (title) return title;
+    }
     for (const e of seen) {
       for (const c of e.classList) {
         const m = ICON_CLASS.exec(c);
