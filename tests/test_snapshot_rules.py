@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from support.chromium import Chromium, PageDevTools, browser_cdp, launched_chromium
@@ -47,6 +48,9 @@ def test_items_a_delegated_listener_serves_get_refs(bsk: Bsk, site: str) -> None
     bsk.ok("click", ref_of(text, "row", "Grace Admiral"))
     assert '- row "Name Role"' not in text
     assert bsk("eval", "events").value == ["sjs:Beta", "row:Grace"]
+    # Locators reach what refs do: the same items, by the same role and name.
+    bsk.ok("click", 'role=row[name="Linus Maintainer"]')
+    assert bsk("eval", "events").value[-1] == "row:Linus"
     # jQuery UI selectable's `ui-selectee` items, the listener on the document.
     bsk.ok("click", ref_of(text, "listitem", "Large"))
     assert bsk("eval", "document.getElementById('picked').textContent").value == "Large"
@@ -68,6 +72,8 @@ def test_icons_are_named_from_their_hints_and_stay_grouped(bsk: Bsk, site: str) 
     assert re.search(r'^- button "Close" \[ref=', text, re.M), text
     bsk.ok("click", ref_of(text, "clickable", "printer"))
     assert bsk("eval", "document.getElementById('used').textContent").value == "btn-print"
+    bsk.ok("click", 'role=clickable[name="archive box"]')  # a locator, by the guess
+    assert bsk("eval", "document.getElementById('used').textContent").value == "btn-archive"
 
 
 def test_django_admin_names_context_and_options(bsk: Bsk, site: str) -> None:
@@ -146,7 +152,14 @@ def test_names_agree_with_chromiums_accessibility_tree(bsk: Bsk, site: str,
             "expression": "document.readyState", "returnByValue": True})["result"]["value"]
             == "complete", 10, "the page to load")
         hand.send("Accessibility.enable")
-        nodes = hand.send("Accessibility.getFullAXTree")["nodes"]
+        reads: list[list[dict[str, Any]]] = []
+
+        def settled() -> bool:  # the tree is built after enable: read until it holds still
+            reads.append(hand.send("Accessibility.getFullAXTree")["nodes"])
+            return len(reads) > 1 and len(reads[-1]) > 3 and len(reads[-1]) == len(reads[-2])
+
+        wait_until(settled, 10, "Chromium's accessibility tree")
+        nodes = reads[-1]
     finally:
         hand.close()
     chromium_names = {(n["role"]["value"], " ".join(str(n.get("name", {}).get("value", ""))

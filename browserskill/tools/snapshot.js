@@ -33,9 +33,8 @@
   // Nodes (their arrays) that got a ref for being interactive without an actionable role:
   // --interactive keeps them.
   const INFERRED = new Set();
-  // Children that a container's one listener serves (a sortable <ul>'s <li>s, a clicked
-  // table's rows): each gets a ref of its own (delegatedItems).
-  const DELEGATED = new Set();
+  // A listened container's items (delegatedItems), asked once per container.
+  const ITEMS = new Map();
   // Text nodes and containers --interactive keeps as context (status-like messages).
   const CONTEXT = new Set();
   bsk.iframes = [];
@@ -120,7 +119,7 @@
     const tag = el.localName;
     if (tag === "html" || tag === "body" || tag === "label" && el.control) return "";
     if (listened.has(el)) return "click";
-    if (DELEGATED.has(el)) return "item";
+    if (servedByParent(el)) return "item";
     if (el.attributes.length) {
       if (HANDLER_ATTRS.some(a => el.hasAttribute(a))) return "click";
       if (el.getAttribute("draggable") === "true") return "drag";
@@ -150,6 +149,10 @@
   // one tag (a table's rows through its row groups), making most of its children, none
   // with a listener, handler or actionable role of its own. null when there are none.
   function delegatedItems(el) {
+    if (!ITEMS.has(el)) ITEMS.set(el, findItems(el));
+    return ITEMS.get(el);
+  }
+  function findItems(el) {
     let kids = [...el.children];
     if (kids.length && kids.every(k => ROWGROUPS.has(k.localName)))  // a table's body rows
       kids = kids.filter(k => k.localName !== "thead").flatMap(k => [...k.children]);
@@ -164,6 +167,17 @@
                         ACTIONABLE.has(roleOf(k))))
       return null;
     return items;
+  }
+
+  // Whether `el` is one of the items its parent's (or its table's) listener serves.
+  function servedByParent(el) {
+    let host = el.parentElement;
+    if (host && ROWGROUPS.has(host.localName)) host = host.parentElement;
+    if (!host || !listened.has(host) || HANDLER_ATTRS.some(a => host.hasAttribute(a)) ||
+        ACTIONABLE.has(roleOf(host)))
+      return false;
+    const items = delegatedItems(host);
+    return items !== null && items.includes(el);
   }
 
   function inferredRole(el, role, why) {
@@ -629,7 +643,6 @@
     // A listener on a container of repeated, similar children serves them: they get refs.
     const items = why === "click" && !HANDLER_ATTRS.some(a => el.hasAttribute(a))
                   ? delegatedItems(el) : null;
-    if (items) for (const child of items) DELEGATED.add(child);
     const kids = [];
     walk(el, kids, name, true);
     // A cursor on a wrapper of what already has a ref, a listener that delegates for
@@ -772,7 +785,9 @@
       if (why) shown = inferredRole(el, role, why);
     }
     if (want !== undefined && shown !== want) return null;
-    return [shown, nameOf(el, shown === "link" ? "link" : role) || (why ? textOf(el) : "")];
+    const name = nameOf(el, shown === "link" ? "link" : role) ||
+                 (why ? textOf(el) || clean(contentName(el, null, 0)) : "");
+    return [shown, name || (GUESS_ROLES.has(shown) ? guessedName(el) : "")];
   }
 
   function byRole(want, name) {
