@@ -762,10 +762,14 @@
     const out = new Set();
     for (let el of inner) {
       const text = shownText(el);
+      let acts = false;
       for (let up = el; up && up.localName !== "body" && shownText(up) === text;
            up = up.parentElement) {
         const role = roleOf(up);
-        if (role !== null && (ACTIONABLE.has(role) || interactiveWhy(up, role, false))) el = up;
+        if (role === null) continue;
+        const why = ACTIONABLE.has(role) ? "role" : interactiveWhy(up, role, false);
+        // A delegated item whose content acts itself leaves it the ref (as the walk does).
+        if (why && !(why === "item" && acts)) { el = up; acts = true; }
       }
       out.add(el);
     }
