@@ -47,6 +47,8 @@ def _param_rows(spec: Any) -> list[str]:
         name = p.name.upper() if p.positional else f"`{p.flag}`"
         if p.positional:
             name = f"`{name}` (or `{p.flag}`)"
+        elif p.short:
+            name = f"{name} (or `{p.short}`)"
         notes = ["required" if p.required else ""]
         if p.choices:
             notes.append("one of " + ", ".join(f"`{c}`" for c in p.choices))

@@ -112,3 +112,20 @@ def test_daemon_start_help_lists_every_option_it_takes(bsk: Bsk) -> None:
     assert len(taken) > 10 and "--tcp-port" in taken and "--expose-cdp" in taken
     for option in [*taken, "--foreground"]:
         assert f"\n  {option} " in shown, option
+
+
+def test_peers_short_flags_and_the_nearest_real_option(bsk: Bsk, site: str) -> None:
+    # Before any daemon (the whole CLI reads the line) and after (the launcher's fast
+    # path: the daemon reads it, api/cli_call.py): one parser, the same answers.
+    for when in ("no daemon yet", "daemon up"):
+        typo = bsk("snapshot", "--interactiv")
+        assert typo.code == 2, when
+        assert typo.json["error"]["hint"].startswith("did you mean --interactive?"), when
+        assert "--interactive (-i)" in typo.json["error"]["message"], when
+        assert "did you mean --max-tokens?" in bsk("snapshot", "--depth", "3").json["error"]["hint"]
+        assert "did you mean --count?" in bsk("click", "e1", "--cuont", "2").json["error"]["hint"]
+        if when == "no daemon yet":
+            bsk.ok("open", f"{site}/keys.html")
+    assert bsk.ok("snapshot", "-i")["result"]["snapshot"] == \
+        bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    assert "-i, --interactive" in bsk("snapshot", "--help", as_json=False).stdout

@@ -197,6 +197,7 @@ def looks_like_option(arg: str) -> bool:
 
 def parse_tool_args(spec: ToolSpec, args: list[str], cwd: str | None = None) -> dict[str, Any]:
     by_flag = {p.flag: p for p in spec.params}
+    by_flag.update({p.short: p for p in spec.params if p.short})
     positionals = [p for p in spec.params if p.positional]
     out: dict[str, Any] = {}
     literal = False
@@ -218,9 +219,7 @@ def parse_tool_args(spec: ToolSpec, args: list[str], cwd: str | None = None) -> 
                     out[p.name] = False
                     continue
             if p is None:
-                known = ", ".join(by_flag) or "none"
-                raise invalid(name.lstrip("-"), f"unknown option for `{' '.join(spec.words)}` "
-                              f"(options: {known})", hint=f"bsk {' '.join(spec.words)} --help")
+                raise unknown_option(spec, name, by_flag)
             if p.type == "boolean":
                 out[p.name] = True
                 continue
@@ -254,6 +253,35 @@ def parse_tool_args(spec: ToolSpec, args: list[str], cwd: str | None = None) -> 
             out[p.name] = _convert(p, arg, cwd)
             positionals.pop(0)
     return out
+
+
+# Peers' snapshot flags for what bsk does another way (agent-browser's -c/--compact: bsk's
+# snapshot is compact already; -d/--depth: bsk bounds size, or reads one part).
+_PEER_FLAGS = {("snapshot", "-c"): "--interactive", ("snapshot", "--compact"): "--interactive",
+               ("snapshot", "-d"): "--max-tokens", ("snapshot", "--depth"): "--max-tokens"}
+
+
+def unknown_option(spec: ToolSpec, name: str, by_flag: dict[str, Param]) -> Exception:
+    """An option the command doesn't take: the error names the nearest real one (by
+    spelling, or a one-letter flag by its letter), so the next try can be right."""
+    import difflib
+
+    command = " ".join(spec.words)
+    longs = [f for f in by_flag if f.startswith("--")]
+    peer = _PEER_FLAGS.get((command, name))
+    if peer:
+        near = [peer]
+    elif name.startswith("--"):
+        near = difflib.get_close_matches(name, longs, n=1, cutoff=0.6)
+    else:  # `-x`: the long option that starts with that letter, if exactly one does
+        near = [f for f in longs if f[2:3] == name[1:2]]
+        near = near if len(near) == 1 else []
+    known = ", ".join(p.flag + (f" ({p.short})" if p.short else "")
+                      for p in spec.params) or "none"
+    hint = (f"did you mean {near[0]}? (bsk {command} --help)" if near
+            else f"bsk {command} --help")
+    return invalid(name.lstrip("-"), f"unknown option for `{command}` (options: {known})",
+                   hint=hint)
 
 
 # -- talking to the daemon --------------------------------------------------------------

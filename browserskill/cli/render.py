@@ -151,6 +151,8 @@ def command_help(control: Any, spec: Any) -> str:
                 name = f"{p.flag} {p.type.upper()}"
             if p.positional and not p.required:
                 name = f"[{name}]"
+            if p.short:
+                name = f"{p.short}, {name}"
             extra = []
             if p.choices:
                 extra.append("one of " + "|".join(map(str, p.choices)))

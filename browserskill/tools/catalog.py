@@ -55,8 +55,9 @@ _ParamFields = namedtuple(
         "blank_ok",  # a required string that may be empty or blank (text to type)
         "bare",  # on the CLI: the value of the flag given alone (`--abort`); a value
                  # follows it only if it is one of `choices`
+        "short",  # on the CLI: a one-letter alias too (`-i`), the one peers' users type
     ],
-    defaults=(False, None, (), None, None, None, False, None, False, False, None),
+    defaults=(False, None, (), None, None, None, False, None, False, False, None, None),
 )
 
 
@@ -325,7 +326,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "controls, links, and anything clickable, focusable, draggable or editable. Iframes "
         "are included; their refs carry the frame (f1e7).",
         (Param("interactive", "boolean", "only actionable nodes, with the named containers "
-               "around them", default=False),
+               "around them", default=False, short="-i"),
          Param("max_tokens", "integer", "truncate the text to about this many tokens "
                "(chars/4), saying what was cut", minimum=50, maximum=10_000_000),
          Param("ref", "string", "only the subtree of this ref (or locator)",

@@ -13,7 +13,10 @@
 // (`__bskListened`, filled by snapshot.py before this runs). Those get a role-like name:
 // their own role if they have one, else "link" (<a> without href), "clickable",
 // "focusable" or "draggable".
-// A wrapper whose only interactive content already has a ref gets none.
+// A wrapper whose only interactive content already has a ref gets none; a container
+// whose listener serves its repeated, similar children gives them the refs instead.
+// Text is joined as rendered; icons without a name get one guessed from their hints,
+// marked "[guessed name]". docs/snapshot.md gives each rule with an example.
 //
 // Returns a JSON line {refs, next} (+ `tree` with `asTree`: nodes are
 // [role, name, value, states, ref, children], text nodes ["text", text]), then the text.
@@ -30,6 +33,10 @@
   // Nodes (their arrays) that got a ref for being interactive without an actionable role:
   // --interactive keeps them.
   const INFERRED = new Set();
+  // A listened container's items (delegatedItems), asked once per container.
+  const ITEMS = new Map();
+  // Text nodes and containers --interactive keeps as context (status-like messages).
+  const CONTEXT = new Set();
   bsk.iframes = [];
   const here = location;
   const focused = deepActive(document);
@@ -112,9 +119,14 @@
     const tag = el.localName;
     if (tag === "html" || tag === "body" || tag === "label" && el.control) return "";
     if (listened.has(el)) return "click";
+    if (servedByParent(el)) return "item";
     if (el.attributes.length) {
       if (HANDLER_ATTRS.some(a => el.hasAttribute(a))) return "click";
       if (el.getAttribute("draggable") === "true") return "drag";
+      if (el.classList.length) {
+        if (DRAG_CLASSES.some(c => el.classList.contains(c))) return "drag";
+        if (PICK_CLASSES.some(c => el.classList.contains(c))) return "item";
+      }
       const tabindex = el.getAttribute("tabindex");
       if (tabindex !== null && tabindex.trim() !== "" && +tabindex >= 0 && !inActionable)
         return "focus";
@@ -125,6 +137,47 @@
     const parent = el.parentElement;
     if (inActionable && parent && getComputedStyle(parent).cursor === style.cursor) return "";
     return "cursor";
+  }
+
+  // Libraries' own marks of an item to drag or pick (jQuery UI sortable, draggable,
+  // selectable), whose listener sits on the container or the document.
+  const DRAG_CLASSES = ["ui-sortable-handle", "ui-draggable", "ui-draggable-handle"];
+  const PICK_CLASSES = ["ui-selectee"];
+  const ROWGROUPS = new Set(["thead", "tbody", "tfoot"]);
+
+  // The repeated, similar children of `el` that its listener serves: two or more of
+  // one tag (a table's rows through its row groups), making most of its children, none
+  // with a listener, handler or actionable role of its own. null when there are none.
+  function delegatedItems(el) {
+    if (!ITEMS.has(el)) ITEMS.set(el, findItems(el));
+    return ITEMS.get(el);
+  }
+  function findItems(el) {
+    let kids = [...el.children];
+    if (kids.length && kids.every(k => ROWGROUPS.has(k.localName)))  // a table's body rows
+      kids = kids.filter(k => k.localName !== "thead").flatMap(k => [...k.children]);
+    if (kids.length < 2) return null;
+    const counts = new Map();
+    for (const k of kids) counts.set(k.localName, (counts.get(k.localName) || 0) + 1);
+    const [tag, count] = [...counts].sort((a, b) => b[1] - a[1])[0];
+    if (count < 2 || count < kids.length * 0.6 || SKIP_TAGS.has(tag) || tag === "br")
+      return null;
+    const items = kids.filter(k => k.localName === tag);
+    if (items.some(k => listened.has(k) || HANDLER_ATTRS.some(a => k.hasAttribute(a)) ||
+                        ACTIONABLE.has(roleOf(k))))
+      return null;
+    return items;
+  }
+
+  // Whether `el` is one of the items its parent's (or its table's) listener serves.
+  function servedByParent(el) {
+    let host = el.parentElement;
+    if (host && ROWGROUPS.has(host.localName)) host = host.parentElement;
+    if (!host || !listened.has(host) || HANDLER_ATTRS.some(a => host.hasAttribute(a)) ||
+        ACTIONABLE.has(roleOf(host)))
+      return false;
+    const items = delegatedItems(host);
+    return items !== null && items.includes(el);
   }
 
   function inferredRole(el, role, why) {
@@ -236,20 +289,87 @@
       if (caption) return textOf(caption);
     }
     if (tag === "iframe") return clean(el.title);
-    if (NAME_FROM_CONTENT.has(role)) return textOf(el) || clean(el.title);
+    if (NAME_FROM_CONTENT.has(role))
+      return textOf(el) || clean(contentName(el, null, 0)) || clean(el.title);
     return clean(el.title);
   }
 
   function labelText(label, control) {
-    // The label's text without the control's own value (a label may wrap its input).
-    let text = "";
-    for (const node of label.childNodes) {
-      if (node === control) continue;
-      text += node.nodeType === 3 ? node.textContent
-            : node.nodeType === 1 && !node.contains(control) ? (node.innerText || "")
-            : node.nodeType === 1 ? labelText(node, control) : "";
+    // The label's content without the control itself (a label may wrap its input).
+    return contentName(label, control, 0);
+  }
+
+  // Name from content as accname (and Chromium) computes it, for what innerText misses:
+  // an image's alt, an SVG's <title>, a child's aria-label, a control's value (Django
+  // admin: a search box labelled by <img alt="Search">, filter boxes by a <span
+  // aria-label="Type into this box…">). Hidden content and `skip` count for nothing; a
+  // child's title doesn't either (Chromium ignores it: it is a hint, guessedName's).
+  function contentName(el, skip, depth) {
+    let out = "";
+    for (const node of children(el)) {
+      if (node === skip) continue;
+      if (node.nodeType === 3) { out += node.textContent; continue; }
+      if (node.nodeType !== 1 || depth > 8) continue;
+      const e = node, tag = e.localName;
+      if (e.getAttribute("aria-hidden") === "true" || SKIP_TAGS.has(tag) && tag !== "svg")
+        continue;
+      let part = clean(e.getAttribute("aria-label"));
+      if (part) { /* its own label */ }
+      else if (tag === "img") part = clean(e.getAttribute("alt") ?? e.title);
+      else if (tag === "svg") {
+        const title = e.querySelector(":scope > title");
+        part = title ? clean(title.textContent) : "";
+      } else if (tag === "input" || tag === "textarea") part = clean(e.value);
+      else if (tag === "select") part = clean(e.selectedOptions[0]?.textContent);
+      else if (e.checkVisibility && !e.checkVisibility() &&
+               getComputedStyle(e).display !== "contents") continue;
+      else part = clean(contentName(e, skip, depth + 1));
+      out += INLINE_TAGS.has(tag) && tag !== "br" ? part : " " + part + " ";
     }
-    return text;
+    return out;
+  }
+
+  // A name guessed from an icon's hints when the page gives none: an inner element's
+  // title (Django's clock link: <a href="#"><span title="Choose a Time">), class words
+  // (icon-trash, fa-trash, bi-trash, ui-icon-trash), or the file name of an image it
+  // draws (a CSS background, `content: url()` in ::before/::after, an <img>'s src).
+  // Shown marked "[guessed name]": the page never said it.
+  const ICON_CLASS = /^(?:icons?|fa[srlbdk]?|bi|glyphicon|mdi|ti|ri|la[srb]?|ion|ionicons?|ico|gg|octicon|codicon|feather|lnr|wi|oi|typcn|dashicons|el-icon|ui-icon|anticon|icofont|bx[sl]?|ph|uil|tabler|lucide|pi|fe|ki)[-_](.+)$/;
+  const ICON_NOISE = /^(?:solid|regular|light|thin|duotone|brands?|sharp|xs|sm|lg|xl|[0-9]+x|fw|spin|pulse|border|inverse|flip(?:-.*)?|rotate(?:-.*)?|stack(?:-.*)?|pull-.*|li|ul|large|small|white|black|inline|before|after|button|btn|wrapper|container|only|left|right|text|label|color|size)$/;
+  function hintWords(text) {
+    return text.replace(/%20|[-_.+]+/g, " ").replace(/([a-z])([A-Z])/g, "$1 $2")
+               .replace(/\b(?:icon|ico|img|image|btn|button|svg|png)\b/gi, " ")
+               .replace(/\b[0-9]+(?:x[0-9]+)?(?:px)?\b/g, " ").replace(/\s+/g, " ").trim()
+               .toLowerCase();
+  }
+  function fileStem(url) {
+    if (!url || url.startsWith("data:")) return "";
+    const file = url.split(/[?#]/)[0].split("/").pop() || "";
+    return hintWords(decodeURIComponent(file.replace(/\.[a-z0-9]+$/i, "")));
+  }
+  function guessedName(el) {
+    const seen = [el, ...el.querySelectorAll("*")].slice(0, 6);
+    for (const e of seen) {
+      const title = e !== el && clean(e.getAttribute("title"));
+      if (title) return title;
+    }
+    for (const e of seen) {
+      for (const c of e.classList) {
+        const m = ICON_CLASS.exec(c);
+        if (m && !ICON_NOISE.test(m[1])) { const w = hintWords(m[1]); if (w) return w; }
+      }
+    }
+    for (const e of seen) {
+      if (e.localName === "img") { const w = fileStem(e.getAttribute("src")); if (w) return w; }
+      for (const pseudo of [null, "::before", "::after"]) {
+        const style = getComputedStyle(e, pseudo);
+        const drawn = style.backgroundImage + " " + (pseudo ? style.content : "");
+        const url = /url\(\s*["']?([^"')]+)/.exec(drawn);
+        const w = url ? fileStem(url[1]) : "";
+        if (w) return w;
+      }
+    }
+    return "";
   }
 
   function states(el, role) {
@@ -285,11 +405,41 @@
     const placeholder = el.getAttribute("placeholder") || el.getAttribute("aria-placeholder");
     if (placeholder && placeholder.trim() && clean(placeholder) !== nameOf(el, role))
       out.push("placeholder=" + JSON.stringify(clean(placeholder)));
+    const shown = VIRTUAL_ROLES.has(role) ? rendered(el, role) : "";
+    if (shown) out.push(shown);
     if (role === "link" && el.hasAttribute("href")) {
-      const url = shortUrl(el.getAttribute("href"));
+      // "#" goes nowhere (a script acts on the click): shown as it is, not as this page.
+      const href = el.getAttribute("href").trim();
+      const url = href === "#" || href === "" ? "#" : shortUrl(href);
       if (url) out.push("url=" + url);
     }
     return out;
+  }
+
+  // A virtualized list or grid renders only some of its rows: say which, out of how many
+  // the page says exist (aria-rowcount on the grid, aria-setsize on its items), so an
+  // agent knows to scroll for the rest.
+  const VIRTUAL_ROLES = new Set(["grid", "treegrid", "table", "list", "listbox", "tree",
+                                 "menu", "feed"]);
+  function rendered(el, role) {
+    const range = (items, attr) => {
+      const at = items.map(e => +e.getAttribute(attr)).filter(n => n > 0);
+      return at.length ? `${Math.min(...at)}-${Math.max(...at)}` : `${items.length}`;
+    };
+    const rowcount = +el.getAttribute("aria-rowcount");
+    if (rowcount > 0) {
+      const rows = [...el.querySelectorAll("[role=row], tr")];
+      if (rows.length < rowcount) return `rows ${range(rows, "aria-rowindex")} of ${rowcount} rendered`;
+      return "";
+    }
+    const first = el.querySelector("[aria-setsize]");
+    const size = first ? +first.getAttribute("aria-setsize") : 0;
+    if (size > 0) {
+      const items = [...el.querySelectorAll("[aria-setsize]")]
+        .filter(e => e.parentElement === first.parentElement);
+      if (items.length < size) return `items ${range(items, "aria-posinset")} of ${size} rendered`;
+    }
+    return "";
   }
 
   function valueOf(el, role) {
@@ -383,9 +533,13 @@
   function walk(parent, out, parentText, inActionable) {
     for (const node of children(parent)) {
       if (node.nodeType === 3) {
-        const text = clean(node.textContent);
+        const raw = node.textContent;
+        const text = clean(raw);
+        // Whitespace alone (a space, an &nbsp;) between inline elements renders as a
+        // space: "December&nbsp;2016" reads "December 2016", not "December2016".
+        if (!text && raw && out.joinable) out.lastRaw += " ";
         if (text && text !== parentText && !(parentText && parentText.includes(text)))
-          pushText(out, node.textContent);
+          pushText(out, raw);
         continue;
       }
       if (node.nodeType !== 1) continue;
@@ -402,34 +556,76 @@
         continue;
       }
       const why = ACTIONABLE.has(role) ? "" : interactiveWhy(el, role, inActionable);
-      if (why) { inferred(el, role, why, out, inActionable); continue; }
-      if (!role || role === "generic" || role === "paragraph" || role === "rowgroup") {
+      const from = out.length;
+      if (why) {
+        inferred(el, role, why, out, inActionable);
+      } else if (!role || role === "generic" || role === "paragraph" || role === "rowgroup") {
         // A label's words already name its control: don't repeat them as text.
         const labelled = el.localName === "label" && el.control ? clean(el.textContent) : "";
-        const inline = isInline(el);
-        if (!inline) out.joinable = false;
-        walk(el, out, labelled || parentText, inActionable);
-        if (!inline) out.joinable = false;
-        continue;
+        if (isInline(el)) {
+          walk(el, out, labelled || parentText, inActionable);
+        } else {
+          out.joinable = false;
+          const inner = [];
+          walk(el, inner, labelled || parentText, inActionable);
+          out.push(...(iconRow(inner) ? [["group", "", null, [], null, inner]] : inner));
+          out.joinable = false;
+        }
+      } else {
+        item(el, role, out, parentText, inActionable);
       }
-      const name = nameOf(el, role);
+      if (LIVE_ROLES.has(role) || MESSAGE_CLASS.test(el.getAttribute("class") || ""))
+        for (let i = from; i < out.length; i++) CONTEXT.add(out[i]);
+    }
+  }
+
+  // Status-like text --interactive keeps: live regions, and the classes pages give their
+  // messages (Django admin's `ul.messagelist li.success`, `p.errornote`, Bootstrap's
+  // `.alert`).
+  const LIVE_ROLES = new Set(["status", "alert", "log", "marquee", "timer", "alertdialog"]);
+  const MESSAGE_CLASS = /(?:^|\s)(?:messagelist|messages?|alert(?:-[\w-]+)?|success|errors?|errornote|errorlist|warning|notice|notification|toast|flash|callout|invalid-feedback)(?:\s|$)/;
+  // Roles shown with a name they guessed: what an agent clicks.
+  const GUESS_ROLES = new Set(["button", "link", "menuitem", "tab", "clickable", "treeitem",
+                               "switch", "draggable", "focusable"]);
+
+  // A block of two or more controls and nothing else, at least two of them icons (no
+  // name of their own): a toolbar, kept as one group so they can be told apart by place.
+  function iconRow(nodes) {
+    if (nodes.length < 2) return false;
+    let icons = 0;
+    for (const n of nodes) {
+      if (n[0] === "text" || !n[4]) return false;
+      if (!n[1] || n[3].includes("guessed name")) icons++;
+    }
+    return icons >= 2;
+  }
+
+  // A named node (a role of its own): its line, then its content.
+  function item(el, role, out, parentText, inActionable) {
+    {
+      let name = nameOf(el, role);
       // States matter on what an agent acts on; elsewhere only when ARIA says so.
       const stateful = ACTIONABLE.has(role) || role === "heading" || el.attributes.length > 0
                        || el === focused;
-      const item = [role, name, valueOf(el, role), stateful ? states(el, role) : [],
+      const guess = !name && GUESS_ROLES.has(role) ? guessedName(el) : "";
+      if (guess) name = guess;
+      const node = [role, name, valueOf(el, role), stateful ? states(el, role) : [],
                     REF_ROLES.has(role) ? refFor(el) : null, []];
+      if (guess) node[3].unshift("guessed name");
       if (role === "iframe") {
-        item[5] = bsk.iframes.length;  // index: the caller splices the frame's tree in
+        node[5] = bsk.iframes.length;  // index: the caller splices the frame's tree in
         bsk.iframes.push(el);
       } else if (el.localName === "select") {
+        // A list box's options are clicked (ctrl-click, double-click): each has a ref.
+        const listbox = role === "listbox";
         for (const opt of el.options) {
-          item[5].push(["option", clean(opt.textContent), null,
-                        opt.selected ? ["selected"] : [], null, []]);
+          node[5].push(["option", clean(opt.textContent), null,
+                        opt.selected ? ["selected"] : [], listbox ? refFor(opt) : null, []]);
         }
       } else if (!(el.localName === "input" || el.localName === "textarea")) {
-        walk(el, item[5], name, inActionable || ACTIONABLE.has(role));
+        walk(el, node[5], name, inActionable || ACTIONABLE.has(role));
       }
-      out.push(item);
+      out.push(node);
       out.joinable = false;
     }
   }
@@ -438,44 +634,61 @@
   // name, unless it only wraps what already has one (then its content stands alone).
   function inferred(el, role, why, out, inActionable) {
     const shownRole = inferredRole(el, role, why);
-    const name = nameOf(el, shownRole === "link" ? "link" : role) || textOf(el);
+    let name = nameOf(el, shownRole === "link" ? "link" : role) || textOf(el) ||
+               clean(contentName(el, null, 0));
+    const guess = !name && GUESS_ROLES.has(shownRole) ? guessedName(el) : "";
+    if (guess) name = guess;
     const known = bsk.byEl.get(el);
     const ref = refFor(el);  // before its content's: refs follow document order
+    // A listener on a container of repeated, similar children serves them: they get refs.
+    const items = why === "click" && !HANDLER_ATTRS.some(a => el.hasAttribute(a))
+                  ? delegatedItems(el) : null;
     const kids = [];
     walk(el, kids, name, true);
-    // A cursor on a wrapper of what already has a ref, or a listener that delegates for
-    // several refs inside (a list's): the refs inside cover it.
+    // A cursor on a wrapper of what already has a ref, a listener that delegates for
+    // several refs inside (a list's), or a delegated item whose content has refs of its
+    // own (a tree's row whose label has a cursor): the refs inside cover it.
     const ownCursor = why === "cursor" || ACT_CURSORS.has(getComputedStyle(el).cursor);
-    const delegating = why === "click" && !ownCursor &&
+    const delegating = items ? actionableIn(kids, null) > 0 :
+                       why === "click" && !ownCursor &&
                        !HANDLER_ATTRS.some(a => el.hasAttribute(a)) && actionableIn(kids, null) > 1;
-    if ((why === "cursor" && actionableIn(kids, name)) || delegating) {
+    if ((why === "cursor" && actionableIn(kids, name)) || delegating ||
+        (why === "item" && actionableIn(kids, null))) {
       if (known !== ref) { bsk.refs.delete(ref); bsk.byEl.delete(el); }
       const shown = role && role !== "generic" && role !== "paragraph" && role !== "rowgroup";
       if (shown) {
         out.push([role, nameOf(el, role), null, [], REF_ROLES.has(role) ? ref : null, kids]);
       } else {
         out.joinable = false;
-        out.push(...kids);
+        out.push(...(iconRow(kids) ? [["group", "", null, [], null, kids]] : kids));
       }
       out.joinable = false;
       return;
     }
-    const item = [shownRole, name, valueOf(el, role), states(el, shownRole), ref, kids];
-    INFERRED.add(item);
-    out.push(item);
+    const node = [shownRole, name, valueOf(el, role), states(el, shownRole), ref, kids];
+    if (guess) node[3].unshift("guessed name");
+    INFERRED.add(node);
+    out.push(node);
     out.joinable = false;
   }
 
-  // Only actionable nodes, with the named containers around them (--interactive).
-  function pruneInteractive(nodes) {
+  // Only actionable nodes, with the named containers around them (--interactive), and
+  // what gives them context: headings, landmarks, status and alert text.
+  const LANDMARKS = new Set(["banner", "navigation", "main", "complementary", "contentinfo",
+                             "search", "form", "dialog", "alertdialog", "toolbar", "grid",
+                             "treegrid", "tablist", "menubar", "radiogroup", "group"]);
+  function pruneInteractive(nodes, context) {
     const out = [];
     for (const n of nodes) {
-      if (n[0] === "text") continue;
-      const kept = Array.isArray(n[5]) ? pruneInteractive(n[5]) : n[5];
-      if (ACTIONABLE.has(n[0]) || INFERRED.has(n) || typeof n[5] === "number") {
+      const live = context || CONTEXT.has(n);
+      if (n[0] === "text") { if (live) out.push(n); continue; }
+      const kept = Array.isArray(n[5]) ? pruneInteractive(n[5], live) : n[5];
+      if (ACTIONABLE.has(n[0]) || INFERRED.has(n) || typeof n[5] === "number" ||
+          n[0] === "heading") {
         out.push([n[0], n[1], n[2], n[3], n[4], kept]);
       } else if (kept.length) {
-        if (n[1]) out.push([n[0], n[1], null, n[3], n[4], kept]);
+        if (n[1] || n[3].length || LANDMARKS.has(n[0]) || CONTEXT.has(n) && n[0] !== "text")
+          out.push([n[0], n[1], null, n[3], n[4], kept]);
         else out.push(...kept);
       }
     }
@@ -549,10 +762,14 @@
     const out = new Set();
     for (let el of inner) {
       const text = shownText(el);
+      let acts = false;
       for (let up = el; up && up.localName !== "body" && shownText(up) === text;
            up = up.parentElement) {
         const role = roleOf(up);
-        if (role !== null && (ACTIONABLE.has(role) || interactiveWhy(up, role, false))) el = up;
+        if (role === null) continue;
+        const why = ACTIONABLE.has(role) ? "role" : interactiveWhy(up, role, false);
+        // A delegated item whose content acts itself leaves it the ref (as the walk does).
+        if (why && !(why === "item" && acts)) { el = up; acts = true; }
       }
       out.add(el);
     }
@@ -572,7 +789,9 @@
       if (why) shown = inferredRole(el, role, why);
     }
     if (want !== undefined && shown !== want) return null;
-    return [shown, nameOf(el, shown === "link" ? "link" : role) || (why ? textOf(el) : "")];
+    const name = nameOf(el, shown === "link" ? "link" : role) ||
+                 (why ? textOf(el) || clean(contentName(el, null, 0)) : "");
+    return [shown, name || (GUESS_ROLES.has(shown) ? guessedName(el) : "")];
   }
 
   function byRole(want, name) {
@@ -656,7 +875,7 @@
   } else {
     walk(document.body ? document.documentElement : document, tree, "", false);
   }
-  if (options.interactive) tree = pruneInteractive(tree);
+  if (options.interactive) tree = pruneInteractive(tree, false);
   const refs = [];
   const text = render(tree, 0, [], refs).join("\n");
   // One string, the protocol serializes it far faster than a deep value: a JSON head

@@ -30,7 +30,7 @@ from browserskill.tools.registry import implements
 ACTIONABLE = frozenset({
     "button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox",
     "option", "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "switch", "slider",
-    "spinbutton", "treeitem", "textarea", "MenuListPopup", "ListBoxOption",
+    "spinbutton", "treeitem", "textarea", "MenuListPopup", "ListBoxOption", "gridcell",
 })
 # Roles that also get a ref: things an agent reads or targets by ref.
 REF_ROLES = ACTIONABLE | {"heading", "img", "image", "dialog", "alertdialog", "iframe",

@@ -1,0 +1,179 @@
+"""What the snapshot shows, rule by rule (docs/snapshot.md), on pages that copy the
+markup real libraries ship (each page names its library): text joined as rendered, refs
+for the items a delegated listener serves, icons named from their hints and kept in
+their group, names from label and icon content, --interactive's context, `href="#"`,
+virtualized rows counted, shadow DOM in the tree, refs kept across snapshots; and the
+names it computes agree with Chromium's own accessibility tree."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from support.chromium import Chromium, PageDevTools, browser_cdp, launched_chromium
+from support.cli import Bsk
+from support.pages import ref_of
+from support.wait import wait_until
+
+
+def snap(bsk: Bsk, *flags: str) -> str:
+    return str(bsk.ok("snapshot", *flags)["result"]["snapshot"])
+
+
+def test_text_is_joined_as_rendered(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/snap_text.html")
+    text = snap(bsk)
+    # jQuery UI datepicker's title: two spans and an &nbsp; between them.
+    assert "- text: December 2016\n" in text, text
+    # Spaces between inline elements kept, none added where the page has none.
+    assert "- text: Total: 42 items, nospace\n" in text, text
+    # Block boundaries break lines.
+    assert re.search(r"- text: first block\n- text: second block\n- text: third block$",
+                     text), text
+
+
+def test_items_a_delegated_listener_serves_get_refs(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/snap_delegated.html")
+    text = snap(bsk, "-i")
+    # jQuery UI sortable: the <ul> listens, its <li>s are dragged by ref.
+    assert re.search(r"^- list$", snap(bsk), re.M)  # the list itself has no ref
+    bsk.ok("drag", ref_of(text, "listitem", "Item 1"), ref_of(text, "listitem", "Item 3"))
+    assert bsk("eval", "document.getElementById('order').textContent").value == \
+        "Item 2, Item 3, Item 1"
+    # SortableJS: bare <div>s in a container with a pointerdown listener.
+    bsk.ok("click", ref_of(text, "clickable", "Beta"))
+    # A table whose rows are clicked through one listener on the <table>: body rows.
+    bsk.ok("click", ref_of(text, "row", "Grace Admiral"))
+    assert '- row "Name Role"' not in text
+    assert bsk("eval", "events").value == ["sjs:Beta", "row:Grace"]
+    # Locators reach what refs do: the same items, by the same role and name.
+    bsk.ok("click", 'role=row[name="Linus Maintainer"]')
+    assert bsk("eval", "events").value[-1] == "row:Linus"
+    # jQuery UI selectable's `ui-selectee` items, the listener on the document.
+    bsk.ok("click", ref_of(text, "listitem", "Large"))
+    assert bsk("eval", "document.getElementById('picked').textContent").value == "Large"
+
+
+def test_icons_are_named_from_their_hints_and_stay_grouped(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/snap_icons.html")
+    text = snap(bsk, "--interactive")
+    group = re.search(r"^- group\n((?:  - [^\n]*\n)+)", text, re.M)
+    assert group, text
+    icons = group.group(1)
+    # Class words (jQuery UI's ui-icon-trash, Font Awesome's fa-pen-to-square), a CSS
+    # background's file, a ::before's content: url() file: guessed, and said so.
+    for guess in ("trash", "archive box", "printer", "pen to square"):
+        assert f'- clickable "{guess}" [guessed name] [ref=' in icons, icons
+    # A Material Icons ligature is the icon's own text: a name, not a guess.
+    assert '- clickable "delete" [ref=' in icons, icons
+    # An SVG's <title> names its button (accname), no guess.
+    assert re.search(r'^- button "Close" \[ref=', text, re.M), text
+    bsk.ok("click", ref_of(text, "clickable", "printer"))
+    assert bsk("eval", "document.getElementById('used').textContent").value == "btn-print"
+    bsk.ok("click", 'role=clickable[name="archive box"]')  # a locator, by the guess
+    assert bsk("eval", "document.getElementById('used').textContent").value == "btn-archive"
+
+
+def test_django_admin_names_context_and_options(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/snap_admin.html")
+    text = snap(bsk, "-i")
+    # The search box is labelled by an image's alt; the two filter boxes by a span's
+    # aria-label inside their labels: each has its own name.
+    assert re.search(r'- textbox "Search" \[ref=', text), text
+    assert '- textbox "Type into this box to filter down the list of available groups."' in text
+    assert ('- textbox "Type into this box to filter down the list of available user '
+            'permissions."') in text
+    # --interactive keeps the heading, the landmarks and the success message.
+    assert re.search(r'- heading "Change user" \[level=1\]', text), text
+    assert "- main\n" in text and "- search\n" in text
+    assert "The user “bob” was added successfully." in text
+    assert "plain words" not in text
+    # A multi-select's options have refs; clicking one picks it.
+    bsk.ok("click", ref_of(text, "option", "Publishers"))
+    assert bsk("eval", "[...document.querySelector('#id_groups_from').selectedOptions]"
+                       ".map(o => o.text)").value == ["Publishers"]
+    # href="#" is no address: shown as it is; the icon's title inside is only a hint.
+    assert re.search(r'- link "Choose a Time" \[guessed name\] \[url=#\] \[ref=', text), text
+
+
+def test_virtualized_rows_are_counted_and_shadow_roots_read(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/snap_virtual.html")
+    text = snap(bsk, "-i")
+    assert "- grid [rows 1-3 of 1001 rendered]" in text, text
+    assert '- listbox "Cities" [items 11-12 of 400 rendered]' in text, text
+    assert re.search(r'- gridcell "Ford" \[ref=', text), text
+    # An open shadow root and its slotted content, in the same tree, once.
+    full = snap(bsk)
+    assert full.count("Slotted title") == 1, full
+    bsk.ok("click", ref_of(text, "button", "Inside shadow"))
+    assert bsk("eval", "window.shadowClicked").value is True
+
+
+def test_refs_are_kept_across_snapshots_of_one_document(bsk: Bsk, site: str) -> None:
+    bsk.ok("open", f"{site}/snap_delegated.html")
+    first = snap(bsk)
+    assert snap(bsk) == first  # an unchanged page: the same text, the same refs
+    bsk.ok("eval", "document.body.prepend(Object.assign(document.createElement('button'),"
+                   " {textContent: 'New'})); 1")
+    after = snap(bsk)
+    assert ref_of(after, "button", "New") not in first
+    for role, name in (("listitem", "Item 2"), ("clickable", "Gamma"), ("row", "Ada Engineer")):
+        assert ref_of(after, role, name) == ref_of(first, role, name)
+
+
+# Roles whose names the snapshot computes itself and Chromium computes too: they must
+# agree (accname), checked against Chromium's own accessibility tree.
+NAMED_ROLES = ("textbox", "searchbox", "button", "link", "option", "listbox", "heading",
+               "gridcell", "checkbox", "radio", "combobox", "img")
+# Chromium's internal names for some of those roles.
+CHROMIUM_ROLES = {"img": ("image",), "button": ("button", "ColorWell"),
+                  "combobox": ("combobox", "ComboBoxSelect", "ComboBoxMenuButton")}
+
+
+@pytest.fixture(scope="module")
+def own_chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
+    """A Chromium of this module's own: its accessibility tree is the reference."""
+    with launched_chromium(tmp_path_factory.mktemp("ax") / "chromium.log") as browser:
+        yield browser
+
+
+@pytest.mark.parametrize("page", ["snap_admin.html", "snap_icons.html", "snap_virtual.html",
+                                  "form.html", "reach_fidelity.html", "login.html"])
+def test_names_agree_with_chromiums_accessibility_tree(bsk: Bsk, site: str,
+                                                       own_chromium: Chromium, page: str) -> None:
+    chromium = own_chromium
+    url = f"{site}/{page}"
+    target = browser_cdp(chromium, "Target.createTarget", {"url": url})["targetId"]
+    hand = PageDevTools(chromium, target)
+    try:
+        wait_until(lambda: hand.send("Runtime.evaluate", {
+            "expression": "document.readyState", "returnByValue": True})["result"]["value"]
+            == "complete", 10, "the page to load")
+        hand.send("Accessibility.enable")
+        reads: list[list[dict[str, Any]]] = []
+
+        def settled() -> bool:  # the tree is built after enable: read until it holds still
+            reads.append(hand.send("Accessibility.getFullAXTree")["nodes"])
+            return len(reads) > 1 and len(reads[-1]) > 3 and len(reads[-1]) == len(reads[-2])
+
+        wait_until(settled, 10, "Chromium's accessibility tree")
+        nodes = reads[-1]
+    finally:
+        hand.close()
+    chromium_names = {(n["role"]["value"], " ".join(str(n.get("name", {}).get("value", ""))
+                                                    .split()))
+                      for n in nodes if not n.get("ignored")}
+    bsk.ok("open", url)
+    ours = re.findall(r'- (\w+)(?: "([^"\n]*)")?((?: \[[^\]\n]*\])*)', snap(bsk))
+    checked = 0
+    for role, name, states in ours:
+        if role not in NAMED_ROLES or "[guessed name]" in states or "[ref=" not in states:
+            continue
+        checked += 1
+        roles = CHROMIUM_ROLES.get(role, (role,))
+        assert any((r, name) in chromium_names for r in roles), (
+            f"{role} {name!r}: Chromium names it otherwise: "
+            f"{sorted(n for r, n in chromium_names if r in roles)}")
+    assert checked
