@@ -36,11 +36,11 @@ _SNAPSHOT_LINE = re.compile(
 
 def find_ref(snapshot: str, role: str, name_pattern: str, nth: int = 0) -> str | None:
     """The ref an agent would pick from a snapshot's text alone: the `nth` node (in
-    document order) that has a ref, whose role matches `role` whole and whose accessible
-    name matches `name_pattern` (re.search: "^$" is unnamed, "" any name); None if there
-    is none. Roles and names are read from the lines as rendered (`- role "name" [state]
-    [ref=e7]: value`), so whatever the snapshot does not show cannot be found."""
-    found = 0
+    document order; -1 the last) that has a ref, whose role matches `role` whole and whose
+    accessible name matches `name_pattern` (re.search: "^$" is unnamed, "" any name); None
+    if there is none. Roles and names are read from the lines as rendered (`- role "name"
+    [state] [ref=e7]: value`), so whatever the snapshot does not show cannot be found."""
+    refs = []
     for line in snapshot.splitlines():
         match = _SNAPSHOT_LINE.match(line)
         if not match or not re.fullmatch(role, match["role"]):
@@ -48,7 +48,5 @@ def find_ref(snapshot: str, role: str, name_pattern: str, nth: int = 0) -> str |
         ref = re.search(r"\[ref=(\w+)\]", match["states"])
         name = json.loads(match["name"]) if match["name"] else ""
         if ref and re.search(name_pattern, name):
-            if found == nth:
-                return ref.group(1)
-            found += 1
-    return None
+            refs.append(ref.group(1))
+    return refs[nth] if -len(refs) <= nth < len(refs) else None
