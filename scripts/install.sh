@@ -92,8 +92,9 @@ fi
 
 # The tests' npm packages, pinned in tests/package.json (+ lock): the HAR 1.2 JSON schema
 # (`har-schema`) that tests/test_network.py validates `bsk network har` output against, and
-# the widget libraries of the conformance suite (tests/test_conformance_widgets.py), whose
-# React and CodeMirror pages esbuild bundles here, once, into tests/pages/conformance/build.
+# the widget libraries of the conformance suite (tests/test_conformance_widgets.py); its
+# React, CodeMirror and Shoelace pages are bundled here by esbuild, once, into
+# tests/pages/conformance/build (git-ignored).
 if [ ! -f tests/node_modules/.package-lock.json ] ||
    [ tests/package-lock.json -nt tests/node_modules/.package-lock.json ]; then
   if ! command -v npm >/dev/null 2>&1; then
@@ -111,7 +112,7 @@ fi
 bundles=tests/pages/conformance/build
 if [ ! -f "$bundles/.built" ] || [ -n "$(find tests/pages/conformance/src \
      tests/pages/conformance/build.mjs tests/package-lock.json -newer "$bundles/.built")" ]; then
-  echo "install: bundling the conformance suite's React and CodeMirror pages (esbuild)"
+  echo "install: bundling the conformance suite's React, CodeMirror and Shoelace pages (esbuild)"
   node tests/pages/conformance/build.mjs
   touch "$bundles/.built"
 fi

@@ -27,7 +27,8 @@ from support.pages import find_ref
 from support.site import PAGES
 from support.wait import in_ci
 
-FIND_SECONDS = 10  # an agent looks again while a widget opens or animates
+FIND_SECONDS = 10  # an agent looks again while a widget opens or animates,
+QUIET_SECONDS = 3  # but not once the page has stopped changing
 CHECK_SECONDS = 10
 
 pytestmark = pytest.mark.skipif(
@@ -73,6 +74,7 @@ def find(agent: Bsk, log: Transcript, step: dict[str, Any], target: dict[str, An
     """Snapshot until `target` (role, name, nth) is there and the step's `seen` text is:
     its ref, and the snapshot that showed it."""
     deadline = time.monotonic() + FIND_SECONDS
+    last, quiet_since = "", time.monotonic()
     while True:
         text = snapshot(agent)
         seen = step.get("seen")
@@ -80,7 +82,9 @@ def find(agent: Bsk, log: Transcript, step: dict[str, Any], target: dict[str, An
         if ref and (seen is None or re.search(seen, text)):
             log.add(f"{describe(step)}: {ref}", text)
             return ref, text
-        if time.monotonic() > deadline:
+        if text != last:
+            last, quiet_since = text, time.monotonic()
+        if time.monotonic() > min(deadline, quiet_since + QUIET_SECONDS):
             log.add(f"{describe(step)}: NOT FOUND", text)
             missing = (f"{target['role']} /{target['name']}/" if not ref
                        else f"the text /{seen}/")

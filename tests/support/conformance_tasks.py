@@ -45,9 +45,11 @@ SCROLL_TRIES = 40
 _GLUED_TEXT = "text joined as rendered (issue 24 item 3): inline spans and &nbsp; lose their space"
 _DELEGATED = ("refs for the children a delegated listener serves (issue 24 item 3): the list "
               "has the listener, its items get no ref")
-_SHADOW_DOM = ("shadow DOM in one tree (issue 24 item 3): open roots' controls and slotted "
-               "content missing or shown while hidden")
-_ICONS = "icon controls named from their hints (issue 24 item 3): an SVG arrow shows unnamed"
+_SHADOW_DOM = ("shadow DOM in one tree, names as Chromium computes them (issue 24 item 3): a "
+               "control in an open shadow root, labelled by aria-labelledby or slotted text, "
+               "shows unnamed")
+_ICONS = ("icon controls named from their hints (issue 24 item 3): flatpickr's month arrows "
+          "(an SVG in a span) show as bare clickables")
 
 TASKS: list[dict[str, Any]] = [
     {
