@@ -1,9 +1,10 @@
 """Where to put the mouse for an element: in view, on the element itself, in page coordinates.
 
 A point is chosen in the element's own frame (scrolled into view, once its box has
-stopped moving, centre of its first visible box, checked with `elementFromPoint` so a covering element is named instead of
-clicked), then moved to top-level coordinates by adding the offsets of every <iframe>
-on the way up — including out-of-process ones, whose owners live in another session.
+stopped moving, centre of its first visible box, checked with `elementFromPoint` so a
+covering element is named instead of clicked), then moved to top-level coordinates by
+adding the offsets of every <iframe> on the way up — including out-of-process ones, whose
+owners live in another session.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ _LOCATE = """async function(viaLabel, enabledOnly) {
   el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
   // An element still moving (a modal sliding in, a menu unfolding) is pressed where it
   // comes to rest, as a person waits for it: its box the same two frames running, at
-  // most ~1 s (a page that never stops is clicked where it is then). Widgets ignore a
+  // most 2 s (a page that never stops is pressed where it is then). Widgets ignore a
   // press mid-transition (Bootstrap's modal does: tests/test_conformance_widgets.py).
   const frame = () => new Promise(r => { requestAnimationFrame(() => r()); setTimeout(r, 100); });
   const same = (a, b) => a.x === b.x && a.y === b.y && a.width === b.width && a.height === b.height;
-  for (let box = el.getBoundingClientRect(), i = 0; i < 30; i++) {
+  const until = performance.now() + 2000;
+  for (let box = el.getBoundingClientRect(); performance.now() < until;) {
     await frame();
     const now = el.getBoundingClientRect();
     if (same(box, now)) break;
