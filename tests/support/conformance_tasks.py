@@ -48,6 +48,8 @@ _DELEGATED = ("refs for the children a delegated listener serves (issue 24 item 
 _SHADOW_DOM = ("shadow DOM in one tree, names as Chromium computes them (issue 24 item 3): a "
                "control in an open shadow root, labelled by aria-labelledby or slotted text, "
                "shows unnamed")
+_CLOSED_SHADOW = ("shadow DOM in one tree (issue 24 item 3): a closed shadow root's controls are "
+                  "missing, only the text slotted into them shows")
 _ICONS = ("icon controls named from their hints (issue 24 item 3): flatpickr's month arrows "
           "(an SVG in a span) show as bare clickables")
 
@@ -242,6 +244,13 @@ TASKS: list[dict[str, Any]] = [
         "check": "document.getElementById('agree').checked && "
                  "!document.querySelector('sl-dialog').open",
         "snapshot_fix": _SHADOW_DOM,
+    },
+    {
+        "widget": "closed-shadow-root",
+        "page": "/conformance/closed-shadow.html",
+        "steps": [{"action": "click", "role": "switch", "name": "^Email notifications$"}],
+        "check": "document.getElementById('notify').on === true",
+        "snapshot_fix": _CLOSED_SHADOW,
     },
     {
         "widget": "ag-grid",
