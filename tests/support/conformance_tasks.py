@@ -45,6 +45,8 @@ SCROLL_TRIES = 40
 _GLUED_TEXT = "text joined as rendered (issue 24 item 3): inline spans and &nbsp; lose their space"
 _DELEGATED = ("refs for the children a delegated listener serves (issue 24 item 3): the list "
               "has the listener, its items get no ref")
+_LIBRARY_MARKERS = ("refs for the libraries' own markers of sortable, draggable, selectable "
+                    "items (issue 24 item 3): the droppable (.ui-droppable) has no ref to drop on")
 _SHADOW_DOM = ("shadow DOM in one tree, names as Chromium computes them (issue 24 item 3): a "
                "control in an open shadow root, labelled by aria-labelledby or slotted text, "
                "shows unnamed")
@@ -75,6 +77,25 @@ TASKS: list[dict[str, Any]] = [
         "check": "(a => a.indexOf('item-1') > a.indexOf('item-2'))"
                  "($('#sortable').sortable('toArray'))",
         "snapshot_fix": _DELEGATED,
+    },
+    {
+        "widget": "jqueryui-selectable",
+        "page": "/conformance/jqueryui-selectable.html",
+        "steps": [{"action": "click", "role": "listitem|option", "name": "^Item 3$"}],
+        "check": "$('#selectable .ui-selected').text() === 'Item 3'",
+        "snapshot_fix": _DELEGATED,
+    },
+    {
+        "widget": "jqueryui-droppable",
+        "page": "/conformance/jqueryui-droppable.html",
+        "steps": [
+            {"action": "drag", "role": "clickable", "name": "^Drag me to my target$",
+             # any role: the box is a plain div, a drop target only by the library's say
+             "to": {"role": "[a-z]+", "name": "^Drop here$"}},
+        ],
+        "check": "$('#droppable').hasClass('ui-state-highlight')",
+        "shows": "Dropped!",
+        "snapshot_fix": _LIBRARY_MARKERS,
     },
     {
         "widget": "jqueryui-autocomplete",
