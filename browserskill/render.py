@@ -191,6 +191,8 @@ def _scroll(r: dict[str, Any]) -> str:
     pos = r.get("position") or {}
     where = (f"; now at x={pos.get('x')}, y={pos.get('y')} (of max y {pos.get('max_y')})"
              if pos else "")
+    if (r.get("element") or {}).get("removed"):
+        where = "; it left the page as it scrolled (a virtualized list): snapshot again"
     return f"scrolled {what} by dx={by.get('dx', 0)}, dy={by.get('dy', 0)}{where}"
 
 

@@ -90,9 +90,13 @@ if ! command -v node >/dev/null 2>&1; then
   fi
 fi
 
-# The HAR 1.2 JSON schema (npm `har-schema`, pinned in tests/package.json) that
-# tests/test_network.py validates `bsk network har` output against.
-if [ ! -f tests/node_modules/har-schema/lib/har.json ]; then
+# The tests' npm packages, pinned in tests/package.json (+ lock): the HAR 1.2 JSON schema
+# (`har-schema`) that tests/test_network.py validates `bsk network har` output against, and
+# the widget libraries of the conformance suite (tests/test_conformance_widgets.py); its
+# React, CodeMirror and Shoelace pages are bundled here by esbuild, once, into
+# tests/pages/conformance/build (git-ignored).
+if [ ! -f tests/node_modules/.package-lock.json ] ||
+   [ tests/package-lock.json -nt tests/node_modules/.package-lock.json ]; then
   if ! command -v npm >/dev/null 2>&1; then
     if can_apt; then
       echo "install: no npm found; installing Debian's npm (for the HAR schema the tests use)"
@@ -102,8 +106,15 @@ if [ ! -f tests/node_modules/har-schema/lib/har.json ]; then
       exit 1
     fi
   fi
-  echo "install: the HAR schema for the tests (npm ci in tests/)"
+  echo "install: the tests' npm packages: HAR schema, widget libraries (npm ci in tests/)"
   (cd tests && npm ci --silent --no-audit --no-fund)
+fi
+bundles=tests/pages/conformance/build
+if [ ! -f "$bundles/.built" ] || [ -n "$(find tests/pages/conformance/src \
+     tests/pages/conformance/build.mjs tests/package-lock.json -newer "$bundles/.built")" ]; then
+  echo "install: bundling the conformance suite's React, CodeMirror and Shoelace pages (esbuild)"
+  node tests/pages/conformance/build.mjs
+  touch "$bundles/.built"
 fi
 
 # ffmpeg encodes `bsk video` recordings (ffprobe, in the same package, checks them in the

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from support.cli import Bsk
 from support.pages import clicks_report_the_state_they_left, ref_of
+from support.wait import wait_until
 
 
 @pytest.fixture
@@ -208,3 +209,23 @@ def test_snapshot_options(bsk: Bsk, site: str) -> None:
     assert "tree" in tree  # the CLI's --json asks for the structured tree
     roles = {n["role"] for n in tree["tree"]}
     assert {"searchbox", "button"} <= roles
+
+
+def test_a_click_waits_for_a_sliding_element_to_come_to_rest(bsk: Bsk, site: str) -> None:
+    # A panel slides in for half a second and ignores a press until it stops (as a
+    # Bootstrap modal does): the click lands once the button's box stopped moving.
+    bsk.ok("open", f"{site}/moving.html")
+    bsk.ok("click", ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Open panel"))
+    bsk.ok("click", ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Save"))
+    assert bsk("eval", "window.saved").value == "at rest"
+
+
+def test_scroll_over_a_row_the_list_recycles_completes(bsk: Bsk, site: str) -> None:
+    # The wheel turns over a row of a virtualized list, which draws new rows: the scroll
+    # happened, and the answer says the row went (as a click's does), not that it failed.
+    bsk.ok("open", f"{site}/recycle.html")
+    row = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "clickable", "Row 0")
+    assert bsk.ok("scroll", row, "--dy", "400")["result"]["element"] == {"removed": True}
+    wait_until(lambda: bsk("eval", "document.getElementById('list').scrollTop").value == 400,
+               10, "the list to be scrolled by 400 px")
+    assert "Row 10" in bsk.ok("snapshot")["result"]["snapshot"]

@@ -392,7 +392,15 @@ async def scroll(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
         x, y = view["clientWidth"] / 2, view["clientHeight"] / 2
     await mouse(ctx, tab, "wheel", x, y, deltaX=dx, deltaY=dy)
     if ref:
-        pos = await call_on(ctx, target, _SCROLL_POS)
+        try:
+            pos = await call_on(ctx, target, _SCROLL_POS)
+        except BskError as e:
+            if e.details.get("reason") != "element_removed":
+                raise
+            # A virtualized list recycles the row the wheel turned over: the scroll
+            # happened; say the element went, as a click does (_state_after).
+            return {"ref": ref, "scrolled_by": {"dx": dx, "dy": dy}, "position": None,
+                    "element": {"removed": True}}
     else:
         answer = await ctx.inspect("Runtime.evaluate", {
             "expression": f"({_SCROLL_POS}).call(document)", "awaitPromise": True,

@@ -1,9 +1,10 @@
 """Where to put the mouse for an element: in view, on the element itself, in page coordinates.
 
-A point is chosen in the element's own frame (scrolled into view, centre of its first
-visible box, checked with `elementFromPoint` so a covering element is named instead of
-clicked), then moved to top-level coordinates by adding the offsets of every <iframe>
-on the way up — including out-of-process ones, whose owners live in another session.
+A point is chosen in the element's own frame (scrolled into view, once its box has
+stopped moving, centre of its first visible box, checked with `elementFromPoint` so a
+covering element is named instead of clicked), then moved to top-level coordinates by
+adding the offsets of every <iframe> on the way up — including out-of-process ones, whose
+owners live in another session.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import Resolved, call_on
 
-_LOCATE = """function(viaLabel, enabledOnly) {
+_LOCATE = """async function(viaLabel, enabledOnly) {
   // viaLabel: a hidden control (a styled checkbox) is reached through its label.
   const control = this;
   // A disabled control takes no click: say so rather than click where nothing listens.
@@ -23,6 +24,19 @@ _LOCATE = """function(viaLabel, enabledOnly) {
       || control.closest("[aria-disabled=true]"))) return {disabled: true};
   const el = (viaLabel && this.labels && this.labels[0]) || this;
   el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
+  // An element still moving (a modal sliding in, a menu unfolding) is pressed where it
+  // comes to rest, as a person waits for it: its box the same two frames running, at
+  // most 2 s (a page that never stops is pressed where it is then). Widgets ignore a
+  // press mid-transition (Bootstrap's modal does: tests/test_conformance_widgets.py).
+  const frame = () => new Promise(r => { requestAnimationFrame(() => r()); setTimeout(r, 100); });
+  const same = (a, b) => a.x === b.x && a.y === b.y && a.width === b.width && a.height === b.height;
+  const until = performance.now() + 2000;
+  for (let box = el.getBoundingClientRect(); performance.now() < until;) {
+    await frame();
+    const now = el.getBoundingClientRect();
+    if (same(box, now)) break;
+    box = now;
+  }
   const style = getComputedStyle(el);
   const rects = [...el.getClientRects()].filter(r => r.width >= 1 && r.height >= 1);
   if (!rects.length || style.visibility === "hidden") return {hidden: true};

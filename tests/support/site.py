@@ -1,4 +1,6 @@
-"""The test pages in tests/pages, served over loopback HTTP (a couple of paths act)."""
+"""The test pages in tests/pages, served over loopback HTTP (a couple of paths act), and
+the widget libraries that tests/package.json pins, under /node_modules/ (the conformance
+pages in tests/pages/conformance/ load them from there, as a site loads its own copy)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,20 @@ from pathlib import Path
 from typing import Any
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
+NODE_MODULES = PAGES.parent / "node_modules"
 
 
 class PagesHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def translate_path(self, path: str) -> str:
+        if path.startswith("/node_modules/"):
+            # the one folder served from outside tests/pages (not `..`: the base class
+            # drops those segments, and this prefix is matched whole)
+            inside = super().translate_path("/" + path[len("/node_modules/"):])
+            return str(NODE_MODULES / Path(inside).relative_to(PAGES))
+        return super().translate_path(path)
 
     def do_GET(self) -> None:
         path = self.path.split("?")[0]
