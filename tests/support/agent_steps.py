@@ -2,20 +2,15 @@
 snapshot, the ref picked from the snapshot's text by role and name alone
 (support/snapshot_text.py), the action on that ref; at the end the page's own check.
 
-A task is a dict (tests/support/django_tasks.py, tests/support/conformance_tasks.py):
+Tasks are the dicts of tests/support/conformance_tasks.py (its docstring defines the
+shape: `widget`, `page`, `steps` of `action`/`role`/`name`/`nth`/`value`/`to`/`seen`,
+`check`, `shows`, `snapshot_fix`) and tests/support/django_tasks.py, which adds one key:
+`interactive: true`, every snapshot the tool's interactive-only one (`snapshot -i`).
+A task's `page` is opened first; an empty one stays where the browser is.
 
-    {"widget": "…", "page": "/path" (opened first; "" stays where the last task left),
-     "steps": [{"action": "click" | "fill" | "select" | "check" | "drag" | "press" | "see",
-                "role": "…", "name": "regex of the whole name",
-                "value"?: "…" (fill, select, press), "to"?: {"role", "name"} (drag),
-                "after"?: ["role", "name regex"] (a node read by its place)}],
-     "check": "a JavaScript expression, true once the task is done",
-     "interactive"?: true (every snapshot is the tool's interactive-only one)}
-
-`see` needs no ref: the step is done when the snapshot shows a line with that role and
-name (role "" matches any; the name is searched within the line's text). `press` needs no
-snapshot: a key in whatever has the focus. Stdlib only: bench/conformance.py runs the
-same tasks through bsk, playwright-cli and agent-browser.
+What is recorded per step is what a benchmark compares across tools: whether the
+snapshot gave what the step needed, how big the snapshots read for it were. Stdlib only:
+bench/conformance.py runs the same tasks through bsk, playwright-cli and agent-browser.
 """
 
 from __future__ import annotations
@@ -25,10 +20,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from support.snapshot_text import find_ref
+from support.snapshot_text import find_node, find_ref
 
 Task = dict[str, Any]
 Step = dict[str, Any]
+SCROLL_TRIES = 40  # as support/conformance_tasks.py
 
 
 class Driver(Protocol):
@@ -36,17 +32,20 @@ class Driver(Protocol):
 
     def open(self, url: str) -> None: ...
     def snapshot(self, interactive: bool) -> str: ...
-    def act(self, action: str, ref: str, value: str | None, to_ref: str | None) -> None: ...
-    def press(self, key: str) -> None: ...
+    def act(self, action: str, ref: str, value: str | None, to_ref: str | None) -> None:
+        """click, hover, fill, select, drag (to `to_ref`), scroll (by `value` px down)."""
+    def keys(self, action: str, value: str) -> None:
+        """press (a key or chord) or type (text, key by key) into the focused element."""
     def eval(self, expression: str) -> Any: ...
 
 
 @dataclass
 class StepResult:
-    step: Step
-    found: bool  # the snapshot gave what the step needed (a ref, or the text to see)
-    chars: int  # size of the snapshot read for it (0: none read)
-    error: str = ""  # the action's failure, if it failed
+    what: str  # the step as an agent would say it
+    found: bool  # the snapshot gave what the step needed (a ref, the text to see)
+    chars: list[int] = field(default_factory=list)  # sizes of the snapshots read for it
+    error: str = ""  # the tool's failure, if its command failed
+    missing: str = ""  # what the snapshot lacked, if it lacked something
 
 
 @dataclass
@@ -54,6 +53,7 @@ class TaskResult:
     task: Task
     steps: list[StepResult] = field(default_factory=list)
     checked: bool = False  # the page's own check held at the end
+    last_snapshot: str = ""
 
     @property
     def done(self) -> bool:
@@ -65,70 +65,105 @@ class TaskResult:
 
     def describe(self) -> str:
         bad = self.failed_step
-        if bad is None:
-            return f"{self.task['widget']}: done" if self.checked else \
-                f"{self.task['widget']}: every step acted, but the check failed"
-        what = "not in the snapshot" if not bad.found else bad.error
-        return f"{self.task['widget']}: step {bad.step} — {what}"
+        if bad is not None:
+            why = bad.error or f"the snapshot never offered {bad.missing}"
+            return f"{self.task['widget']}: {bad.what}: {why}"
+        if not self.checked:
+            return f"{self.task['widget']}: the page's state is not done: {self.task['check']}"
+        return f"{self.task['widget']}: done"
 
 
-def _seen(text: str, role: str, name: str) -> bool:
-    for line in text.splitlines():
-        stripped = line.strip()
-        if role and not stripped.startswith(f"- {role}"):
-            continue
-        if re.search(name, stripped):
-            return True
-    return False
+def describe(step: Step) -> str:
+    words = [step["action"]]
+    if "role" in step:
+        words.append(f"{step['role']} /{step['name']}/")
+    if "value" in step:
+        words.append(repr(step["value"]))
+    if "to" in step:
+        words.append(f"to {step['to']['role']} /{step['to']['name']}/")
+    return " ".join(words)
 
 
-def run_task(driver: Driver, base: str, task: Task, *, check_timeout: float = 15,
-             last_snapshot: list[str] | None = None) -> TaskResult:
+def _wanted(target: dict[str, Any]) -> str:
+    return f"{target['role']} /{target['name']}/"
+
+
+def run_task(driver: Driver, base: str, task: Task, *, find_seconds: float = 10,
+             check_seconds: float = 10) -> TaskResult:
     """Run one task; stop at the first step the snapshot cannot serve or the tool fails.
-    `last_snapshot`, if given, gets the text of the last snapshot read (for a message)."""
+    A step's target is looked for again until `find_seconds` pass (widgets open and
+    animate; an agent looks again)."""
     result = TaskResult(task)
+    interactive = bool(task.get("interactive"))
+
+    def snapshot(record: StepResult) -> str:
+        text = driver.snapshot(interactive)
+        record.chars.append(len(text))
+        result.last_snapshot = text
+        return text
+
+    def find(record: StepResult, target: dict[str, Any], seen: str | None) -> str | None:
+        deadline = time.monotonic() + find_seconds
+        while True:
+            text = snapshot(record)
+            ref = find_ref(text, target["role"], target["name"], target.get("nth", 0))
+            if ref and (seen is None or re.search(seen, text)):
+                return ref
+            if time.monotonic() > deadline:
+                shown = find_node(text, target["role"], target["name"], with_ref=False)
+                record.missing = (f"the text /{seen}/" if ref else _wanted(target)
+                                  + (" with a ref" if shown else ""))
+                return None
+            time.sleep(0.1)
+
     if task.get("page"):
         driver.open(base + task["page"])
-    interactive = bool(task.get("interactive"))
     for step in task["steps"]:
-        action = step["action"]
-        if action == "press":
-            try:
-                driver.press(step["value"])
-            except Exception as exc:
-                result.steps.append(StepResult(step, True, 0, str(exc)))
-                return result
-            result.steps.append(StepResult(step, True, 0))
-            continue
-        text = driver.snapshot(interactive)
-        if last_snapshot is not None:
-            last_snapshot[:] = [text]
-        if action == "see":
-            result.steps.append(StepResult(step, _seen(text, step.get("role", ""),
-                                                        step["name"]), len(text)))
-            if not result.steps[-1].found:
-                return result
-            continue
-        after = tuple(step["after"]) if step.get("after") else None
-        ref = find_ref(text, step["role"], step["name"], after=after)  # type: ignore[arg-type]
-        to_ref = None
-        if ref is not None and step.get("to"):
-            to_ref = find_ref(text, step["to"]["role"], step["to"]["name"])
-        if ref is None or (step.get("to") and to_ref is None):
-            result.steps.append(StepResult(step, False, len(text)))
-            return result
+        action, record = step["action"], StepResult(describe(step), True)
+        result.steps.append(record)
         try:
-            driver.act(action, ref, step.get("value"), to_ref)
-        except Exception as exc:
-            result.steps.append(StepResult(step, True, len(text), str(exc)))
+            if action in ("press", "type"):
+                driver.keys(action, step["value"])
+            elif action == "scroll":
+                for _ in range(SCROLL_TRIES):
+                    text = snapshot(record)
+                    if find_ref(text, step["to"]["role"], step["to"]["name"]):
+                        break
+                    over = find_ref(text, step["role"], step["name"], step.get("nth", 0))
+                    if over is None:
+                        record.found, record.missing = False, _wanted(step)
+                        return result
+                    driver.act("scroll", over, step["value"], None)
+                else:
+                    record.found, record.missing = False, _wanted(step["to"])
+                    return result
+            else:
+                ref = find(record, step, step.get("seen"))
+                to = find(record, step["to"], None) if ref and "to" in step else None
+                if ref is None or ("to" in step and to is None):
+                    record.found = False
+                    return result
+                driver.act(action, ref, step.get("value"), to)
+        except Exception as exc:  # the tool's command failed: the step is not done
+            record.error = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             return result
-        result.steps.append(StepResult(step, True, len(text)))
-    deadline = time.monotonic() + check_timeout
-    while True:  # the page may still be loading what the last step started
+    deadline = time.monotonic() + check_seconds
+    while not result.checked:
         try:
-            result.checked = bool(driver.eval(task["check"]))
+            result.checked = driver.eval(task["check"]) is True
         except Exception:
             result.checked = False
-        if result.checked or time.monotonic() > deadline:
+        if not result.checked and time.monotonic() > deadline:
             return result
-        time.sleep(0.1)
+        if not result.checked:
+            time.sleep(0.1)
+    if "shows" in task:
+        record = StepResult(f"read /{task['shows']}/", True)
+        result.steps.append(record)
+        deadline = time.monotonic() + check_seconds
+        while not re.search(task["shows"], snapshot(record)):
+            if time.monotonic() > deadline:
+                record.found, record.missing = False, f"the text /{task['shows']}/"
+                return result
+            time.sleep(0.1)
+    return result

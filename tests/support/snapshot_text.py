@@ -1,20 +1,24 @@
 """Reading a snapshot's text the way an agent does: find a node by its role and name,
-take its ref. Stdlib only (bench/conformance.py reads the peers' snapshots with it too).
+take its ref — in any of the three tools' snapshots. Stdlib only (bench/conformance.py
+reads the peers' snapshots with it too).
 
-The three tools print one node a line, `- ROLE "NAME" … ref=REF …`, in brackets of their
-own: bsk `[ref=e12]` (frames `f1e7`), playwright-cli `[ref=e12]`, agent-browser
-`[required, ref=e12]`. A name is what the tool quoted (empty when it printed none), with
-`\\"` for a quote inside it.
+The tools print one node a line, `- ROLE "NAME" … ref=REF …`, in brackets of their own:
+bsk `[level=1] [ref=e12]` (frames `f1e7`), playwright-cli `[ref=e12] [cursor=pointer]`,
+agent-browser `[level=1, ref=e12]`. A name is the JSON-quoted string the tool printed
+(empty when it printed none). The matching rules are support.pages.find_ref's (the
+widget suite's): the role matches whole, the name by `re.search` (`"^$"`: unnamed, `""`:
+any), nodes without a ref are skipped, the `nth` (0-based) match is taken.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
-_LINE = re.compile(r'^\s*- (?P<role>[A-Za-z][\w-]*)(?: "(?P<name>(?:[^"\\]|\\.)*)")?'
+_LINE = re.compile(r'^\s*- (?P<role>[^\s":]+)(?: (?P<name>"(?:[^"\\\n]|\\.)*"))?'
                    r'(?P<rest>[^\n]*)$', re.M)
-_REF = re.compile(r"\bref=@?(\w+)")
+_REF = re.compile(r"[\[ ,]ref=@?(\w+)[\],]")
 
 
 @dataclass(frozen=True)
@@ -22,39 +26,38 @@ class Node:
     role: str
     name: str
     ref: str | None  # None: the tool printed the node but gave it no ref to act on
-    line: int  # 0-based index among the snapshot's node lines
 
 
 def nodes(text: str) -> list[Node]:
     """Every node line of a snapshot, in order."""
     out = []
-    for i, m in enumerate(_LINE.finditer(text)):
-        ref = _REF.search(m.group("rest"))
-        name = (m.group("name") or "").replace('\\"', '"').replace("\\\\", "\\")
-        out.append(Node(m.group("role"), name, ref.group(1) if ref else None, i))
+    for m in _LINE.finditer(text):
+        ref = _REF.search(m["rest"])
+        try:
+            name = json.loads(m["name"]) if m["name"] else ""
+        except ValueError:  # an escape JSON does not know: read it as printed
+            name = m["name"][1:-1]
+        out.append(Node(m["role"], name, ref.group(1) if ref else None))
     return out
 
 
-def find_node(text: str, role: str, name_regex: str, *,
-              after: tuple[str, str] | None = None) -> Node | None:
-    """The first node whose role and whole name match `role` and `name_regex` (an empty
-    regex: an unnamed node), refs or not. `after=(role, name_regex)`: only nodes after the
-    first match of that one (an icon with no name, read by its place: "the link after
-    Today")."""
-    found = nodes(text)
-    if after is not None:
-        anchor = next((n for n in found if re.fullmatch(after[0], n.role)
-                       and re.fullmatch(after[1], n.name)), None)
-        if anchor is None:
-            return None
-        found = found[anchor.line + 1:]
-    return next((n for n in found if re.fullmatch(role, n.role)
-                 and re.fullmatch(name_regex, n.name)), None)
+def find_node(text: str, role: str, name_pattern: str, nth: int = 0, *,
+              with_ref: bool = True) -> Node | None:
+    """The `nth` node whose role matches `role` whole and whose name matches
+    `name_pattern` (re.search); only nodes with a ref unless `with_ref` is False."""
+    found = 0
+    for node in nodes(text):
+        if (with_ref and node.ref is None) or not re.fullmatch(role, node.role) \
+                or not re.search(name_pattern, node.name):
+            continue
+        if found == nth:
+            return node
+        found += 1
+    return None
 
 
-def find_ref(text: str, role: str, name_regex: str, *,
-             after: tuple[str, str] | None = None) -> str | None:
-    """The ref of the first node with this role and a name matching `name_regex`, or None
-    when the snapshot shows no such node, or shows it without a ref."""
-    node = find_node(text, role, name_regex, after=after)
+def find_ref(text: str, role: str, name_pattern: str, nth: int = 0) -> str | None:
+    """The ref an agent would pick from the snapshot's text alone, or None when the
+    snapshot shows no such node with a ref."""
+    node = find_node(text, role, name_pattern, nth)
     return node.ref if node else None
