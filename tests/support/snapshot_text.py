@@ -4,7 +4,8 @@ reads the peers' snapshots with it too).
 
 The tools print one node a line, `- ROLE "NAME" … ref=REF …`, in brackets of their own:
 bsk `[level=1] [ref=e12]` (frames `f1e7`), playwright-cli `[ref=e12] [cursor=pointer]`,
-agent-browser `[level=1, ref=e12]`. A name is the JSON-quoted string the tool printed
+agent-browser `[level=1, ref=e12]`; playwright-cli's YAML quotes a line holding ": "
+whole, in single quotes. A name is the JSON-quoted string the tool printed
 (empty when it printed none). The matching rules are support.pages.find_ref's (the
 widget suite's): the role matches whole, the name by `re.search` (`"^$"`: unnamed, `""`:
 any), nodes without a ref are skipped, the `nth` (0-based) match is taken.
@@ -16,8 +17,8 @@ import json
 import re
 from dataclasses import dataclass
 
-_LINE = re.compile(r'^\s*- (?P<role>[^\s":]+)(?: (?P<name>"(?:[^"\\\n]|\\.)*"))?'
-                   r'(?P<rest>[^\n]*)$', re.M)
+_LINE = re.compile(r"""^\s*- '?(?P<role>[^\s":']+)(?: (?P<name>"(?:[^"\\\n]|\\.)*"))?"""
+                   r"(?P<rest>[^\n]*)$", re.M)
 _REF = re.compile(r"[\[ ,]ref=@?(\w+)[\],]")
 
 
