@@ -91,7 +91,9 @@ def known_defect(name: str) -> pytest.MarkDecorator:
 
 
 def test_log_in(bsk: Bsk, django_site: DjangoAdmin) -> None:
-    bsk.ok("cookies", "clear")  # logged out, whatever ran before
+    # Logged out, whatever ran before (the daemon's sessions share cookies; only this
+    # site's session cookie goes).
+    bsk.ok("cookies", "delete", "sessionid", "--url", django_site.admin)
     before = django_site.value("SELECT last_login FROM auth_user WHERE username = 'admin'")
     done(bsk, django_site, "log in")
     after = django_site.value("SELECT last_login FROM auth_user WHERE username = 'admin'")
