@@ -19,7 +19,7 @@ Targets: bsk completes every task a peer completes (widget by widget), and its f
 snapshots total no more characters than each peer's.
 
     .venv/bin/python bench/conformance.py [--only SUBSTRING] [--tools bsk,agent-browser]
-        [--show]            # --show prints each failed task's last snapshot per tool
+        [--suites django,widgets] [--show]   # --show: each failed task's last snapshot
 """
 
 from __future__ import annotations
@@ -260,6 +260,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="", help="run only tasks whose widget has this")
     parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument("--suites", default="django,widgets")
     parser.add_argument("--show", action="store_true")
     args = parser.parse_args()
     names = [t for t in args.tools.split(",") if t]
@@ -279,6 +280,8 @@ def main() -> int:
         suites: list[tuple[str, list[dict[str, Any]]]] = [("django", DJANGO_TASKS),
                                                            ("widgets", widget_tasks)]
         for suite, tasks in suites:
+            if suite not in args.suites.split(","):
+                continue
             for task in tasks:
                 if args.only not in task["widget"] and task is not DJANGO_TASKS[0]:
                     continue

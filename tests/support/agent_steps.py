@@ -125,6 +125,10 @@ def run_task(driver: Driver, base: str, task: Task, *, find_seconds: float = 10,
             if action in ("press", "type"):
                 driver.keys(action, step["value"])
             elif action == "scroll":
+                # What to scroll over, once the page has drawn it (a grid renders late).
+                if find(record, step, None) is None:
+                    record.found = False
+                    return result
                 for _ in range(SCROLL_TRIES):
                     text = snapshot(record)
                     if find_ref(text, step["to"]["role"], step["to"]["name"]):
