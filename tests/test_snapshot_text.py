@@ -47,6 +47,7 @@ def test_bsk_lines() -> None:
     assert find_ref(BSK, "textbox", "^$") == "e99"
     assert find_ref(BSK, "link", "^$", 1) == "e213"
     assert find_ref(BSK, "link", "^$", 2) is None
+    assert find_ref(BSK, "link", "", -1) == "e213"  # the last one
 
 
 def test_agent_browser_lines() -> None:

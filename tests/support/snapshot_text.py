@@ -8,7 +8,7 @@ agent-browser `[level=1, ref=e12]`; playwright-cli's YAML quotes a line holding 
 whole, in single quotes. A name is the JSON-quoted string the tool printed
 (empty when it printed none). The matching rules are support.pages.find_ref's (the
 widget suite's): the role matches whole, the name by `re.search` (`"^$"`: unnamed, `""`:
-any), nodes without a ref are skipped, the `nth` (0-based) match is taken.
+any), nodes without a ref are skipped, the `nth` (0-based; -1 the last) match is taken.
 """
 
 from __future__ import annotations
@@ -44,17 +44,16 @@ def nodes(text: str) -> list[Node]:
 
 def find_node(text: str, role: str, name_pattern: str, nth: int = 0, *,
               with_ref: bool = True) -> Node | None:
-    """The `nth` node whose role matches `role` whole and whose name matches
-    `name_pattern` (re.search); only nodes with a ref unless `with_ref` is False."""
-    found = 0
-    for node in nodes(text):
-        if (with_ref and node.ref is None) or not re.fullmatch(role, node.role) \
-                or not re.search(name_pattern, node.name):
-            continue
-        if found == nth:
-            return node
-        found += 1
-    return None
+    """The `nth` node (negative: from the end) whose role matches `role` whole and whose
+    name matches `name_pattern` (re.search); only nodes with a ref unless `with_ref` is
+    False."""
+    matches = [node for node in nodes(text)
+               if (node.ref is not None or not with_ref) and re.fullmatch(role, node.role)
+               and re.search(name_pattern, node.name)]
+    try:
+        return matches[nth]
+    except IndexError:
+        return None
 
 
 def find_ref(text: str, role: str, name_pattern: str, nth: int = 0) -> str | None:
