@@ -25,9 +25,15 @@ from browserskill import contract
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
-from browserskill.dispatch import outcome
+from browserskill.dispatch import approvals, outcome
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, TAKE_OVER, Operation
+from browserskill.dispatch.operations import (
+    AWAITING_APPROVAL,
+    CLEANING_UP,
+    DISPATCHED,
+    TAKE_OVER,
+    Operation,
+)
 from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
 from browserskill.dispatch.scope import Once
 from browserskill.dispatch.sessions import Session, SessionManager
@@ -71,6 +77,7 @@ class Dispatcher:
         self._starting: dict[str, asyncio.Future[Session]] = {}  # default session's start
         # session id -> its person's take-over and the signal that hands it back
         self._taken: dict[str, tuple[Operation, Once]] = {}
+        self.approvals = approvals.Approvals()  # operations a `confirm` rule holds
 
     # -- submit ----------------------------------------------------------------------
 
@@ -210,6 +217,9 @@ class Dispatcher:
                 raise BskError("user_interrupted", by,
                                hint="ask the user before acting again; the next call goes "
                                     "ahead", details={"session_id": session.id})
+            request = approvals.request_for(session, op)
+            if request is not None:  # a person answers before anything goes out
+                await self._await_approval(op, session, request)
             if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
                 session.backend.before_dispatch()
             await self._dispatch(op, session)
@@ -239,6 +249,36 @@ class Dispatcher:
             self._whole.append(op)
             if len(self._whole) > WHOLE_RESULTS:
                 self._whole.popleft().keep_bounded()
+
+    async def _await_approval(self, op: Operation, session: Session,
+                              request: dict[str, Any]) -> None:
+        """Hold `op`, holding the session, until a person answers or its scope trips
+        (its deadline: `approval_timeout`; a cancel: `cancelled`); nothing is sent."""
+        op.state = AWAITING_APPROVAL
+        op.approval = request
+        op.note(AWAITING_APPROVAL, {k: request[k] for k in ("what", "why", "rule")})
+        if not self.journal.record(op):
+            raise self.journal.unavailable()
+        answer = self.approvals.open(op)
+        try:
+            await asyncio.wait({answer, op.scope.tripped.future},
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.approvals.close(op)
+        if op.scope.is_tripped or not answer.done() or answer.cancelled():
+            reason = op.scope.reason or "cancel"
+            verdict = outcome.decide(outcome.Facts(
+                reason=reason, queued=True, awaiting_approval=True,
+                read_only=catalog.BY_NAME[op.tool].effect.retry_safe))
+            raise _word(verdict, op, {"reason": reason, "rule": request["rule"]},
+                        session.backend.lost_hint())
+        said, by = answer.result()
+        op.approval = {**request, "answer": said, "by": by}
+        op.note("approved" if said == approvals.APPROVE else "denied", by)
+        if said != approvals.APPROVE:
+            raise BskError("denied", f"a person denied {request['what']}: nothing was sent",
+                           hint="don't try it another way; ask the user what to do",
+                           details={"rule": request["rule"], "by": by}, dispatched="no")
 
     async def _dispatch(self, op: Operation, session: Session) -> None:
         op.state = DISPATCHED
@@ -471,6 +511,12 @@ class Dispatcher:
         session.help_answer.set_result(answer)
         return holder.op_id
 
+    def answer_approval(self, op_id: str, answer: str, by: str) -> Operation:
+        """A person's answer to an operation a `confirm` rule holds. Only the dashboard's
+        feed and the extension's link call this, after checking a person gave it
+        (docs/safety.md, Approvals): no tool or API route does."""
+        return self.approvals.answer(op_id, answer, by)
+
     def taken_by_person(self, session_id: str) -> Operation | None:
         """The person's take-over holding the session now, if any."""
         held = self._taken.get(session_id)
@@ -558,9 +604,16 @@ def _worded(verdict: outcome.Verdict, op: Operation, details: dict[str, Any],
         return BskError(code, "the browser connection was lost while this call was queued",
                         hint=lost_hint)
     if why == "cancelled_while_queued":
-        return BskError(code, f"{said} while queued",
+        waiting = ("while awaiting a person's approval" if op.state == AWAITING_APPROVAL
+                   else "while queued")
+        return BskError(code, f"{said} {waiting}",
                         hint="nothing reached the page; call again if you still want it",
                         details=details, dispatched=verdict.dispatched)
+    if why == "approval_timed_out":
+        return BskError(code, "no person answered before the call's deadline: nothing "
+                        "was sent", hint="ask the user to answer in the dashboard (bsk show) "
+                        "and call again, with a --timeout that leaves them time",
+                        details=details, dispatched="no")
     if why == "cleanup_timed_out":
         return _unknown("cleanup did not finish within its deadline", op, details)
     if why == "lost_before_effect":
