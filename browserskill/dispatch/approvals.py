@@ -47,7 +47,7 @@ def _role_locator(value: str) -> tuple[str, str | None] | None:
 
 def _targets(session: Session, params: dict[str, Any]) -> list[dict[str, Any]]:
     """Each element the call names, as far as the daemon knows it before dispatch."""
-    out = []
+    out: list[dict[str, Any]] = []
     for key in TARGET_PARAMS:
         value = params.get(key)
         if not isinstance(value, str) or not value:
@@ -66,7 +66,7 @@ def _targets(session: Session, params: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _urls(session: Session, params: dict[str, Any],
           targets: list[dict[str, Any]]) -> list[str]:
-    tab_ids = {t.get("tab_id") for t in targets} - {None}
+    tab_ids = {str(t["tab_id"]) for t in targets if t.get("tab_id")}
     tab_id = params.get("tab_id")
     if isinstance(tab_id, str):
         tab_ids.add(tab_id)

@@ -260,9 +260,9 @@ class Dispatcher:
         if not self.journal.record(op):
             raise self.journal.unavailable()
         answer = self.approvals.open(op)
+        watched: set[asyncio.Future[Any]] = {answer, op.scope.tripped.future}
         try:
-            await asyncio.wait({answer, op.scope.tripped.future},
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self.approvals.close(op)
         if op.scope.is_tripped or not answer.done() or answer.cancelled():
