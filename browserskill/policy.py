@@ -25,6 +25,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +42,12 @@ POLICY_KEYS = ("allow_domains", "block_domains", "allow_schemes", "confirm", "de
 
 class PolicyError(ValueError):
     """A policy file or a narrowing that cannot be used; the message says why."""
+
+
+def tool_name(name: str) -> str:
+    """A tool as a rule may write it (`state load`, `state-load`) as bsk names it
+    (`state_load`)."""
+    return "_".join(name.strip().lower().replace("-", " ").split())
 
 
 def _host_port(url: str) -> tuple[str, str, int | None]:
@@ -103,17 +110,25 @@ class Rule:
             name = re.compile(raw["name"]) if "name" in raw else None
         except re.error as exc:
             raise PolicyError(f"{where}.name: not a regular expression ({exc})") from None
-        return cls(tool=raw.get("tool"), role=raw.get("role"), name=name,
-                   domain=raw.get("domain"))
+        tool = tool_name(raw["tool"]) if "tool" in raw else None
+        return cls(tool=tool, role=raw.get("role"), name=name, domain=raw.get("domain"))
+
+    @property
+    def needs_target(self) -> bool:
+        return self.role is not None or self.name is not None
 
     def matches(self, *, tool: str, role: str | None = None, name: str | None = None,
-                url: str | None = None) -> bool:
-        if self.tool is not None and self.tool != tool:
+                url: str | None = None, target_unknown: bool = False) -> bool:
+        """`target_unknown`: the operation has a target whose role and name can't be
+        known before it is sent (a locator, not a snapshot ref): a rule about targets
+        then matches on its other keys alone, so a locator can't slip past it."""
+        if self.tool is not None and self.tool != tool_name(tool):
             return False
-        if self.role is not None and (role is None or role.lower() != self.role.lower()):
-            return False
-        if self.name is not None and (name is None or not self.name.search(name)):
-            return False
+        if not target_unknown:
+            if self.role is not None and (role is None or role.lower() != self.role.lower()):
+                return False
+            if self.name is not None and (name is None or not self.name.search(name)):
+                return False
         if self.domain is not None:
             if not url:
                 return False
@@ -158,6 +173,12 @@ class Policy:
         return bool(self.allow_domains is not None or self.block_domains
                     or self.allow_schemes is not None or self.confirm or self.deny)
 
+    @property
+    def restricts_urls(self) -> bool:
+        """Whether some URL is refused (the session's pages are then intercepted)."""
+        return bool(self.allow_domains is not None or self.block_domains
+                    or self.allow_schemes is not None)
+
     def url_refusal(self, url: str) -> str | None:
         """Why a page may not load `url` (naming the rule), or None when it may."""
         scheme, host, port = _host_port(url)
@@ -175,11 +196,12 @@ class Policy:
         return None
 
     def verdict(self, *, tool: str, role: str | None = None, name: str | None = None,
-                url: str | None = None) -> Verdict:
+                url: str | None = None, target_unknown: bool = False) -> Verdict:
         """The first deny rule that matches, else the first confirm rule, else allow."""
         for kind, rules in (("deny", self.deny), ("confirm", self.confirm)):
             for index, rule in enumerate(rules):
-                if rule.matches(tool=tool, role=role, name=name, url=url):
+                if rule.matches(tool=tool, role=role, name=name, url=url,
+                                target_unknown=target_unknown):
                     return Verdict(kind, rule, index)  # type: ignore[arg-type]
         return ALLOW
 
@@ -245,8 +267,10 @@ def _string_list(raw: Any, where: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in raw)
 
 
-def parse(data: Any, source: str | None = None) -> Policy:
-    """A policy from its JSON/TOML data; PolicyError naming the first key that is wrong."""
+def parse(data: Any, source: str | None = None,
+          tools: Collection[str] | None = None) -> Policy:
+    """A policy from its JSON/TOML data; PolicyError naming the first key that is wrong.
+    `tools`: the tool names there are (a rule naming another would never match)."""
     if not isinstance(data, dict):
         raise PolicyError("a policy is an object (a JSON object or a TOML table)")
     unknown = sorted(set(data) - set(POLICY_KEYS))
@@ -259,6 +283,11 @@ def parse(data: Any, source: str | None = None) -> Policy:
         if not isinstance(raw, list):
             raise PolicyError(f"{kind}: a list of rules")
         rules[kind] = tuple(Rule.parse(r, f"{kind}[{i}]") for i, r in enumerate(raw))
+        for i, rule in enumerate(rules[kind]):
+            if tools is not None and rule.tool is not None and rule.tool not in tools:
+                raise PolicyError(f"{kind}[{i}].tool: no tool {rule.tool!r} (tools are "
+                                  "named as `bsk --help` lists them, e.g. eval, upload, "
+                                  "state load)")
     schemes = (tuple(s.lower().rstrip(":") for s in _string_list(data["allow_schemes"],
                                                                   "allow_schemes"))
                if "allow_schemes" in data else DEFAULT_SCHEMES)
@@ -269,7 +298,7 @@ def parse(data: Any, source: str | None = None) -> Policy:
         allow_schemes=schemes, confirm=rules["confirm"], deny=rules["deny"], source=source)
 
 
-def load(path: str | Path) -> Policy:
+def load(path: str | Path, tools: Collection[str] | None = None) -> Policy:
     """Read a policy file: `.toml` as TOML, anything else as JSON."""
     path = Path(path)
     try:
@@ -285,4 +314,4 @@ def load(path: str | Path) -> Policy:
     except ValueError as exc:  # json.JSONDecodeError and tomllib.TOMLDecodeError
         raise PolicyError(f"{path} is not valid {'TOML' if path.suffix == '.toml' else 'JSON'}"
                           f": {exc}") from None
-    return parse(data, str(path.resolve()))
+    return parse(data, str(path.resolve()), tools)

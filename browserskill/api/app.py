@@ -213,6 +213,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
             params["session_id"], params["label"], params["browser"],
             isolated=params["isolated"], state=state, download_dir=params["download_dir"],
             cdp_url=params["cdp_url"], grid=params["grid"],
+            allow_domains=params["allow_domain"], block_domains=params["block_domain"],
             timeout=timeout_ms / 1000 if timeout_ms else SESSION_START_TIMEOUT_S))
         gone = asyncio.ensure_future(_disconnected(request))
         try:
@@ -284,6 +285,13 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
     @guarded
     async def daemon_info(request: Request) -> Response:
         return respond(daemon.info())
+
+    @guarded
+    async def show_policy(request: Request) -> Response:
+        # Read-only: the policy is set when the daemon starts; no route changes it.
+        narrowed = {sid: s.narrowing for sid, s in daemon.sessions.sessions.items()
+                    if s.narrowing}
+        return respond({"policy": daemon.policy.to_json(), "sessions_narrowed": narrowed})
 
     @guarded
     async def status(request: Request) -> Response:
@@ -370,6 +378,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         Route("/v1/health", health, methods=["GET"]),
         Route("/v1/status", status, methods=["GET"]),
         Route("/v1/daemon", daemon_info, methods=["GET"]),
+        Route("/v1/policy", show_policy, methods=["GET"]),
         Route("/v1/daemon/stop", stop_daemon, methods=["POST"]),
         Route("/v1/doctor", doctor, methods=["GET"]),
         Route("/v1/browsers", browsers, methods=["GET"]),

@@ -189,6 +189,9 @@ def document() -> dict[str, Any]:
                      "description": "true: start or reach the browser first"}])},
         "/v1/daemon": {"get": _simple("Daemon pid, socket, version, uptime.")},
         "/v1/daemon/stop": {"post": _simple("Stop the daemon.")},
+        "/v1/policy": {"get": _simple(
+            "The person's policy the daemon was started with (`daemon start --policy`, "
+            "BSK_POLICY), and the sessions that narrowed it; read-only (docs/safety.md).")},
         "/v1/doctor": {"get": _simple("Health checks with fixes.")},
         "/v1/browsers": {"get": _simple("The extension listener and the browsers connected "
                                         "to it (none without --extension-port).")},

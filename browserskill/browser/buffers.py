@@ -117,6 +117,10 @@ class TabBuffers:
         self._request_seq = 0
         self._redirects: dict[Hashable, int] = {}
         self._routed: dict[Hashable, str] = {}  # routed before their request was seen
+        # Refused by the session's policy (browser/routing.py) before their request was
+        # seen: the entry it makes carries the mark (a marked entry in `network`).
+        self._blocked: dict[Hashable, str] = {}
+        self.blocked_count = 0  # requests the policy refused in this tab so far
 
     def on_event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
         handler = _HANDLERS.get(method)
@@ -184,6 +188,8 @@ class TabBuffers:
                  "_has_post_data": bool(req.get("hasPostData") or req.get("postData"))}
         if key in self._routed:
             entry["route"] = self._routed.pop(key)
+        if key in self._blocked:
+            entry["blocked_by_policy"] = self._blocked.pop(key)
         if session_id != self.main_session_id:
             entry["iframe"] = True
         self.network.put(key, entry)
@@ -202,6 +208,38 @@ class TabBuffers:
             self._routed[key] = pattern
             while len(self._routed) > 100:
                 del self._routed[next(iter(self._routed))]
+
+    def blocked(self, session_id: str, request_id: str | None, url: str, kind: str,
+                reason: str) -> None:
+        """The session's policy refused this request (`request_id`: its Network id, None
+        for a target with no Network domain of ours, such as a worker): its entry is
+        marked `blocked_by_policy` with the reason, made here if Network has not told
+        of it (yet)."""
+        self.blocked_count += 1
+        key = (session_id, request_id or f"blocked-{self.blocked_count}")
+        entry = self.network.get(key)
+        if entry is not None:
+            entry["blocked_by_policy"] = reason
+            return
+        if request_id is not None:  # its requestWillBeSent, if it comes, keeps the mark
+            self._blocked[key] = reason
+            while len(self._blocked) > 100:
+                del self._blocked[next(iter(self._blocked))]
+        self._request_seq += 1
+        entry = {"id": f"r{self._request_seq}", "method": "GET", "url": _cut(url, MAX_URL),
+                 "type": kind, "state": "failed", "error": "net::ERR_BLOCKED_BY_CLIENT",
+                 "blocked_by_policy": reason, "time": time.time(), "_session": session_id,
+                 "_request_id": request_id or "", "_full_url": _cut(url, MAX_FULL_URL),
+                 "_request_headers": [], "_has_post_data": False}
+        if session_id != self.main_session_id:
+            entry["iframe"] = True
+        self.network.put(key, entry)
+
+    def policy_block_of(self, request_id: str) -> str | None:
+        """Why the policy refused the main frame's request, if it did."""
+        key = (self.main_session_id, request_id)
+        entry = self.network.get(key)
+        return entry.get("blocked_by_policy") if entry is not None else self._blocked.get(key)
 
     def route_of(self, request_id: str) -> str | None:
         """The pattern of the route that answered the main frame's request, if one did."""

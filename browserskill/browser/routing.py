@@ -1,4 +1,5 @@
-"""A session's routes: mock or block requests by URL glob, with the `Fetch` domain.
+"""A session's routes, and its policy's domains: requests mocked, blocked or refused,
+with the `Fetch` domain.
 
 Invariant: a route table belongs to one session and pauses requests only through the
 CDP sessions of that session's own tabs (their pages and out-of-process iframes).
@@ -10,6 +11,12 @@ Matching is I/O-free (`glob_regex`, `RouteTable.match`) and exact: Chromium is a
 pause a superset (its wildcard `*` also crosses `/`), and a paused request that matches
 no route goes on untouched. The newest route for a URL wins; a route with `times` ends
 after that many requests.
+
+The session's policy (browserskill/policy.py) is asked first, for every request: under
+a policy that restricts URLs every request is paused (one `*` pattern), one the policy
+refuses fails (BlockedByClient, marked `blocked_by_policy` in the tab's network buffer)
+and no route sees it; new iframes and workers are held by Chromium
+(`waitForDebuggerOnStart`) until their own interception is on.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import Any
 
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab, TabGone
+from browserskill.policy import Policy
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +149,9 @@ class RouteTable:
 
     def __init__(self) -> None:
         self.routes: list[Route] = []  # newest last; matched newest first
+        # The session's policy (Session.set_policy): its domain and scheme rules are
+        # checked before any route, for every request the session's targets make.
+        self.policy = Policy()
         # tab -> its CDP sessions -> the Chromium patterns they pause for now
         self._tabs: weakref.WeakKeyDictionary[Tab, dict[str, tuple[str, ...]]] = \
             weakref.WeakKeyDictionary()
@@ -181,6 +192,8 @@ class RouteTable:
         return [r.describe() for r in reversed(self.routes)]
 
     def patterns(self) -> list[dict[str, str]]:
+        if self.policy.restricts_urls:  # the policy judges every request: pause them all
+            return [{"urlPattern": "*", "requestStage": "Request"}]
         return [{"urlPattern": p, "requestStage": "Request"}
                 for p in dict.fromkeys(chromium_pattern(r.pattern) for r in self.routes)]
 
@@ -195,8 +208,14 @@ class RouteTable:
             self._tabs[tab] = {}
             tab.listeners.append(partial(self._on_event, tab))
             tab.child_setup.append(partial(self._child_started, tab))
-        if self._tabs[tab].get(tab.session_id, ()) != self._wanted():
+        if self.policy.restricts_urls and not tab.pause_children:
+            # Under a policy, a new iframe or worker waits until it is intercepted too.
+            tab.pause_children = True
             for sid in [tab.session_id, *tab.children]:
+                await tab.send("Target.setAutoAttach", tab.auto_attach_params(),
+                               session_id=sid, timeout=timeout)
+        if self._tabs[tab].get(tab.session_id, ()) != self._wanted():
+            for sid in _sessions(tab):
                 await self._apply(tab, sid, timeout)
 
     async def sync(self, timeout: float) -> None:
@@ -205,7 +224,7 @@ class RouteTable:
         for tab in list(self._tabs):
             if tab.gone:
                 continue
-            for sid in [tab.session_id, *tab.children]:
+            for sid in _sessions(tab):
                 try:
                     await self._apply(tab, sid, timeout)
                 except (LinkError, TabGone, TimeoutError) as e:
@@ -230,14 +249,22 @@ class RouteTable:
         applied[sid] = wanted
 
     async def _child_started(self, tab: Tab, sid: str) -> None:
-        if self.routes:
+        if self.routes or self.policy.restricts_urls:
             await self._apply(tab, sid, ANSWER_TIMEOUT_S)
 
     def _on_event(self, tab: Tab, sid: str, method: str, params: dict[str, Any]) -> None:
         if method != "Fetch.requestPaused":
             return
-        route = self.match(params.get("request", {}).get("url", ""))
-        if route is not None:
+        url = params.get("request", {}).get("url", "")
+        refused = self.policy.url_refusal(url)  # the person's policy before any route
+        route = None if refused else self.match(url)
+        if refused is not None:
+            command, args = "Fetch.failRequest", {"requestId": params["requestId"],
+                                                  "errorReason": "BlockedByClient"}
+            tab.buffers.blocked(sid, params.get("networkId"), url,
+                                params.get("resourceType", "Other"), refused)
+            log.info("blocked by policy in %s: %s (%s)", tab.tab_id, url, refused)
+        elif route is not None:
             command, args = route.answer(params["requestId"])
             tab.buffers.routed(sid, params.get("networkId"), route.pattern)
         else:
@@ -251,3 +278,9 @@ class RouteTable:
             await tab.send(command, args, session_id=sid, timeout=ANSWER_TIMEOUT_S)
         except Exception as e:  # the request or its page went away, a dialog blocks it
             log.info("%s: %s", command, e)
+
+
+def _sessions(tab: Tab) -> list[str]:
+    """The CDP sessions of a tab whose requests are intercepted: its page, its
+    out-of-process iframes, its workers."""
+    return [tab.session_id, *tab.children, *tab.workers]

@@ -111,6 +111,13 @@ class Tab(Requester):
         self.webmcp = TabTools(handle.session_id, handle.target_id)  # its frames' page tools
         self.listeners.append(self.webmcp.on_event)
         self.starting: set[asyncio.Task[None]] = set()  # iframe sessions being set up
+        # Workers the page started (dedicated, and the service/shared workers Chromium
+        # attaches with it). Only interception (routes,
+        # the policy) is set up in them, through `child_setup`.
+        self.workers: dict[str, Callable[[], None]] = {}  # session id -> unsubscribe
+        # New iframes and workers wait for `child_setup` before they run (set by the
+        # session's routes under a policy: nothing they request may slip past it).
+        self.pause_children = False
         # Run for each new iframe session once it observes (routes install themselves).
         self.child_setup: list[Callable[[str], Awaitable[None]]] = []
         self.popups_requested = 0  # new windows this page asked for (Page.windowOpen)
@@ -150,9 +157,7 @@ class Tab(Requester):
         await self._enable_webmcp(self.session_id)
         tree = await self.send("Page.getFrameTree")
         self._record_frames(tree["frameTree"], self.session_id)
-        await self.send("Target.setAutoAttach", {
-            "autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True,
-        })
+        await self.send("Target.setAutoAttach", self.auto_attach_params())
 
     async def _observe(self, session_id: str, timeout: float = 30.0) -> None:
         """Enable the domains that fill the console and network buffers."""
@@ -232,19 +237,55 @@ class Tab(Requester):
 
     # -- out-of-process iframes --------------------------------------------------------
 
+    def auto_attach_params(self) -> dict[str, Any]:
+        return {"autoAttach": True, "waitForDebuggerOnStart": self.pause_children,
+                "flatten": True}
+
     def _child_attached(self, parent_session: str, params: dict[str, Any]) -> None:
         info = params.get("targetInfo", {})
         if info.get("type") != "iframe":
+            self._worker_attached(params)
             return
         sid = params["sessionId"]
         unsubscribe = self.link.subscribe(sid, lambda m, p: self._on_event(sid, m, p))
         self.children[sid] = ChildSession(sid, info["targetId"], info.get("url", ""),
                                           parent_session, unsubscribe)
-        task = asyncio.get_running_loop().create_task(self._start_child(sid))
+        task = asyncio.get_running_loop().create_task(
+            self._start_child(sid, bool(params.get("waitingForDebugger"))))
         self.starting.add(task)
         task.add_done_callback(self.starting.discard)
 
-    async def _start_child(self, sid: str) -> None:
+    def _worker_attached(self, params: dict[str, Any]) -> None:
+        sid = params.get("sessionId")
+        kind = params.get("targetInfo", {}).get("type", "")
+        waiting = bool(params.get("waitingForDebugger"))
+        if not sid:
+            return
+        worker = kind.endswith("worker")
+        if worker:
+            self.workers[sid] = self.link.subscribe(sid, lambda m, p: self._on_event(sid, m, p))
+        elif not waiting:
+            return
+        task = asyncio.get_running_loop().create_task(self._start_worker(sid, worker, waiting))
+        self.starting.add(task)
+        task.add_done_callback(self.starting.discard)
+
+    async def _start_worker(self, sid: str, worker: bool, waiting: bool) -> None:
+        """A worker: interception (`child_setup`) first, then, if Chromium paused it for
+        us, it runs. Another kind of target that was paused just runs."""
+        try:
+            if worker:
+                for step in list(self.child_setup):
+                    await step(sid)
+        except (LinkError, TabGone, TimeoutError) as e:
+            log.info("worker session %s: %s", sid, e)
+        if waiting:
+            try:
+                await self.send("Runtime.runIfWaitingForDebugger", session_id=sid, timeout=10)
+            except (LinkError, TabGone, TimeoutError) as e:
+                log.info("resuming %s: %s", sid, e)
+
+    async def _start_child(self, sid: str, waiting: bool = False) -> None:
         try:
             await self.send("Page.enable", session_id=sid, timeout=10)
             await self.send("Page.setLifecycleEventsEnabled", {"enabled": True},
@@ -255,14 +296,21 @@ class Tab(Requester):
             await self._enable_webmcp(sid, timeout=10)
             tree = await self.send("Page.getFrameTree", session_id=sid, timeout=10)
             self._record_frames(tree["frameTree"], sid)
-            await self.send("Target.setAutoAttach", {
-                "autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True,
-            }, session_id=sid, timeout=10)
+            await self.send("Target.setAutoAttach", self.auto_attach_params(),
+                            session_id=sid, timeout=10)
         except (LinkError, TabGone, TimeoutError) as e:
             log.info("iframe session %s: %s", sid, e)
+        if waiting:  # set up: now it may load
+            try:
+                await self.send("Runtime.runIfWaitingForDebugger", session_id=sid, timeout=10)
+            except (LinkError, TabGone, TimeoutError) as e:
+                log.info("resuming iframe session %s: %s", sid, e)
         self._wake()
 
     def _child_detached(self, params: dict[str, Any]) -> None:
+        unsubscribe = self.workers.pop(params.get("sessionId", ""), None)
+        if unsubscribe is not None:
+            unsubscribe()
         child = self.children.pop(params.get("sessionId", ""), None)
         if child is not None:
             child.unsubscribe()

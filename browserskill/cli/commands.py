@@ -103,6 +103,7 @@ def cmd_doctor(client: Client, args: list[str]) -> Any:
 
 
 def cmd_daemon_start(client: Client, args: list[str]) -> Any:
+    args = _policy_path_absolute(args)  # the daemon runs in its state dir
     daemon_args = [a for a in args if a != "--foreground"]
     check_daemon_args(daemon_args)
     if "--foreground" in args:
@@ -119,6 +120,20 @@ def cmd_daemon_start(client: Client, args: list[str]) -> Any:
         return info
     client.start_daemon(args)
     return client.call("GET", "/v1/daemon", spawn=False)[2]
+
+
+def _policy_path_absolute(args: list[str]) -> list[str]:
+    """`--policy FILE` (or `--policy=FILE`) made absolute, as the spawned daemon's working
+    directory is its state dir."""
+    import os
+
+    out = list(args)
+    for i, arg in enumerate(out):
+        if arg == "--policy" and i + 1 < len(out):
+            out[i + 1] = os.path.abspath(os.path.expanduser(out[i + 1]))
+        elif arg.startswith("--policy="):
+            out[i] = "--policy=" + os.path.abspath(os.path.expanduser(arg[9:]))
+    return out
 
 
 def check_daemon_args(args: list[str]) -> None:
@@ -139,7 +154,16 @@ def check_daemon_args(args: list[str]) -> None:
     for action in p._actions:
         if action.option_strings and action.dest != "help":
             checker._add_action(action)
-    checker.parse_args(args)
+    parsed = checker.parse_args(args)
+    if parsed.policy:  # a policy that can't be used: said here, before a daemon is spawned
+        from browserskill.policy import PolicyError, load
+        from browserskill.tools.catalog import tool_names
+
+        try:
+            load(parsed.policy, tool_names())
+        except PolicyError as e:
+            raise invalid("policy", str(e), hint="fix the file (docs/safety.md shows its "
+                          "keys); the daemon does not start without it") from None
 
 
 def cmd_daemon_stop(client: Client, args: list[str]) -> Any:
@@ -281,6 +305,11 @@ def cmd_replay(client: Client, args: list[str]) -> Any:
     return replay(client, args[0])
 
 
+def cmd_policy_show(client: Client, args: list[str]) -> Any:
+    _no_args("policy show", args)
+    return client.call("GET", "/v1/policy")[2]
+
+
 def cmd_version(client: Client, args: list[str]) -> Any:
     _no_args("version", args)
     return {"version": __version__}
@@ -353,6 +382,10 @@ CONTROL: tuple[Control, ...] = (
             "Stop the daemon; running operations end honestly."),
     Control(("daemon", "status"), cmd_daemon_status, "daemon status",
             "Daemon pid, socket, version and uptime."),
+    Control(("policy", "show"), cmd_policy_show, "policy show",
+            "The person's policy the daemon runs under (`daemon start --policy FILE`, "
+            "BSK_POLICY): domains, schemes, confirm and deny rules; read-only "
+            "(docs/safety.md)."),
     Control(("op", "show"), cmd_op_show, "op show ID", "One operation with its timeline."),
     Control(("op", "list"), cmd_op_list, "op list [--all]",
             "Recent operations of this session (--all: every session)."),

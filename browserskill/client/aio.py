@@ -157,8 +157,10 @@ class AsyncClient(_Base):
     async def session_start(self, session_id: str | None = None, *, label: str | None = None,
                       isolated: bool = False, state: str | None = None,
                       browser: str | None = None, cdp_url: str | None = None,
-                      grid: str | None = None, use: bool = True) -> Session:
-        body = session_start_body(session_id, label, isolated, state, browser, cdp_url, grid)
+                      grid: str | None = None, allow_domains: list[str] | None = None,
+                      block_domains: list[str] | None = None, use: bool = True) -> Session:
+        body = session_start_body(session_id, label, isolated, state, browser, cdp_url, grid,
+                                  allow_domains, block_domains)
         session = Session.from_dict(await self._json("POST", "/v1/sessions", body))
         if use:
             self.session_id = session.session_id

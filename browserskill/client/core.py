@@ -38,13 +38,18 @@ class _Request:
 
 def session_start_body(session_id: str | None, label: str | None, isolated: bool,
                        state: str | None, browser: str | None, cdp_url: str | None = None,
-                       grid: str | None = None) -> dict[str, Any]:
+                       grid: str | None = None, allow_domains: list[str] | None = None,
+                       block_domains: list[str] | None = None) -> dict[str, Any]:
     """POST /v1/sessions's body (its fields: catalog.SESSION_START)."""
     body: dict[str, Any] = {k: v for k, v in (("session_id", session_id), ("label", label),
                                               ("browser", browser), ("cdp_url", cdp_url),
                                               ("grid", grid)) if v}
     if isolated:
         body["isolated"] = True
+    if allow_domains:
+        body["allow_domain"] = list(allow_domains)
+    if block_domains:
+        body["block_domain"] = list(block_domains)
     if state:
         body["state"] = os.path.abspath(os.path.expanduser(state))
     return body

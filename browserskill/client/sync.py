@@ -143,12 +143,15 @@ class Client(_Base):
     def session_start(self, session_id: str | None = None, *, label: str | None = None,
                       isolated: bool = False, state: str | None = None,
                       browser: str | None = None, cdp_url: str | None = None,
-                      grid: str | None = None, use: bool = True) -> Session:
+                      grid: str | None = None, allow_domains: list[str] | None = None,
+                      block_domains: list[str] | None = None, use: bool = True) -> Session:
         """Start a session (its own tab in its own window). `isolated`: a browser context
         of its own; `state`: a storageState file to start it from (needs `isolated`).
         `cdp_url` / `grid`: in a browser someone else runs / on a Selenium Grid.
+        `allow_domains` / `block_domains` narrow the daemon's policy for this session.
         With `use`, this client acts in it from now on."""
-        body = session_start_body(session_id, label, isolated, state, browser, cdp_url, grid)
+        body = session_start_body(session_id, label, isolated, state, browser, cdp_url, grid,
+                                  allow_domains, block_domains)
         session = Session.from_dict(self._json("POST", "/v1/sessions", body))
         if use:
             self.session_id = session.session_id

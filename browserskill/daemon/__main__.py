@@ -16,6 +16,9 @@ from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.server import AlreadyRunning, serve
 from browserskill.dispatch.sessions import READOPT_TIMEOUT_S
+from browserskill.policy import Policy, PolicyError
+from browserskill.policy import load as load_policy
+from browserskill.tools.catalog import tool_names
 
 
 def env_float(name: str, default: float) -> float:
@@ -89,6 +92,11 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds the sessions of an extension browser whose connection "
                         "was lost wait for it to reconnect before they end; 0 = until "
                         f"stopped (default {RECONNECT_GRACE_S:g}) [env BSK_EXTENSION_GRACE]")
+    p.add_argument("--policy", default=os.environ.get("BSK_POLICY") or None, metavar="FILE",
+                   help="the person's policy (TOML or JSON): the domains and schemes the "
+                        "agent's pages may reach, what waits for a person, what is refused "
+                        "(docs/safety.md); nothing the agent calls changes it while the "
+                        "daemon runs [env BSK_POLICY]")
     p.add_argument("--journal-max-age", type=float,
                    default=env_float("BSK_JOURNAL_MAX_AGE", 7 * 86400),
                    metavar="SEC",
@@ -111,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     problem = paths.state_dir_problem(paths.state_dir_name())
     if problem:  # one line, not a traceback (the CLI says the same before spawning)
         print(f"bsk daemon: {problem}", file=sys.stderr)
+        return 2
+    try:  # a policy that can't be read stops the start: no daemon runs without it
+        policy = load_policy(args.policy, tool_names()) if args.policy else Policy()
+    except PolicyError as e:
+        print(f"bsk daemon: --policy: {e}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -135,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                           readopt_timeout_s=args.readopt_timeout,
                           extension_port=args.extension_port,
                           extension_grace_s=args.extension_grace,
-                          tcp_port=args.tcp_port))
+                          tcp_port=args.tcp_port, policy=policy))
     except AlreadyRunning as e:
         print(f"bsk daemon: {e}", file=sys.stderr)
         return 3

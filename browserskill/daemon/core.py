@@ -21,6 +21,9 @@ from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.session_store import SessionStore
 from browserskill.dispatch.sessions import SessionManager
+from browserskill.policy import Policy, PolicyError
+from browserskill.policy import load as load_policy
+from browserskill.tools.catalog import tool_names
 from browserskill.tools.evidence import RECORDINGS_AFTER_RESTART
 
 # A test names a Python file here (tests/support/faults.py) to reach inside the daemon.
@@ -44,7 +47,8 @@ class Daemon:
     def __init__(self, home: Path, browser_config: BrowserConfig, *,
                  idle_timeout: float, journal_max_age_s: float, journal_max_count: int,
                  cleanup_timeout_s: float = 2.0, extension_port: int | None = None,
-                 extension_grace_s: float = RECONNECT_GRACE_S) -> None:
+                 extension_grace_s: float = RECONNECT_GRACE_S,
+                 policy: Policy | None = None) -> None:
         self.home = home
         self.version = __version__
         self.pid = os.getpid()
@@ -60,6 +64,10 @@ class Daemon:
         self.session_store = SessionStore(self.journal.db)
         self.session_store.prune(journal_max_age_s)
         self.sessions = SessionManager(self.browser, self.session_store)
+        # The person's policy, loaded once at start (`--policy`, BSK_POLICY): the one
+        # place it is held; each session gets it (narrowed) as `session.policy`.
+        self.policy = policy or Policy()
+        self.sessions.policy = self.policy
         self.dispatcher = Dispatcher(self.journal, self.sessions, self.browser, home,
                                      cleanup_timeout_s=cleanup_timeout_s)
         self.readopted: dict[str, Any] = {}  # readopt()'s report: ids, and why some ended
@@ -107,7 +115,28 @@ class Daemon:
             "journal": {"pruning": self.journal.pruning, "pruned": self.journal.pruned,
                         **self._journal_faults()},
             "sessions_at_start": self.readopted,
+            "policy": {"source": self.policy.source, "active": self.policy.active},
         }
+
+    def _policy_check(self) -> dict[str, Any]:
+        """The policy the daemon runs under, and whether its file still says the same
+        (the daemon reads it once, at start: docs/safety.md)."""
+        source = self.policy.source
+        if source is None:
+            return {"check": "policy", "ok": True,
+                    "detail": "none: pages may reach any domain and scheme, nothing is "
+                              "held or refused (`daemon start --policy FILE` sets one)"}
+        try:
+            now = load_policy(source, tool_names())
+        except PolicyError as e:
+            return {"check": "policy", "ok": False, "detail": f"{source}: {e}",
+                    "fix": "the daemon still runs the policy it read at start; fix the "
+                           "file before the daemon's next start"}
+        if now != self.policy:
+            return {"check": "policy", "ok": False,
+                    "detail": f"{source} changed since the daemon read it at start",
+                    "fix": "`bsk daemon stop`, then start it again to apply the file"}
+        return {"check": "policy", "ok": True, "detail": f"{source} (as read at start)"}
 
     def _journal_faults(self) -> dict[str, Any]:
         """What this start found wrong with the journal, and whether writes fail now."""
@@ -156,6 +185,7 @@ class Daemon:
                 "fix": f"inspect it with `sqlite3 {aside} .recover` if its operations "
                        f"matter, then delete it (rm {aside}*)",
             })
+        checks.append(self._policy_check())
         cfg = self.browser.config
         if cfg.cdp_url:
             info = self.browser.info()

@@ -24,6 +24,7 @@ from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.core import Daemon
 from browserskill.dispatch.sessions import READOPT_TIMEOUT_S, describe_error
+from browserskill.policy import Policy
 
 log = logging.getLogger("browserskill.daemon")
 
@@ -68,7 +69,7 @@ async def serve(
     browser_config: BrowserConfig, *, idle_timeout: float, journal_max_age_s: float,
     journal_max_count: int, cleanup_timeout_s: float = 2.0, extension_port: int | None = None,
     extension_grace_s: float = RECONNECT_GRACE_S, tcp_port: int | None = None,
-    readopt_timeout_s: float = READOPT_TIMEOUT_S,
+    readopt_timeout_s: float = READOPT_TIMEOUT_S, policy: Policy | None = None,
 ) -> None:
     home = paths.ensure_state_dir()
     _raise_file_limit()
@@ -78,6 +79,7 @@ async def serve(
     daemon = Daemon(home, browser_config, idle_timeout=idle_timeout,
                     journal_max_age_s=journal_max_age_s, journal_max_count=journal_max_count,
                     cleanup_timeout_s=cleanup_timeout_s, extension_port=extension_port,
+                    policy=policy,
                     extension_grace_s=extension_grace_s)
     if any(daemon.reconciled.values()):
         log.warning("reconciled operations left by a previous daemon: %s", daemon.reconciled)

@@ -33,6 +33,9 @@ def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0,
 
     `home` picks another state dir than `BSK_HOME` (the Python client's `home=`)."""
     env = None if home is None else {**os.environ, "BSK_HOME": str(home)}
+    if os.environ.get("BSK_POLICY"):  # the daemon runs in its state dir: an absolute path
+        env = {**(env or os.environ),
+               "BSK_POLICY": os.path.abspath(os.path.expanduser(os.environ["BSK_POLICY"]))}
     home = paths.ensure_state_dir(home)
     log_file = paths.log_path(home)
     sock_path = paths.socket_path(home)

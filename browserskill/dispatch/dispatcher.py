@@ -25,7 +25,7 @@ from browserskill import contract
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
-from browserskill.dispatch import approvals, outcome
+from browserskill.dispatch import approvals, outcome, policy_check
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import (
     AWAITING_APPROVAL,
@@ -217,9 +217,11 @@ class Dispatcher:
                 raise BskError("user_interrupted", by,
                                hint="ask the user before acting again; the next call goes "
                                     "ahead", details={"session_id": session.id})
-            request = approvals.request_for(session, op)
-            if request is not None:  # a person answers before anything goes out
-                await self._await_approval(op, session, request)
+            ruling = policy_check.verdict_for(session, op.tool, op.params)
+            if ruling.kind == "deny":  # the person's policy refuses it: nothing is sent
+                raise policy_check.denied(ruling, op.tool)
+            if ruling.kind == "confirm":  # a person answers before anything goes out
+                await self._await_approval(op, session, approvals.request(session, op, ruling))
             if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
                 session.backend.before_dispatch()
             await self._dispatch(op, session)

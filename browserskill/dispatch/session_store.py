@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS sessions (
   ended_at REAL,
   ended_reason TEXT,
   browser TEXT,                -- its placement: Backend.stored() (NULL: embedded, old rows)
-  recordings TEXT              -- {kind: Recording.stored()} of those running (NULL: none)
+  recordings TEXT,             -- {kind: Recording.stored()} of those running (NULL: none)
+  narrowing TEXT               -- its start's narrowing of the policy (NULL: none)
 );
 """
 
@@ -49,6 +50,8 @@ class StoredSession:
     # The CDP sessions its daemon had in its tabs (rows from before: none): the browser
     # keeper keeps them open after that daemon dies, so the next one detaches them.
     cdp_sessions: list[str] = field(default_factory=list)
+    # `session start --allow-domain/--block-domain` (Session.narrowing): re-applied.
+    narrowing: dict[str, list[str]] = field(default_factory=dict)
 
 
 class SessionStore:
@@ -63,6 +66,8 @@ class SessionStore:
             self.db.execute("ALTER TABLE sessions ADD COLUMN browser TEXT")
         if "recordings" not in columns:  # a database from before recordings were kept
             self.db.execute("ALTER TABLE sessions ADD COLUMN recordings TEXT")
+        if "narrowing" not in columns:  # a database from before policies
+            self.db.execute("ALTER TABLE sessions ADD COLUMN narrowing TEXT")
 
     def save(self, session: Any) -> None:
         tabs = [[t.tab_id, t.target_id, t.session_id] for t in session.tabs.values()]
@@ -71,13 +76,14 @@ class SessionStore:
         row = (session.id, session.label, session.created_at, json.dumps(tabs),
                session.current_tab_id, session.tab_seq,
                json.dumps(browser) if browser is not None else None,
-               json.dumps(recordings) if recordings else None)
+               json.dumps(recordings) if recordings else None,
+               json.dumps(session.narrowing) if session.narrowing else None)
         if self._written.get(session.id) == row:
             return
         if self._write(
             "INSERT OR REPLACE INTO sessions (session_id, label, created_at, tabs, current_tab,"
-            " tab_seq, ended_at, ended_reason, browser, recordings) "
-            "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)", row,
+            " tab_seq, ended_at, ended_reason, browser, recordings, narrowing) "
+            "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)", row,
         ):
             self._written[session.id] = row
 
@@ -99,7 +105,7 @@ class SessionStore:
     def open_sessions(self) -> list[StoredSession]:
         rows = self.db.execute(
             "SELECT session_id, label, created_at, tabs, current_tab, tab_seq, ended_reason, "
-            "browser, recordings FROM sessions WHERE ended_at IS NULL").fetchall()
+            "browser, recordings, narrowing FROM sessions WHERE ended_at IS NULL").fetchall()
         return [_stored(r) for r in rows]
 
     def open_ids(self) -> list[str]:
@@ -111,7 +117,8 @@ class SessionStore:
         """One session's row (ValueError, TypeError, KeyError: one that can't be read)."""
         row = self.db.execute(
             "SELECT session_id, label, created_at, tabs, current_tab, tab_seq, ended_reason, "
-            "browser, recordings FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+            "browser, recordings, narrowing FROM sessions WHERE session_id = ?",
+            (session_id,)).fetchone()
         if row is None:
             raise KeyError(f"no row for session {session_id!r}")
         return _stored(row)
@@ -133,4 +140,5 @@ def _stored(r: tuple[Any, ...]) -> StoredSession:
     return StoredSession(r[0], r[1], r[2], [(str(t[0]), str(t[1])) for t in tabs], r[4], r[5],
                          r[6], json.loads(r[7]) if r[7] else None,
                          json.loads(r[8]) if r[8] else {},
-                         [str(t[2]) for t in tabs if len(t) > 2 and t[2]])
+                         [str(t[2]) for t in tabs if len(t) > 2 and t[2]],
+                         json.loads(r[9]) if r[9] else {})

@@ -26,6 +26,7 @@ from browserskill.contract import DEFAULT_SESSION
 from browserskill.dispatch.queue import SessionQueue
 from browserskill.dispatch.session_store import SessionStore, StoredSession
 from browserskill.errors import BskError, invalid
+from browserskill.policy import Policy, PolicyError
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +125,22 @@ class Session:
     # with the session (what they had is saved; `saved_recordings` says where).
     recordings: dict[str, Recording] = field(default_factory=dict)
     saved_recordings: list[dict[str, Any]] = field(default_factory=list)
+    # The person's policy as it applies to this session: the daemon's, narrowed by the
+    # session's start (browserskill/policy.py); nothing an agent calls changes it. Its
+    # domain and scheme rules are enforced by `routes` (the same Fetch interception).
+    policy: Policy = field(default_factory=Policy)
+    # What `session start` narrowed (--allow-domain/--block-domain), kept so a daemon
+    # that re-adopts the session narrows its own policy the same way.
+    narrowing: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
+        self.routes.policy = self.policy
+
+    def set_policy(self, policy: Policy) -> None:
+        """The one place a session's policy is set (at its start or re-adoption)."""
+        self.policy = policy
+        self.routes.policy = policy
 
     def next_tab_id(self) -> str:
         self.tab_seq += 1
@@ -196,6 +210,9 @@ class SessionManager:
         # Ends the calls of the given sessions when their own link dies (the dispatcher's).
         self.on_link_lost: Callable[[str, set[str]], None] = lambda reason, sids: None
         browser.popup_handler = self._popup
+        # The person's policy (`daemon start --policy`), set once by the daemon's wiring
+        # before any session starts; every session gets it, narrowed by its start.
+        self.policy = Policy()
         # Recordings (video, trace) a previous daemon left: set by the daemon's wiring.
         self.recordings_after_restart: RecordingRestorer | None = None
 
@@ -246,6 +263,13 @@ class SessionManager:
                            browser_lost: str | None, end: float, timeout: float,
                            report: dict[str, Any]) -> None:
         session = Session(row.session_id, row.label, row.created_at, tab_seq=row.tab_seq)
+        try:  # this daemon's policy, narrowed as the session's start asked
+            session.set_policy(self.policy.narrowed(**row.narrowing))
+            session.narrowing = row.narrowing
+        except (PolicyError, TypeError) as e:
+            self._ended(row.session_id, f"its narrowing of the policy does not fit this "
+                        f"daemon's policy: {e}", report)
+            return
         deadline = asyncio.timeout_at(end)
         try:
             if browser_lost is not None and _embedded(row.browser):
@@ -511,7 +535,8 @@ class SessionManager:
                      browser: str | None = None, *, isolated: bool = False,
                      state: dict[str, Any] | None = None,
                      download_dir: str | None = None, cdp_url: str | None = None,
-                     grid: str | None = None,
+                     grid: str | None = None, allow_domains: list[str] | None = None,
+                     block_domains: list[str] | None = None,
                      timeout: float = SESSION_START_TIMEOUT_S) -> Session:
         """A new session with its first tab; `state` (Playwright's storageState, checked
         by the caller) is loaded into its isolated context before it is handed out.
@@ -543,7 +568,17 @@ class SessionManager:
             raise invalid("state", "a saved state starts an isolated session",
                           hint="add --isolated (or load it into this session later with "
                                "`bsk state load FILE`)")
+        narrowing = {k: v for k, v in (("allow_domains", allow_domains),
+                                       ("block_domains", block_domains)) if v}
+        try:  # only within the daemon's policy: a widening is the caller's mistake
+            policy = self.policy.narrowed(**narrowing)
+        except PolicyError as e:
+            raise invalid("allow_domain", str(e), hint="`bsk policy show` prints the "
+                          "daemon's policy; only the person who starts the daemon widens "
+                          "it") from None
         session = Session(session_id, label, download_dir=download_dir)
+        session.set_policy(policy)
+        session.narrowing = narrowing
         self.starting.add(session_id)  # the id is taken while the first tab opens
         try:
             # An unanswering browser is an answer by the deadline (a Grid keeps its own:

@@ -935,7 +935,12 @@ SESSION_START = ToolSpec(
      Param("state", "string", "storageState JSON file (from `bsk state save` or "
            "Playwright) to start from; needs --isolated", path=True),
      Param("download_dir", "string", "where its downloads go (default: "
-           "$BSK_HOME/downloads/SESSION)", path=True)),
+           "$BSK_HOME/downloads/SESSION)", path=True),
+     Param("allow_domain", "array", "narrow the daemon's policy: this session's pages "
+           "reach only these domains (globs, ports allowed; repeat for more), each within "
+           "the policy's allow_domains (docs/safety.md)"),
+     Param("block_domain", "array", "narrow the daemon's policy: this session's pages "
+           "never reach these domains (globs; repeat for more)")),
     example="bsk session start alice --isolated --state alice.json",
 )
 
@@ -950,6 +955,11 @@ OP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("op_cancel", ("op", "cancel"), _M,
              "Cancel a running operation (e.g. the one holding the session).", (_OP_ID,)),
 )
+
+def tool_names() -> frozenset[str]:
+    """Every tool a policy rule may name (`tool`): the queued ones and session start."""
+    return frozenset(BY_NAME) | {SESSION_START.name}
+
 
 # Capability groups (docs/mcp.md): `bsk mcp` offers `core`; a client opts into the others
 # with `--caps GROUP,…` (or `all`), so a connection pays only for the tools it can use.

@@ -148,6 +148,9 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
                         "downloads": await downloads.settle(ctx, before)}
         if answer.get("errorText"):
             # The document's Network request id is its loader id.
+            refused = tab.buffers.policy_block_of(answer.get("loaderId") or "")
+            if refused:  # a redirect to a host the policy refuses: that hop never went
+                raise blocked(url, refused, dispatched="yes")
             raise _failed(tab, url, answer["errorText"],
                           tab.buffers.route_of(answer.get("loaderId") or ""))
         loader_id = answer.get("loaderId")
@@ -209,6 +212,21 @@ async def _not_overtaken(ctx: ToolContext, tab: Tab, landed: str) -> None:
         raise Overtaken(tab.main_loader())
 
 
+def blocked(url: str, reason: str, dispatched: str = "no") -> BskError:
+    """The session's policy does not let its pages reach `url` (docs/safety.md)."""
+    return BskError("blocked_by_policy", f"{url}: {reason}",
+                    hint="the person who started the daemon set this policy (`bsk policy "
+                         "show`); ask them, or stay within it",
+                    details={"url": url, "rule": reason}, dispatched=dispatched)
+
+
+def check_policy(ctx: ToolContext, url: str) -> None:
+    """A navigation the session's policy refuses is refused before anything is sent."""
+    refused = ctx.session.policy.url_refusal(url)
+    if refused is not None:
+        raise blocked(url, refused)
+
+
 def _failed(tab: Tab, url: str, error: str, route: str | None) -> BskError:
     """A navigation that loaded no page; the session's own route or `emulate --offline`
     may be why (say so, rather than blame the server)."""
@@ -260,6 +278,7 @@ async def open_url(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     those it opens until the new document commits), as a person's browser does; its
     beforeunload dialog is the agent's to answer (docs/outcomes.md, pages that trap)."""
     url = normalize_url(params["url"])
+    check_policy(ctx, url)
     tab = ctx.tab  # `open` runs while a dialog is open (catalog: during_dialog)
     if tab.dialog is not None and tab.dialog.get("type") == "beforeunload":
         raise DialogOpened(tab.dialog)

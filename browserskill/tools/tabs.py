@@ -7,7 +7,7 @@ from typing import Any
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
-from browserskill.tools.navigation import navigate, normalize_url
+from browserskill.tools.navigation import check_policy, navigate, normalize_url
 from browserskill.tools.registry import implements
 
 
@@ -34,6 +34,8 @@ async def tab_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 @implements("tab_new")
 async def tab_new(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     url = normalize_url(params["url"]) if params["url"] else None
+    if url:
+        check_policy(ctx, url)
     ctx.mark_dispatched()
     tab = await ctx.backend.new_tab(ctx.session.next_tab_id())
     previous = ctx.session.current_tab_id

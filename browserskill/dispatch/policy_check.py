@@ -1,0 +1,54 @@
+"""The person's policy asked about one operation, before it is dispatched.
+
+What the rules see (browserskill/policy.py): the tool, the target's role and accessible
+name from its snapshot ref's binding (a locator's target is not known before it is sent,
+so a rule about targets matches it on its other keys: docs/safety.md), and the domain of
+the URL of the tab the operation acts in. `deny` is refused here, nothing sent;
+`confirm` is for the approvals that hold an operation until a person answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from browserskill.dispatch.sessions import Session
+from browserskill.errors import BskError
+from browserskill.policy import Verdict
+
+# Params that name an element the operation acts on (a ref, or a locator).
+TARGET_PARAMS = ("ref", "source", "target")
+_STRICTNESS = {"deny": 2, "confirm": 1, "allow": 0}
+
+
+def verdict_for(session: Session, tool: str, params: dict[str, Any]) -> Verdict:
+    """What the session's policy says of this call (for a drag, of the stricter of its
+    two elements)."""
+    policy = session.policy
+    tab = session.tabs.get(str(params.get("tab_id") or session.current_tab_id or ""))
+    url = tab.url if tab else None
+    if not (policy.deny or policy.confirm):
+        return policy.verdict(tool=tool)
+    targets = [params[k].strip() for k in TARGET_PARAMS if isinstance(params.get(k), str)]
+    if not targets:
+        return policy.verdict(tool=tool, url=url)
+    verdicts = []
+    for target in targets:
+        binding = session.refs.get(target)
+        if binding is not None:
+            verdicts.append(policy.verdict(tool=tool, role=binding.role, name=binding.name,
+                                           url=url))
+        else:  # a locator (or a ref that will be refused): judged by the other keys
+            verdicts.append(policy.verdict(tool=tool, url=url, target_unknown=True))
+    return max(verdicts, key=lambda v: _STRICTNESS[v.kind])
+
+
+def denied(verdict: Verdict, tool: str) -> BskError:
+    """A deny rule's refusal: nothing was sent, and the rule is named."""
+    assert verdict.rule is not None
+    rule = verdict.rule.describe()
+    return BskError("denied_by_policy",
+                    f"{tool} is refused by the policy's deny[{verdict.index}] ({rule})",
+                    hint="the person who started the daemon set this rule; ask them, or do "
+                         "something else",
+                    details={"rule": verdict.rule.to_json(), "index": verdict.index},
+                    dispatched="no")
