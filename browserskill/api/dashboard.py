@@ -553,6 +553,7 @@ class _Feed:
                        f"({'; '.join(driving[:3])}); an approval must come from a browser "
                        "bsk does not drive. Close that page, then approve again")
                 op.note("approval_refused", why)
+                self.dash.daemon.journal.record(op)
                 log.warning("op %s: %s", op_id, why)
                 raise ApprovalRefused(why)
             token = secrets.token_urlsafe(16)
