@@ -144,7 +144,7 @@ def test_the_agent_cancels_its_held_call_and_nothing_is_sent(agent: Bsk, site: s
     ref = _pay_ref(agent, site)
     proc, op_id = _held(agent, ref, "--timeout", "60")
     agent.ok("op", "cancel", op_id)
-    code, answer = answer_of(proc)
+    _, answer = answer_of(proc)
     assert answer["status"] == "cancelled" and answer["dispatched"] == "no", answer
     assert "awaiting a person's approval" in answer["error"]["message"]
     assert _page_saw(agent) == []
@@ -205,8 +205,8 @@ def test_the_agents_own_dashboard_cannot_approve(guarded: Bsk, agent: Bsk, site:
                                         ".textContent").value, 10, "the dashboard's answer")
         assert said.startswith("approval_refused") and "bsk drives" in said, said
         # Its page may send the second step itself: without a check it is refused too.
-        rogue.ok("eval", "send({type: 'approve_confirm', op_id: %s, token: 'forged'})"
-                 % json.dumps(op_id))
+        forged = {"type": "approve_confirm", "op_id": op_id, "token": "forged"}
+        rogue.ok("eval", f"send({json.dumps(forged)})")
         shown = agent.ok("op", "show", op_id)
         assert shown["state"] == "awaiting_approval" and proc.poll() is None
         assert "approval_refused" in [e[1] for e in shown["timeline"]]
