@@ -57,7 +57,8 @@ def _host_port(url: str) -> tuple[str, str, int | None]:
         port = parts.port
     except ValueError:
         port = None
-    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+    # `evil.example.` is `evil.example` to DNS: the trailing dot must not slip past.
+    return parts.scheme.lower(), (parts.hostname or "").lower().rstrip("."), port
 
 
 def domain_matches(pattern: str, host: str, port: int | None = None) -> bool:
@@ -113,22 +114,14 @@ class Rule:
         tool = tool_name(raw["tool"]) if "tool" in raw else None
         return cls(tool=tool, role=raw.get("role"), name=name, domain=raw.get("domain"))
 
-    @property
-    def needs_target(self) -> bool:
-        return self.role is not None or self.name is not None
-
     def matches(self, *, tool: str, role: str | None = None, name: str | None = None,
-                url: str | None = None, target_unknown: bool = False) -> bool:
-        """`target_unknown`: the operation has a target whose role and name can't be
-        known before it is sent (a locator, not a snapshot ref): a rule about targets
-        then matches on its other keys alone, so a locator can't slip past it."""
+                url: str | None = None) -> bool:
         if self.tool is not None and self.tool != tool_name(tool):
             return False
-        if not target_unknown:
-            if self.role is not None and (role is None or role.lower() != self.role.lower()):
-                return False
-            if self.name is not None and (name is None or not self.name.search(name)):
-                return False
+        if self.role is not None and (role is None or role.lower() != self.role.lower()):
+            return False
+        if self.name is not None and (name is None or not self.name.search(name)):
+            return False
         if self.domain is not None:
             if not url:
                 return False
@@ -196,12 +189,11 @@ class Policy:
         return None
 
     def verdict(self, *, tool: str, role: str | None = None, name: str | None = None,
-                url: str | None = None, target_unknown: bool = False) -> Verdict:
+                url: str | None = None) -> Verdict:
         """The first deny rule that matches, else the first confirm rule, else allow."""
         for kind, rules in (("deny", self.deny), ("confirm", self.confirm)):
             for index, rule in enumerate(rules):
-                if rule.matches(tool=tool, role=role, name=name, url=url,
-                                target_unknown=target_unknown):
+                if rule.matches(tool=tool, role=role, name=name, url=url):
                     return Verdict(kind, rule, index)  # type: ignore[arg-type]
         return ALLOW
 

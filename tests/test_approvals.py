@@ -239,3 +239,23 @@ def test_a_held_call_ends_honestly_when_the_daemon_dies(
         assert shown["error"]["details"]["state_at_death"] == "awaiting_approval"
     finally:
         runner.stop_daemon()
+
+
+def test_a_locator_cannot_slip_past_the_rule(agent: Bsk, site: str) -> None:
+    """`click css=#pay` names no role or name before it is resolved: it is held once its
+    locator is bound (a read), before anything is sent."""
+    agent.ok("open", f"{site}/approve_pay.html")
+    proc, op_id = _held(agent, "css=#pay", "--timeout", "60")
+    shown = agent.ok("op", "show", op_id)
+    assert "button 'Pay now'" in shown["approval"]["what"], shown["approval"]
+    busy = agent("eval", "1")
+    assert busy.code == 5 and busy.json["error"]["details"]["holder"]["holder"] == "approval"
+    agent.ok("op", "cancel", op_id)
+    _, answer = answer_of(proc)
+    assert answer["status"] == "cancelled" and answer["dispatched"] == "no", answer
+    late = agent("click", "css=#pay", "--timeout", "2")
+    assert late.code == 15 and late.json["error"]["code"] == "approval_timeout", late.stdout
+    assert late.json["dispatched"] == "no" and late.json["retry_safe"] is True
+    assert _page_saw(agent) == []
+    assert agent.ok("click", "css=#search")["status"] == "completed"
+    assert _page_saw(agent) == ["search"]

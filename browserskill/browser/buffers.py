@@ -47,6 +47,9 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
 
 
+BLOCKED_ERROR = "net::ERR_BLOCKED_BY_CLIENT"  # a request the session's policy refused
+
+
 class Ring:
     """Entries keyed by identity, ordered by their latest sequence number."""
 
@@ -121,6 +124,10 @@ class TabBuffers:
         # seen: the entry it makes carries the mark (a marked entry in `network`).
         self._blocked: dict[Hashable, str] = {}
         self.blocked_count = 0  # requests the policy refused in this tab so far
+        # Main-frame navigations the policy refused so far, and the last one's (url, why):
+        # an input whose navigation was refused fails naming it (tools/input.py).
+        self.navigations_blocked = 0
+        self.last_navigation_blocked: tuple[str, str] = ("", "")
 
     def on_event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
         handler = _HANDLERS.get(method)
@@ -227,7 +234,7 @@ class TabBuffers:
                 del self._blocked[next(iter(self._blocked))]
         self._request_seq += 1
         entry = {"id": f"r{self._request_seq}", "method": "GET", "url": _cut(url, MAX_URL),
-                 "type": kind, "state": "failed", "error": "net::ERR_BLOCKED_BY_CLIENT",
+                 "type": kind, "state": "failed", "error": BLOCKED_ERROR,
                  "blocked_by_policy": reason, "time": time.time(), "_session": session_id,
                  "_request_id": request_id or "", "_full_url": _cut(url, MAX_FULL_URL),
                  "_request_headers": [], "_has_post_data": False}
@@ -256,7 +263,11 @@ class TabBuffers:
     def _finished(self, session_id: str, p: dict[str, Any]) -> None:
         key = (session_id, p["requestId"])
         entry = self.network.get(key)
-        if entry is not None:
+        if entry is not None and entry.get("blocked_by_policy"):
+            # What "finished" is Chromium's own error page for the refused document.
+            entry.update(state="failed", error=BLOCKED_ERROR)
+            self._end(key, entry, p)
+        elif entry is not None:
             entry["state"] = "finished"
             entry["bytes"] = int(p.get("encodedDataLength", 0))
             self._end(key, entry, p)
@@ -267,7 +278,8 @@ class TabBuffers:
         entry = self.network.get(key)
         if entry is not None:
             entry["state"] = "failed"
-            entry["error"] = p.get("blockedReason") or p.get("errorText", "failed")
+            entry["error"] = BLOCKED_ERROR if entry.get("blocked_by_policy") else \
+                p.get("blockedReason") or p.get("errorText", "failed")
             if p.get("canceled"):
                 entry["canceled"] = True
             self._end(key, entry, p)

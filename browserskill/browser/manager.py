@@ -8,6 +8,7 @@ gone the moment the browser says so.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -60,7 +61,13 @@ class BrowserManager:
         self._link_handlers: list[Callable[[CdpLink], None]] = []
         self._connect = connect or self._launch_or_attach
         # Called with (opener tab, target info) when one of our tabs opens a new tab.
-        self.popup_handler: Callable[[Tab, dict[str, Any]], None] | None = None
+        # True when a session took it (it then adopts or closes it).
+        self.popup_handler: Callable[[Tab, dict[str, Any]], bool] | None = None
+        # Under a policy (browser/routing.py), a new page waits, paused by Chromium,
+        # until it is intercepted: a popup's first request must not slip past the policy.
+        # target id -> the paused auto-attach session, until its tab is adopted.
+        self.holding_pages = False
+        self._held: dict[str, str] = {}
 
     def on_lost(self, handler: Callable[[str], None]) -> None:
         """Called when the link dies, after its tabs are marked gone."""
@@ -112,6 +119,37 @@ class BrowserManager:
             link.watch()
         self.version_info = await link.version()
         await link.send("Target.setDiscoverTargets", {"discover": True})
+        if self.holding_pages:
+            await self._hold_on(link)
+
+    async def hold_new_pages(self) -> None:
+        """From now on every new page of this browser starts paused: one our tabs opened
+        stays so until its session has intercepted it (`Tab.release`), any other runs at
+        once. Asked for by a session under a policy that restricts URLs."""
+        if self.holding_pages:
+            return
+        self.holding_pages = True
+        if self.link is not None and not self.link.closed:
+            await self._hold_on(self.link)
+
+    async def _hold_on(self, link: CdpLink) -> None:
+        await link.send("Target.setAutoAttach", {
+            "autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True,
+            "filter": [{"type": "page"}]})
+
+    def _page_attached(self, params: dict[str, Any]) -> None:
+        """A page the browser-level auto-attach gave us: a popup of one of our tabs is
+        held for its session; any other that waits runs at once."""
+        info, sid = params.get("targetInfo", {}), params.get("sessionId", "")
+        opener = self._tabs.get(info.get("openerId") or "")
+        waiting = bool(params.get("waitingForDebugger"))
+        if waiting and opener is not None and self.popup_handler:
+            self._held[info.get("targetId", "")] = sid
+            if self.popup_handler(opener, info):
+                return
+            self._held.pop(info.get("targetId", ""), None)
+        if self.link is not None and waiting:
+            asyncio.get_running_loop().create_task(_let_go(self.link, sid))
 
     async def answers(self, timeout: float) -> bool:
         """The connected browser answers a command within `timeout` (True when none is
@@ -296,7 +334,16 @@ class BrowserManager:
     async def adopt_tab(self, tab_id: str, target_id: str) -> Tab:
         """Attach to a tab the page opened itself (window.open, target=_blank)."""
         link = await self.ensure()
-        tab = Tab(link, tab_id, await link.attach(target_id))
+        held = self._held.pop(target_id, None)
+        try:
+            handle = await link.attach(target_id)
+        except BaseException:
+            if held is not None:
+                asyncio.get_running_loop().create_task(_let_go(link, held))
+            raise
+        tab = Tab(link, tab_id, handle)
+        if held is not None:  # paused until its session's interception is on
+            tab.held = functools.partial(_let_go, link, held)
         self._tabs[target_id] = tab
         try:
             await self._start(tab)
@@ -306,7 +353,9 @@ class BrowserManager:
         return tab
 
     def _on_browser_event(self, method: str, params: dict[str, Any]) -> None:
-        if method == "Target.targetCreated":
+        if method == "Target.attachedToTarget":
+            self._page_attached(params)
+        elif method == "Target.targetCreated" and not self.holding_pages:
             info = params.get("targetInfo", {})
             opener = self._tabs.get(info.get("openerId") or "")
             if info.get("type") == "page" and opener is not None and self.popup_handler:
@@ -398,3 +447,12 @@ class BrowserManager:
             await self.stop_unclaimed()
         if self._temp_profile is not None:
             shutil.rmtree(self._temp_profile, ignore_errors=True)
+
+
+async def _let_go(link: CdpLink, session_id: str) -> None:
+    """A page the browser-level auto-attach paused runs on. Its session stays: Chromium
+    answers our own `attachToTarget` of that page with it (so it may be a tab's own)."""
+    try:
+        await link.send("Runtime.runIfWaitingForDebugger", session_id=session_id, timeout=10)
+    except (LinkError, TimeoutError) as e:
+        log.info("letting auto-attached page %s run: %s", session_id, e)

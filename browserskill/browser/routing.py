@@ -263,6 +263,10 @@ class RouteTable:
                                                   "errorReason": "BlockedByClient"}
             tab.buffers.blocked(sid, params.get("networkId"), url,
                                 params.get("resourceType", "Other"), refused)
+            if sid == tab.session_id and params.get("frameId") == tab.main_frame_id and \
+                    params.get("resourceType") == "Document":
+                tab.buffers.navigations_blocked += 1
+                tab.buffers.last_navigation_blocked = (url, refused)
             log.info("blocked by policy in %s: %s (%s)", tab.tab_id, url, refused)
         elif route is not None:
             command, args = route.answer(params["requestId"])

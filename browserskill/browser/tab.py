@@ -118,6 +118,9 @@ class Tab(Requester):
         # New iframes and workers wait for `child_setup` before they run (set by the
         # session's routes under a policy: nothing they request may slip past it).
         self.pause_children = False
+        # A popup Chromium holds paused (browser/manager.py, under a policy): `release`
+        # lets it run once its session's interception is on.
+        self.held: Callable[[], Awaitable[None]] | None = None
         # Run for each new iframe session once it observes (routes install themselves).
         self.child_setup: list[Callable[[str], Awaitable[None]]] = []
         self.popups_requested = 0  # new windows this page asked for (Page.windowOpen)
@@ -236,6 +239,12 @@ class Tab(Requester):
         return self._ordinals.setdefault(frame_id, len(self._ordinals) + 1)
 
     # -- out-of-process iframes --------------------------------------------------------
+
+    async def release(self) -> None:
+        """A held popup runs now (its first navigation goes out, intercepted)."""
+        held, self.held = self.held, None
+        if held is not None:
+            await held()
 
     def auto_attach_params(self) -> dict[str, Any]:
         return {"autoAttach": True, "waitForDebuggerOnStart": self.pause_children,

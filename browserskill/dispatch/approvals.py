@@ -3,9 +3,10 @@ before anything is dispatched (docs/safety.md, Approvals).
 
 Invariants:
 - Whether an operation is held is the policy's verdict (`policy_check.verdict_for`: the
-  tool, its target's role and name from the ref's binding, the tab's domain; a target
-  named by a locator is known only once resolved, so a rule on role or name holds it
-  anyway and the person sees the locator). `request` says what it would do and why.
+  tool, its target's role and name from the ref's binding, the tab's domain), asked
+  before dispatch, and for a target named by a locator again once the locator is bound
+  (which only reads the page): then it is held inside its handler, before it sends
+  anything. `request` says what it would do and why.
 - A held operation is answered at most once, through `Approvals.answer` only. Its
   callers are the dashboard's feed and the extension's link, each after its own check
   that a person (not a page bsk drives) gave the answer; no tool, control route or MCP
@@ -18,9 +19,9 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from browserskill.dispatch import policy_check
 from browserskill.errors import BskError
 from browserskill.policy import Verdict
+from browserskill.tools import policy_check
 
 if TYPE_CHECKING:
     from browserskill.dispatch.operations import Operation
@@ -29,20 +30,23 @@ if TYPE_CHECKING:
 APPROVE, DENY = "approve", "deny"
 
 
-def request(session: Session, op: Operation, ruling: Verdict) -> dict[str, Any]:
+def request(session: Session, op: Operation, ruling: Verdict,
+            params: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a person is asked to approve (the call, its targets as the daemon knows them,
-    the tab's URL) and why (the `confirm` rule `ruling` names: policy_check.verdict_for)."""
+    the tab's URL) and why (the `confirm` rule `ruling` names: policy_check.verdict_for).
+    `params`: the call's, its locators bound to refs (held once bound: tools/handlers.py)."""
     assert ruling.rule is not None
+    params = op.params if params is None else params
     targets = []
     for key in policy_check.TARGET_PARAMS:
-        value = op.params.get(key)
+        value = params.get(key)
         if not isinstance(value, str) or not value:
             continue
         binding = session.refs.get(value.strip())
         targets.append({"param": key, "ref": value, "role": binding.role,
                         "name": binding.name} if binding is not None else
                        {"param": key, "locator": value})
-    tab = session.tabs.get(str(op.params.get("tab_id") or session.current_tab_id or ""))
+    tab = session.tabs.get(str(params.get("tab_id") or session.current_tab_id or ""))
     shown = [f"{t['role']} {t['name']!r} ({t['ref']})" if "role" in t else
              f"{t['locator']} (which element is known only once it is resolved)"
              for t in targets]

@@ -25,7 +25,7 @@ from browserskill import contract
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
-from browserskill.dispatch import approvals, outcome, policy_check
+from browserskill.dispatch import approvals, outcome
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import (
     AWAITING_APPROVAL,
@@ -38,7 +38,7 @@ from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
 from browserskill.dispatch.scope import Once
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
-from browserskill.tools import catalog, downloads, handlers
+from browserskill.tools import catalog, downloads, handlers, policy_check
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -255,7 +255,10 @@ class Dispatcher:
     async def _await_approval(self, op: Operation, session: Session,
                               request: dict[str, Any]) -> None:
         """Hold `op`, holding the session, until a person answers or its scope trips
-        (its deadline: `approval_timeout`; a cancel: `cancelled`); nothing is sent."""
+        (its deadline: `approval_timeout`; a cancel: `cancelled`); nothing is sent. Asked
+        before dispatch, or by its handler once its locators are bound (`ToolContext.
+        wait_for_approval`): approved, it goes on from where it was."""
+        was = op.state
         op.state = AWAITING_APPROVAL
         op.approval = request
         op.note(AWAITING_APPROVAL, {k: request[k] for k in ("what", "why", "rule")})
@@ -281,6 +284,7 @@ class Dispatcher:
             raise BskError("denied", f"a person denied {request['what']}: nothing was sent",
                            hint="don't try it another way; ask the user what to do",
                            details={"rule": request["rule"], "by": by}, dispatched="no")
+        op.state = was
 
     async def _dispatch(self, op: Operation, session: Session) -> None:
         op.state = DISPATCHED
@@ -298,6 +302,8 @@ class Dispatcher:
             await session.backend.ensure_shown(current,
                                                timeout=min(2.0, op.scope.remaining()))
         ctx = self.context_class(op, session, self.sessions, session.backend, self.state_dir)
+        ctx.wait_for_approval = lambda ruling, params: self._await_approval(
+            op, session, approvals.request(session, op, ruling, params))
         work = asyncio.create_task(self._handle(ctx, op))
         # The scope trips at its deadline: no timer of our own (docs/design.md §4).
         watched: set[asyncio.Future[Any]] = {work, op.scope.tripped.future}
@@ -374,6 +380,7 @@ class Dispatcher:
         loop = asyncio.get_running_loop()
         scope = op.scope
         reason = scope.reason or "deadline"
+        held = op.state == AWAITING_APPROVAL  # its handler waited for a person: nothing sent
         op.state = CLEANING_UP
         op.note(CLEANING_UP, reason)
         self.journal.record(op)
@@ -393,7 +400,8 @@ class Dispatcher:
                 details["compensation"] = report.entries
         learned: Any = scope.learned() if report is not None else None
         verdict = outcome.decide(outcome.Facts(
-            reason=reason, effect_sent=op.effect_sent, steps_sent=bool(op.steps_sent),
+            reason=reason, queued=held, awaiting_approval=held,
+            effect_sent=op.effect_sent, steps_sent=bool(op.steps_sent),
             read_only=catalog.BY_NAME[op.tool].effect.retry_safe,
             handler_finished=finished, handler_stopped=stopped,
             cleanup_complete=report is None or report.complete,
@@ -606,7 +614,8 @@ def _worded(verdict: outcome.Verdict, op: Operation, details: dict[str, Any],
         return BskError(code, "the browser connection was lost while this call was queued",
                         hint=lost_hint)
     if why == "cancelled_while_queued":
-        waiting = ("while awaiting a person's approval" if op.state == AWAITING_APPROVAL
+        waiting = ("while awaiting a person's approval"
+                   if op.approval is not None and "answer" not in op.approval
                    else "while queued")
         return BskError(code, f"{said} {waiting}",
                         hint="nothing reached the page; call again if you still want it",

@@ -362,6 +362,7 @@ class SessionManager:
             await self._detach_old(session, row)
         self.sessions[session.id] = session
         self.store.save(session)
+        await _hold_popups(session)
         report["readopted"].append(session.id)
         return None
 
@@ -431,14 +432,15 @@ class SessionManager:
         report.setdefault("awaiting_browser", []).append(session.id)
         return None
 
-    def _popup(self, opener: Tab, info: dict[str, Any]) -> None:
+    def _popup(self, opener: Tab, info: dict[str, Any]) -> bool:
         for session in self.sessions.values():
             if session.tabs.get(opener.tab_id) is opener:
                 opener.popups_created += 1
                 past = opener.popups_created - opener.popup_base - MAX_POPUPS_PER_ACTION
                 take = self._close_popup if past > 0 else self.adopt
                 asyncio.get_running_loop().create_task(take(session, opener, info["targetId"]))
-                return
+                return True
+        return False
 
     async def _close_popup(self, session: Session, opener: Tab, target_id: str) -> None:
         """A new tab past the bound: closed unseen (adopted instead where the link can't
@@ -462,10 +464,11 @@ class SessionManager:
             opener.mark_changed()
             return
         session.tabs[tab.tab_id] = tab
-        try:  # its first request may have gone out already: it was opened before this
+        try:  # its first request may have gone out already, unless it is held (policy)
             await session.routes.attach(tab, timeout=5.0)
         except Exception as e:
             log.warning("routes in tab %s: %s", tab.tab_id, e)
+        await tab.release()
         session.popups.setdefault(opener.tab_id, []).append(tab.tab_id)
         opener.popups_taken += 1
         opener.mark_changed()
@@ -603,6 +606,7 @@ class SessionManager:
         self.starting.discard(session_id)
         self.sessions[session_id] = session
         self.store.save(session)
+        await _hold_popups(session)
         return session
 
     async def _start(self, session: Session, browser: str | None, in_extension: bool,
@@ -666,6 +670,18 @@ class SessionManager:
         self.sessions.pop(session.id, None)
         self.store.end(session.id, reason)
         return closed
+
+
+async def _hold_popups(session: Session) -> None:
+    """Under a policy that restricts URLs, the session's popups wait for its
+    interception before their first request (browser/manager.py, `hold_new_pages`).
+    The extension's browser has no such hold: docs/safety.md says what that leaves."""
+    manager = getattr(session.backend, "manager", None)
+    if session.policy.restricts_urls and isinstance(manager, BrowserManager):
+        try:
+            await manager.hold_new_pages()
+        except (LinkError, TimeoutError) as e:
+            log.warning("holding new pages for session %s: %s", session.id, e)
 
 
 UNDO_START_S = 2.0  # a failed start's clean-up: bounded, as the browser may not answer

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from browserskill.tools import policy_check
 from browserskill.tools.catalog import BY_NAME, TARGET_PARAMS
 from browserskill.tools.context import ToolContext
 from browserskill.tools.locators import bind_locators
@@ -37,6 +38,12 @@ def _with_locators(name: str, fn: Handler) -> Handler:
 
     async def run(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
         params, located = await bind_locators(ctx, spec, params)
+        if located:  # now the policy's rules about targets can see the element
+            ruling = policy_check.verdict_for(ctx.session, name, params)
+            if ruling.kind == "deny":
+                raise policy_check.denied(ruling, name)
+            if ruling.kind == "confirm":  # a person answers before anything is sent
+                await ctx.wait_for_approval(ruling, params)
         result = await fn(ctx, params)
         if located and isinstance(result, dict):
             result = {**result, "located": located}

@@ -59,6 +59,7 @@ class Marks:
     downloads: int
     loads_started: int
     loads_stopped: int
+    navigations_blocked: int = 0
 
     @classmethod
     def take(cls, ctx: ToolContext, tab: Tab) -> Marks:
@@ -66,7 +67,8 @@ class Marks:
         return cls(tab, tab.navigation_requests, tab.navigations, tab.popups_requested,
                    tab.popups_created, tab.popups_taken,
                    len(ctx.session.popups_of(tab.tab_id)), downloads.count(ctx),
-                   tab.main_loads_started, tab.main_loads_stopped)
+                   tab.main_loads_started, tab.main_loads_stopped,
+                   tab.buffers.navigations_blocked)
 
     def load_ended_without_commit(self) -> bool:
         """A main-frame load began after the input and ended, and no document came."""
@@ -103,6 +105,14 @@ async def after_input(ctx: ToolContext, marks: Marks, wait_until: str, *,
             if loader and wait_until != "commit":
                 out.update(await wait_for_document(ctx, tab, loader, wait_until))
             out["navigated"] = True
+    if tab.buffers.navigations_blocked > marks.navigations_blocked:
+        # The input was sent; the page it would have led to was refused, nothing sent.
+        url, why = tab.buffers.last_navigation_blocked
+        raise BskError("blocked_by_policy", f"the input was sent, and the navigation it "
+                       f"started was refused: {url}: {why}",
+                       hint="the person who started the daemon set this policy (`bsk policy "
+                            "show`); the tab shows Chromium's error page: `bsk back`",
+                       details={"url": url, "rule": why, **out}, dispatched="yes")
     if expect_download or downloading():
         out["downloads"] = await downloads.settle(ctx, marks.downloads, expect=expect_download)
     out["url"] = tab.url

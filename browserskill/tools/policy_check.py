@@ -1,9 +1,10 @@
-"""The person's policy asked about one operation, before it is dispatched.
+"""The person's policy asked about one operation, before anything of it is sent.
 
 What the rules see (browserskill/policy.py): the tool, the target's role and accessible
-name from its snapshot ref's binding (a locator's target is not known before it is sent,
-so a rule about targets matches it on its other keys: docs/safety.md), and the domain of
-the URL of the tab the operation acts in. `deny` is refused here, nothing sent;
+name from its snapshot ref's binding, and the domain of the URL of the tab the operation
+acts in. The dispatcher asks before dispatch; a call whose target is a locator is asked
+again once the locator is bound to its element (tools/handlers.py), which sends nothing,
+so a locator can't slip past a rule about targets. `deny` is refused, nothing sent;
 `confirm` is for the approvals that hold an operation until a person answers.
 """
 
@@ -37,8 +38,8 @@ def verdict_for(session: Session, tool: str, params: dict[str, Any]) -> Verdict:
         if binding is not None:
             verdicts.append(policy.verdict(tool=tool, role=binding.role, name=binding.name,
                                            url=url))
-        else:  # a locator (or a ref that will be refused): judged by the other keys
-            verdicts.append(policy.verdict(tool=tool, url=url, target_unknown=True))
+        else:  # a locator, judged once bound (or a ref that will be refused)
+            verdicts.append(policy.verdict(tool=tool, url=url))
     return max(verdicts, key=lambda v: _STRICTNESS[v.kind])
 
 
