@@ -8,16 +8,20 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from support.chromium import browser_cdp, free_port
 from support.cli import Bsk, answer_of, kill_daemon_hard, live_ops, short_home
 from support.dashboard import Viewer, dashboard_viewer
+from support.extension import _evaluate_in, agent_session, extension_browser
 from support.wait import wait_until
 
 from browserskill import mcp_server
+from browserskill.browser.extension_protocol import EXTENSION_ORIGIN
 from browserskill.tools import catalog
 
 PAY_POLICY = {"confirm": [{"role": "button", "name": "(?i)pay|buy"}]}
@@ -259,3 +263,32 @@ def test_a_locator_cannot_slip_past_the_rule(agent: Bsk, site: str) -> None:
     assert _page_saw(agent) == []
     assert agent.ok("click", "css=#search")["status"] == "completed"
     assert _page_saw(agent) == ["search"]
+
+
+def test_the_extensions_popup_approves_a_held_call_of_its_browser(
+        make_bsk: Callable[..., Bsk], site: str, tmp_path: Path) -> None:
+    """An extension session's held call is listed in the extension's popup (opened by the
+    person, in no tab bsk drives) with Approve, which lets it go."""
+    port = free_port()
+    runner = make_bsk(BSK_EXTENSION_PORT=str(port), BSK_POLICY=str(_policy_file(tmp_path)))
+    with extension_browser(runner, port, tmp_path / "chromium.log") as ext:
+        s = agent_session(ext)
+        ref = _pay_ref(s, site)
+        proc, op_id = _held(s, ref, "--timeout", "60")
+        popup = browser_cdp(ext.chromium, "Target.createTarget",
+                            {"url": f"{EXTENSION_ORIGIN}/popup.html"})["targetId"]
+        button = f"document.querySelector('[data-approve=\"{op_id}\"]')"
+
+        def shown() -> Any:
+            answer = _evaluate_in(ext.chromium, popup, f"!!{button}")
+            return answer and answer["result"]["value"]
+        wait_until(shown, 15, "the held call in the popup")
+        text = _evaluate_in(ext.chromium, popup, "document.querySelector('#approvals')"
+                            ".innerText")
+        assert text is not None and "Pay now" in text["result"]["value"]
+        _evaluate_in(ext.chromium, popup, f"{button}.click()")
+        code, answer = answer_of(proc)
+        assert code == 0 and answer["status"] == "completed", answer
+        assert _page_saw(s) == ["pay"]
+        events = [e for e in s.ok("op", "show", op_id)["timeline"] if e[1] == "approved"]
+        assert events and "popup" in events[0][2]

@@ -17,6 +17,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from browserskill.errors import BskError
@@ -65,17 +66,21 @@ class Approvals:
 
     def __init__(self) -> None:
         self.waiting: dict[str, tuple[Operation, asyncio.Future[tuple[str, str]]]] = {}
+        # Told when the pending set changes (the extension's popups are kept current).
+        self.on_change: Callable[[], None] = lambda: None
 
     def open(self, op: Operation) -> asyncio.Future[tuple[str, str]]:
         """`op` starts waiting; the future gets (answer, by whom)."""
         fut: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
         self.waiting[op.op_id] = (op, fut)
+        self.on_change()
         return fut
 
     def close(self, op: Operation) -> None:
         entry = self.waiting.pop(op.op_id, None)
         if entry is not None and not entry[1].done():
             entry[1].cancel()
+        self.on_change()
 
     def pending(self) -> list[Operation]:
         return [op for op, fut in self.waiting.values() if not fut.done()]
