@@ -129,6 +129,7 @@ class ExtensionHub:
         # The popup's Approve / Deny of a held operation of one of this browser's sessions
         # (docs/safety.md, Approvals): (browser's session ids, op id, approve | deny).
         self.on_approval_answer: Callable[[set[str], str, str], None] = lambda s, o, a: None
+        self.on_reconnected: Callable[[], None] = lambda: None
         self.on_window_closed: Callable[..., None] = lambda sid, reason="": None
         self.on_readopted: Callable[[SessionView], None] = lambda session: None
         self.on_tab_opened: Callable[[AgentWindow, str, int], None] = lambda w, t, c: None
@@ -216,6 +217,7 @@ class ExtensionHub:
             await self._reconcile(browser, link, sessions)
         except Exception:
             log.exception("reconciling sessions of %s", browser.describe())
+        self.on_reconnected()  # what waits for its popup's approval, as of now
         await link.wait_closed()
 
     def _handshake(self, hello: Any, server_nonce: str
@@ -631,7 +633,7 @@ def wire(hub: ExtensionHub, sessions: Any, dispatcher: Any) -> None:
                 dispatcher.answer_approval(op_id, answer, "a person in the extension's popup")
 
     hub.on_approval_answer = approval_answer
-    dispatcher.approvals.on_change = lambda: show_approvals(hub, [
+    hub.on_reconnected = dispatcher.approvals.on_change = lambda: show_approvals(hub, [
         {"op_id": op.op_id, "session_id": op.session_id, "tool": op.tool,
          "what": (op.approval or {}).get("what"), "why": (op.approval or {}).get("why")}
         for op in dispatcher.approvals.pending()])
