@@ -302,22 +302,25 @@ class Dashboard:
         daemon_link = self.daemon.browser.link
         if daemon_link is not None and not daemon_link.closed:
             links[id(daemon_link)] = daemon_link
+        tabs: list[tuple[str, Tab]] = []
         for session in list(self.daemon.sessions.sessions.values()):
             link = session.backend.link
             if (session.backend.placement != "extension" and link is not None
                     and not getattr(link, "closed", False)):
                 links[id(link)] = link
-            for tab in list(session.tabs.values()):
-                if tab.gone:
-                    continue
-                origin = _origin(tab.url)
-                with contextlib.suppress(Exception):
-                    answer = await tab.send("Runtime.evaluate", {
-                        "expression": "location.origin", "returnByValue": True},
-                        timeout=GATE_CHECK_S)
-                    origin = str(answer["result"].get("value") or origin).lower()
-                if origin in origins:
-                    found.append(f"tab {tab.tab_id} of session {session.id}")
+            tabs += [(session.id, t) for t in list(session.tabs.values()) if not t.gone]
+
+        async def origin_of(tab: Tab) -> str:
+            with contextlib.suppress(Exception):
+                answer = await tab.send("Runtime.evaluate", {
+                    "expression": "location.origin", "returnByValue": True},
+                    timeout=GATE_CHECK_S)
+                return str(answer["result"].get("value") or _origin(tab.url)).lower()
+            return _origin(tab.url)
+
+        seen = await asyncio.gather(*(origin_of(tab) for _, tab in tabs))  # side by side
+        found += [f"tab {tab.tab_id} of session {sid}"
+                  for (sid, tab), origin in zip(tabs, seen, strict=True) if origin in origins]
         for link in links.values():
             try:
                 targets = await link.send("Target.getTargets", timeout=GATE_CHECK_S)
