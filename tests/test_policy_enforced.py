@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from support.cli import Bsk, short_home, stop_for_good
 from support.pages import ref_of
@@ -104,6 +105,7 @@ async function fetchIt() {{ try {{ const r = await fetch(BAD + "/secret.json");
 function worker() {{ return new Promise(r => {{ const w = new Worker("/worker.js");
   w.onmessage = (e) => r(e.data); w.postMessage(BAD + "/secret.json"); }}); }}
 function popup() {{ window.open(BAD + "/popup.html"); return true; }}
+function beacon() {{ return navigator.sendBeacon(BAD + "/beacon", "x"); }}
 </script>""")
         yield good, bad
 
@@ -180,6 +182,8 @@ def test_a_page_reaches_the_blocked_origin_in_no_way(
     # an iframe of the blocked origin (and an allowed one still loads)
     agent.ok("eval", f"frame({json.dumps(bad.url + '/frame.html')})")
     agent.ok("eval", f"frame({json.dumps(good.url + '/frame.html')})")
+    # a beacon
+    agent.ok("eval", "beacon()")
     # a popup
     agent.ok("eval", "popup()")
     wait_until(lambda: any("popup.html" in e["url"] for e in _all_blocked(agent)), 20,
@@ -222,6 +226,8 @@ def test_a_redirect_and_a_clicked_link_to_the_blocked_origin_are_refused(
         assert r.json["dispatched"] == "yes"
         assert "landing.html" in r.json["error"]["message"]
         assert bad.host_port in r.json["error"]["details"]["rule"]
+        # Reloading Chromium's error page asks for the refused page again: refused.
+        assert agent("reload").json["error"]["code"] == "blocked_by_policy"
         agent.ok("open", f"{good.url}/index.html")
         snap = agent.ok("snapshot")["result"]["snapshot"]
     assert any("landing.html" in e["url"] for e in _blocked_entries(agent))
@@ -260,6 +266,8 @@ def test_a_session_narrows_the_policy_and_cannot_widen_it(
         assert r.json["error"]["code"] == "blocked_by_policy"
         shown = guarded.ok("policy", "show")
         assert shown["sessions_narrowed"]["narrow"] == {"block_domains": ["127.0.0.1"]}
+        listed = {s["session_id"]: s for s in guarded.ok("session", "list")["sessions"]}
+        assert listed["narrow"]["policy_narrowed"] == {"block_domains": ["127.0.0.1"]}
     finally:
         narrow("session", "stop", "--wait")
 
@@ -274,6 +282,18 @@ def test_policy_show_prints_the_policy_read_only(guarded: Bsk,
     doctor = guarded.ok("doctor")
     check = next(c for c in doctor["checks"] if c["check"] == "policy")
     assert check["ok"] and "policy.json" in check["detail"]
+    # Nothing an agent can call changes it: no route writes it, a second start is moot.
+    transport = httpx.HTTPTransport(uds=str(guarded.home / "bsk.sock"))
+    with httpx.Client(transport=transport, base_url="http://bsk", timeout=30) as http:
+        assert http.get("/v1/policy").json()["policy"] == shown
+        for method in ("PUT", "POST", "PATCH", "DELETE"):
+            assert http.request(method, "/v1/policy", json={}).status_code == 405
+        assert http.get("/v1/daemon").json()["policy"]["active"] is True
+    other = guarded.home.parent / "open.json"
+    other.write_text("{}")
+    again = guarded.ok("daemon", "start", "--policy", str(other))
+    assert again["already_running"] and "not applied" in again["note"]
+    assert guarded.ok("policy", "show")["policy"] == shown
 
 
 def test_a_bad_policy_file_stops_the_start(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -296,6 +316,10 @@ def test_a_bad_policy_file_stops_the_start(tmp_path_factory: pytest.TempPathFact
     r = Bsk(home, BSK_POLICY=str(bad))("daemon", "start", "--foreground", as_json=False)
     assert r.code == 2 and "not valid JSON" in r.stderr, r.stderr
     assert not (home / "bsk.sock").exists()
+    # `doctor` says why, with no daemon to ask.
+    doctor = Bsk(home, BSK_POLICY=str(bad))("doctor").json
+    check = next(c for c in doctor["checks"] if c["check"] == "policy")
+    assert not check["ok"] and "not valid JSON" in check["detail"]
 
 
 def test_the_extensions_sessions_are_held_to_the_policy_too(

@@ -111,9 +111,9 @@ class Tab(Requester):
         self.webmcp = TabTools(handle.session_id, handle.target_id)  # its frames' page tools
         self.listeners.append(self.webmcp.on_event)
         self.starting: set[asyncio.Task[None]] = set()  # iframe sessions being set up
-        # Workers the page started (dedicated, and the service/shared workers Chromium
-        # attaches with it). Only interception (routes,
-        # the policy) is set up in them, through `child_setup`.
+        # Workers the page started (dedicated, and any other worker Chromium attaches
+        # with it): only interception (routes, the policy) is set up in them, through
+        # `child_setup`.
         self.workers: dict[str, Callable[[], None]] = {}  # session id -> unsubscribe
         # New iframes and workers wait for `child_setup` before they run (set by the
         # session's routes under a policy: nothing they request may slip past it).
@@ -570,4 +570,7 @@ class Tab(Requester):
         for child in self.children.values():
             child.unsubscribe()
         self.children.clear()
+        for unsubscribe in self.workers.values():
+            unsubscribe()
+        self.workers.clear()
         self.mark_gone("the tab was closed")

@@ -194,6 +194,7 @@ class Session:
             "placement": self.backend.describe(),
             "routes": self.routes.describe(),
             "recordings": {kind: r.summary() for kind, r in self.recordings.items()},
+            **({"policy_narrowed": self.narrowing} if self.narrowing else {}),
         }
 
 

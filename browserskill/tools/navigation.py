@@ -251,6 +251,9 @@ def _error_page(tab: Tab) -> BskError | None:
         return None
     for entry in reversed(tab.buffers.network.entries()):
         if entry.get("type") == "Document" and not entry.get("iframe"):
+            if entry.get("blocked_by_policy"):  # back/forward/reload into a refused URL
+                return blocked(entry.get("_full_url") or entry["url"],
+                               entry["blocked_by_policy"], dispatched="yes")
             if entry.get("error"):
                 return _failed(tab, entry.get("_full_url") or entry["url"],
                                entry.get("error", "failed"), entry.get("route"))
