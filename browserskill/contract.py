@@ -177,7 +177,8 @@ MAYBE_SECRET: dict[str, tuple[str, ...]] = {"fill": ("text",), "type": ("text",)
 
 # -- the result shape ------------------------------------------------------------------
 
-STATES = ("queued", "dispatched", "cleaning_up", "ended")
+# awaiting_approval: a policy `confirm` rule holds it for a person (docs/safety.md, Approvals).
+STATES = ("queued", "awaiting_approval", "dispatched", "cleaning_up", "ended")
 STATUSES = ("completed", "failed", "cancelled", "outcome_unknown")
 DISPATCHED = ("no", "yes", "unknown")
 

@@ -44,6 +44,11 @@ _TABLE = [
          "the person's policy does not let pages reach this URL; nothing was sent"),
     Code("denied_by_policy", 403, 13, "no", True,
          "a deny rule of the person's policy refuses this operation; nothing was sent"),
+    Code("denied", 403, 14, "no", False,
+         "a person denied it (a policy `confirm` rule held it for approval): nothing was sent"),
+    Code("approval_timeout", 408, 15, "no", True,
+         "no person approved it before its deadline (a policy `confirm` rule held it): "
+         "nothing was sent"),
     Code("page_error", 200, 0, "yes", False, "a script threw in eval: a result, not a failure"),
     Code("internal", 500, 1, "unknown", False, "a bug; logged with the op id"),
 ]
@@ -60,12 +65,12 @@ SHOULD_RETRY = {"session_busy", "browser_unavailable", "journal_unavailable"}
 LASTING = "lasting"
 # Failures a retry must not override even though nothing was sent (a read's cancel aside:
 # repeating a read overrides nothing).
-NEVER_RETRY_SAFE = {"cancelled", "user_interrupted"}
+NEVER_RETRY_SAFE = {"cancelled", "user_interrupted", "denied"}
 
 
 def retry_safe_for(code: str, dispatched: str, read_only: bool = False) -> bool:
-    """A failure is safe to repeat when nothing reached the browser — bar a person's stop,
-    and a cancel of a tool that acts (docs/contract-notes.md, retry_safe on failures)."""
+    """A failure is safe to repeat when nothing reached the browser — bar a person's stop or
+    denial, and a cancel of a tool that acts (docs/contract-notes.md, retry_safe on failures)."""
     if dispatched != "no":
         return False
     return read_only if code == "cancelled" else code not in NEVER_RETRY_SAFE

@@ -6,7 +6,7 @@
 
 import { normalizeCode, restrictedReason } from "./lib.js";
 import {
-  connect, link, pairedSecrets, pairWith, pairing, reconnectNow, send, serve, settings,
+  approvals, connect, link, pairedSecrets, pairWith, pairing, reconnectNow, send, serve, settings,
 } from "./connection.js";
 import { tabWindows } from "./focus.js";
 import {
@@ -23,7 +23,7 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   if (msg?.type === "status") {
     restore().then(async () => {
       const cfg = await settings();
-      reply({ link, agent, borrowed, instance_id: cfg.instanceId,
+      reply({ link, agent, borrowed, approvals: approvals.pending, instance_id: cfg.instanceId,
         paired: Boolean((await pairedSecrets())[cfg.port]) });
     });
     return true;
@@ -41,6 +41,23 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
       return false;
     }
     pairWith(code).then(reply);
+    return true;
+  }
+  // An approval comes only from the extension's own popup, and never from one shown in a
+  // tab bsk drives (an agent could open popup.html there and click): docs/safety.md.
+  if (msg?.type === "approval_answer" && sender.url === chrome.runtime.getURL("popup.html")
+      && ["approve", "deny"].includes(msg.answer)) {
+    restore().then(() => {
+      const tab = sender.tab;
+      const driven = tab !== undefined && (attached.has(tab.id) || borrowed[tab.id] !== undefined
+        || Object.values(agent).some((a) => a.windowId === tab.windowId));
+      if (driven && msg.answer === "approve") {
+        reply({ ok: false, reason: "an approval from a tab bsk drives is refused" });
+        return;
+      }
+      send({ type: "approval_answer", op_id: msg.op_id, answer: msg.answer, tabId: tab?.id });
+      reply({ ok: true });
+    });
     return true;
   }
   const tabId = sender.tab?.id;

@@ -18,6 +18,9 @@ let reconnectTimer = null;
 // Set when the daemon refused this browser for a reason retrying can't mend (not paired,
 // a secret it does not know): "unpaired" or "refused". Cleared by the user's next step.
 let blocked = null;
+// Operations of this browser's sessions that wait for a person's approval (the daemon's
+// "approvals" message): the popup lists them with Approve / Deny.
+export const approvals = { pending: [] };
 export let pairing = null; // the options page's pairing attempt: {code, finish(outcome)}
 let heartbeat = null;
 // What the daemon's messages are handed to: set by `serve`.
@@ -138,6 +141,10 @@ export async function connect() {
       return;
     }
     if (msg.type === "pong") return;
+    if (msg.type === "approvals") {
+      approvals.pending = Array.isArray(msg.pending) ? msg.pending : [];
+      return;
+    }
     if (msg.type === "abort") {
       handlers.abort(msg.of);
       return;

@@ -302,3 +302,49 @@ def test_an_extension_session_is_listed_and_watched_live(ext_browser: BrowserWit
         s.ok("eval", "document.getElementById('pad').style.background = 'rgb(0, 0, 200)'")
         viewer.wait(f"+document.querySelector('#live').dataset.seq > {seq}", 10, "a new frame")
         wait_until(lambda: viewer.pixel(0.5, 0.6)[2] > 160, 10, "the live view to turn blue")
+
+
+def test_a_request_for_help_shows_at_the_top_without_choosing_its_session(
+        shared_bsk: Bsk, site: str, tmp_path: Path) -> None:
+    """A fresh dashboard, no session chosen: the request is at the top the moment it
+    arrives, with its Done, and Done there ends it."""
+    s = shared_bsk.with_session("dash-help-top")
+    shared_bsk.ok("session", "start", "dash-help-top")
+    try:
+        s.ok("open", f"{site}/dash.html")
+        with dashboard_viewer(new_link(shared_bsk), tmp_path / "chromium.log") as viewer:
+            proc = s.popen("request-help", "Solve the captcha", "--timeout", "60")
+            item = '#waiting [data-waiting="help"][data-waiting-session="dash-help-top"]'
+            text = viewer.wait(f"(e => e && e.innerText)(document.querySelector('{item}'))",
+                               10, "the request for help at the top")
+            assert "Solve the captcha" in text
+            assert viewer.eval("document.querySelector('#title').textContent") == \
+                "choose a session"  # nothing was chosen
+            viewer.press(f'{item} [data-help-done]')
+            out, _ = proc.communicate(timeout=30)
+            answer = json.loads(out)
+            assert answer["status"] == "completed" and answer["result"]["ended_by"] == "done"
+            viewer.wait(f"!document.querySelector('{item}')", 10, "the request to go")
+    finally:
+        s("session", "stop", "--wait")
+
+
+def test_rows_are_updated_in_place_not_rebuilt(bsk: Bsk, site: str, viewer: Viewer) -> None:
+    """The row and the session card under the person's pointer stay the same DOM nodes
+    while other operations come and end (a click must not land on a node that is gone)."""
+    bsk.ok("open", f"{site}/dash.html")
+    viewer.choose(bsk.session)
+    first = bsk.ok("eval", "1")["op_id"]
+    viewer.wait(f"!!document.querySelector('#ops [data-op=\"{first}\"]')", 10, "the first row")
+    viewer.eval(f"window.kept = [document.querySelector('#ops [data-op=\"{first}\"]'), "
+                f"document.querySelector('#sessions [data-session=\"{bsk.session}\"]'), "
+                f"document.querySelector('#ops [data-op=\"{first}\"] td')]")
+    for n in range(4):  # each is several feed events: queued, dispatched, ended, a new row
+        op_id = bsk.ok("eval", str(n))["op_id"]
+        viewer.wait(f"(r => r && r.dataset.status === 'completed')("
+                    f"document.querySelector('#ops [data-op=\"{op_id}\"]'))", 10, "its row")
+    assert viewer.eval(
+        f"window.kept[0] === document.querySelector('#ops [data-op=\"{first}\"]') && "
+        f"window.kept[1] === document.querySelector('#sessions [data-session=\"{bsk.session}\"]')"
+        f" && window.kept[2] === document.querySelector('#ops [data-op=\"{first}\"] td') && "
+        "window.kept.every(n => n.isConnected)") is True

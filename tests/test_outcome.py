@@ -23,6 +23,10 @@ TABLE: list[tuple[Facts, tuple[str, str, bool, str | None]]] = [
     (Facts("client_disconnected", queued=True), ("cancelled", "no", False, "cancelled")),
     (Facts("link_lost", queued=True), ("failed", "no", True, "browser_unavailable")),
     (Facts("daemon_stopping", queued=True), ("cancelled", "no", False, "cancelled")),
+    # Held for a person's approval: as queued, but its deadline is nobody answering.
+    (Facts("deadline", queued=True, awaiting_approval=True),
+     ("failed", "no", True, "approval_timeout")),
+    (Facts("cancel", queued=True, awaiting_approval=True), ("cancelled", "no", False, "cancelled")),
     (Facts("cancel", queued=True, read_only=True), ("cancelled", "no", True, "cancelled")),
     # -- the handler finished its action anyway: it happened
     (Facts("cancel", effect_sent=True, handler_finished=True),

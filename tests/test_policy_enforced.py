@@ -316,6 +316,10 @@ def test_a_bad_policy_file_stops_the_start(tmp_path_factory: pytest.TempPathFact
     r = Bsk(home, BSK_POLICY=str(bad))("daemon", "start", "--foreground", as_json=False)
     assert r.code == 2 and "not valid JSON" in r.stderr, r.stderr
     assert not (home / "bsk.sock").exists()
+    # `doctor` says why, with no daemon to ask.
+    doctor = Bsk(home, BSK_POLICY=str(bad))("doctor").json
+    check = next(c for c in doctor["checks"] if c["check"] == "policy")
+    assert not check["ok"] and "not valid JSON" in check["detail"]
 
 
 def test_the_extensions_sessions_are_held_to_the_policy_too(

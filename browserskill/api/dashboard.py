@@ -10,6 +10,12 @@ gets a one-time link (`Links`: good once, for `LINK_TTL_S`) that the page exchan
 the cookie, so what a process's command line shows (`ps`) opens nothing once used. The feed's
 actions go through the same dispatcher calls as the API's (`cancel`, a queued
 `session_stop`, `interrupt`); none is a second path.
+
+Approvals are the one action only this feed (and the extension's popup) can take: the API's
+token reaches no approval. A page bsk drives can load this dashboard too (an agent told
+to), so an approval counts only when no page bsk drives is on the dashboard's origin while
+it is checked, and the approving page answers once more after that check (it was alive,
+hence not one of them, all along): `approval_gate` (docs/safety.md, Approvals).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import struct
 import time
 from importlib import resources
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 import uvicorn
 from starlette.applications import Starlette
@@ -54,6 +60,8 @@ OPS_SHOWN = 30  # per session, newest first
 PARAM_SUMMARY = 80  # characters of an operation's parameters shown in the timeline
 LINK_TTL_S = 300.0  # a one-time link from `bsk show` (time enough to paste it)
 LINKS_KEPT = 16
+GATE_CHECK_S = 2.0  # asking one page bsk drives for its origin, before an approval counts
+CONFIRM_TTL_S = 10.0  # an approval's second step must follow its check within this
 # The answer to a one-time link: the cookie, then the page by a navigation of this page's
 # own (a same-site one, so the Strict cookie goes with it even when the link was opened
 # from a file: page, as `bsk show` does).
@@ -182,7 +190,22 @@ def op_row(op: Operation) -> dict[str, Any]:
         row["error"] = {"code": op.error.get("code"), "message": op.error.get("message")}
     if op.tool == "request_help":
         row["reason"] = op.params.get("reason")
+    if op.approval is not None:
+        row["approval"] = {k: op.approval.get(k) for k in ("what", "why", "answer", "by")}
     return row
+
+
+class ApprovalRefused(Exception):
+    """An approval that can't count: it may come from a page bsk drives."""
+
+
+def _origin(url: str) -> str:
+    """The web origin a URL's document has (blob: and filesystem: URLs carry it inside)."""
+    for prefix in ("blob:", "filesystem:"):
+        if url.startswith(prefix):
+            url = url[len(prefix):]
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower() if parts.netloc else ""
 
 
 class Dashboard:
@@ -247,7 +270,67 @@ class Dashboard:
                           "gone": bool(t.gone)} for t in session.tabs.values()],
                 "ops": [op_row(op) for op in ops],
             })
-        return {"type": "state", "sessions": sessions}
+        return {"type": "state", "sessions": sessions, "waiting": self.waiting(sessions)}
+
+    def waiting(self, sessions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Whatever waits for a person, oldest first: shown at the top, whichever session
+        is chosen (approvals to give, requests for help to answer)."""
+        out: list[dict[str, Any]] = []
+        for op in self.daemon.dispatcher.approvals.pending():
+            request = op.approval or {}
+            out.append({"kind": "approval", "key": f"approval:{op.op_id}",
+                        "op_id": op.op_id, "session_id": op.session_id, "tool": op.tool,
+                        "what": request.get("what"), "why": request.get("why"),
+                        "since": op.created_at})
+        for s in sessions:
+            if s["help"]:
+                out.append({"kind": "help", "key": f"help:{s['help']['op_id']}",
+                            "op_id": s["help"]["op_id"], "session_id": s["session_id"],
+                            "reason": s["help"]["reason"], "until": s["help"]["until"]})
+        return out
+
+    async def pages_on_dashboard(self) -> list[str]:
+        """The pages bsk drives that are on this dashboard's origin (an agent's own
+        dashboard), described; a page that can't be asked counts by the URL bsk saw last.
+
+        Session tabs are asked for `location.origin` (an about:blank popup or a blob:
+        document has its opener's origin without its URL); every other target of each
+        browser bsk drives over CDP (a tab not adopted, a worker, an iframe) by its URL."""
+        origins = {f"http://127.0.0.1:{self.port}", f"http://localhost:{self.port}"}
+        found: list[str] = []
+        links: dict[int, Any] = {}
+        daemon_link = self.daemon.browser.link
+        if daemon_link is not None and not daemon_link.closed:
+            links[id(daemon_link)] = daemon_link
+        tabs: list[tuple[str, Tab]] = []
+        for session in list(self.daemon.sessions.sessions.values()):
+            link = session.backend.link
+            if (session.backend.placement != "extension" and link is not None
+                    and not getattr(link, "closed", False)):
+                links[id(link)] = link
+            tabs += [(session.id, t) for t in list(session.tabs.values()) if not t.gone]
+
+        async def origin_of(tab: Tab) -> str:
+            with contextlib.suppress(Exception):
+                answer = await tab.send("Runtime.evaluate", {
+                    "expression": "location.origin", "returnByValue": True},
+                    timeout=GATE_CHECK_S)
+                return str(answer["result"].get("value") or _origin(tab.url)).lower()
+            return _origin(tab.url)
+
+        seen = await asyncio.gather(*(origin_of(tab) for _, tab in tabs))  # side by side
+        found += [f"tab {tab.tab_id} of session {sid}"
+                  for (sid, tab), origin in zip(tabs, seen, strict=True) if origin in origins]
+        for link in links.values():
+            try:
+                targets = await link.send("Target.getTargets", timeout=GATE_CHECK_S)
+            except Exception as e:  # fail closed: a browser bsk drives that can't be asked
+                raise ApprovalRefused(f"a browser bsk drives did not say what it shows "
+                                      f"({e}); try again") from None
+            for t in targets.get("targetInfos", []):
+                if _origin(t.get("url", "")) in origins:
+                    found.append(f"{t.get('type')} {t.get('url')} in a browser bsk drives")
+        return found
 
     # -- the app -----------------------------------------------------------------------
 
@@ -308,6 +391,9 @@ class _Feed:
         self.frame_ready = asyncio.Event()
         self.seq = 0
         self.send_lock = asyncio.Lock()
+        # op id -> (token, loop time) of an approval whose check passed, awaiting the
+        # page's second step on this same connection
+        self.confirming: dict[str, tuple[str, float]] = {}
 
     def _on_frame(self, data: bytes, meta: dict[str, Any]) -> None:
         self.frame = (data, meta)
@@ -393,6 +479,10 @@ class _Feed:
             except BskError as e:
                 await self._send_json({"type": "ack", "id": _id(raw), "ok": False,
                                        "error": e.to_dict()})
+            except ApprovalRefused as e:
+                await self._send_json({"type": "ack", "id": _id(raw), "ok": False,
+                                       "error": {"code": "approval_refused",
+                                                 "message": str(e)}})
             except (ValueError, TypeError) as e:
                 await self._send_json({"type": "ack", "id": _id(raw), "ok": False,
                                        "error": {"code": "invalid_params", "message": str(e)}})
@@ -417,6 +507,8 @@ class _Feed:
             return {}
         if kind == "cancel":
             return {"op": dispatcher.cancel(str(msg.get("op_id")))}
+        if kind in ("approve", "approve_confirm", "deny"):
+            return await self._answer(kind, str(msg.get("op_id")), msg.get("token"))
         if kind not in ("stop", "take_over", "hand_back", "input", "help"):
             raise ValueError(f"unknown message type {kind!r}")
         if not isinstance(sid, str):
@@ -447,6 +539,37 @@ class _Feed:
             raise ValueError("event must be an object")
         await send_input(session.tab(), event)
         return {}
+
+    async def _answer(self, kind: str, op_id: str, token: Any) -> dict[str, Any]:
+        """A person's Approve (in two steps: the check, then the page's confirmation on
+        this connection) or Deny of a held operation."""
+        dispatcher = self.dash.daemon.dispatcher
+        op = dispatcher.approvals.get(op_id)
+        if kind == "deny":  # a refusal needs no check: any page may stop an action
+            dispatcher.answer_approval(op_id, "deny", "a person in the dashboard")
+            return {"op_id": op_id}
+        loop = asyncio.get_running_loop()
+        if kind == "approve":
+            driving = await self.dash.pages_on_dashboard()
+            if driving:
+                why = (f"approval refused: a page bsk drives shows this dashboard "
+                       f"({'; '.join(driving[:3])}); an approval must come from a browser "
+                       "bsk does not drive. Close that page, then approve again")
+                op.note("approval_refused", why)
+                self.dash.daemon.journal.record(op)
+                log.warning("op %s: %s", op_id, why)
+                raise ApprovalRefused(why)
+            token = secrets.token_urlsafe(16)
+            self.confirming[op_id] = (token, loop.time())
+            return {"op_id": op_id, "confirm": token}
+        expected = self.confirming.pop(op_id, None)
+        if (expected is None or not isinstance(token, str)
+                or not hmac.compare_digest(expected[0], token)
+                or loop.time() - expected[1] > CONFIRM_TTL_S):
+            raise ApprovalRefused("approval refused: its confirmation does not follow a "
+                                  "check on this connection; press Approve again")
+        dispatcher.answer_approval(op_id, "approve", "a person in the dashboard")
+        return {"op_id": op_id}
 
 
 def _id(raw: str) -> Any:

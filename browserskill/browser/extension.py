@@ -125,6 +125,10 @@ class ExtensionHub:
         self.on_lost: Callable[[str, set[str]], None] = lambda reason, sids: None
         self.on_interrupt: Callable[[str], None] = lambda sid: None
         self.on_help_answer: Callable[[str, str], None] = lambda sid, answer: None
+        # The popup's Approve / Deny of a held operation of one of this browser's sessions
+        # (docs/safety.md, Approvals): (browser's session ids, op id, approve | deny).
+        self.on_approval_answer: Callable[[set[str], str, str], None] = lambda s, o, a: None
+        self.on_reconnected: Callable[[], None] = lambda: None
         self.on_window_closed: Callable[..., None] = lambda sid, reason="": None
         self.on_readopted: Callable[[SessionView], None] = lambda session: None
         self.on_tab_opened: Callable[[AgentWindow, str, int], None] = lambda w, t, c: None
@@ -212,6 +216,7 @@ class ExtensionHub:
             await self._reconcile(browser, link, sessions)
         except Exception:
             log.exception("reconciling sessions of %s", browser.describe())
+        self.on_reconnected()  # what waits for its popup's approval, as of now
         await link.wait_closed()
 
     def _handshake(self, hello: Any, server_nonce: str
@@ -342,6 +347,15 @@ class ExtensionHub:
             if isinstance(sid, str) and sid in browser.sessions and answer in ("done",
                                                                               "decline"):
                 self.on_help_answer(sid, answer)
+        elif kind == "approval_answer":
+            # From the extension's own popup, never a page: the extension refuses one
+            # shown in a tab bsk drives, and so does this (its tab, if any, is named).
+            driven = {t for w in browser.sessions.values() for t in w.chrome_tabs.values()}
+            op_id, answer = msg.get("op_id"), msg.get("answer")
+            if msg.get("tabId") in driven:
+                log.warning("an approval from a tab bsk drives was refused (%s)", op_id)
+            elif isinstance(op_id, str) and answer in ("approve", "deny"):
+                self.on_approval_answer(set(browser.sessions), op_id, answer)
         elif kind == "tab_opened" and isinstance(msg.get("tabId"), int):
             wins = [w for w in browser.sessions.values() if not w.waiting and not w.revoked
                     and (w.window_id == msg.get("windowId")
@@ -504,6 +518,19 @@ class ExtensionHub:
         log.info("unpaired browser %s", browser_id)
         return {"unpaired": browser_id,
                 "disconnected": browser is not None and browser.link is not None}
+
+
+def show_approvals(hub: ExtensionHub, pending: list[dict[str, Any]]) -> None:
+    """Tell each connected browser which of its sessions' operations wait for a person's
+    approval (its popup lists them with Approve / Deny)."""
+    for browser in hub.browsers.values():
+        link = browser.link
+        if link is None or link.closed:
+            continue
+        mine = [p for p in pending if p["session_id"] in browser.sessions]
+        task = asyncio.get_running_loop().create_task(
+            link._ws.send(json.dumps({"type": "approvals", "pending": mine})))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 
 def _version(hello: dict[str, Any], field: str, default: int | None) -> int:

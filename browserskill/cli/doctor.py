@@ -30,9 +30,29 @@ def run_doctor(client: Any) -> dict[str, Any]:
     except BskError as e:
         checks.append({"check": "daemon", "ok": False, "detail": e.message,
                        "fix": "read the log above; `bsk daemon start --foreground` shows errors"})
+        checks.extend(_policy_file_check())
         exe = launcher.find_browser()
         version = launcher.browser_version(exe) if exe else None
         checks.append({"check": "browser", "ok": bool(version),
                        "detail": f"{exe}: {version}" if exe else "no browser found",
                        "fix": "" if version else launcher.INSTALL_HINT})
     return {"ok": all(c["ok"] for c in checks), "checks": checks}
+
+
+def _policy_file_check() -> list[dict[str, Any]]:
+    """With no daemon to ask: whether the policy file BSK_POLICY names can be used (a
+    daemon started with one that can't is refused: docs/safety.md)."""
+    import os
+
+    path = os.environ.get("BSK_POLICY")
+    if not path:
+        return []
+    from browserskill.policy import PolicyError, load
+    from browserskill.tools.catalog import tool_names
+
+    try:
+        load(path, tool_names())
+    except PolicyError as e:
+        return [{"check": "policy", "ok": False, "detail": str(e),
+                 "fix": "fix the file BSK_POLICY names; the daemon does not start with it"}]
+    return [{"check": "policy", "ok": True, "detail": f"{path} (BSK_POLICY) can be used"}]

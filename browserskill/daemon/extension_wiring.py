@@ -13,7 +13,7 @@ import contextlib
 from browserskill import background
 from browserskill.browser.agent_window import AgentWindow
 from browserskill.browser.backend import SessionView
-from browserskill.browser.extension import ExtensionHub
+from browserskill.browser.extension import ExtensionHub, show_approvals
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.sessions import SessionManager
 from browserskill.errors import BskError
@@ -56,6 +56,19 @@ def wire(hub: ExtensionHub, sessions: SessionManager, dispatcher: Dispatcher) ->
         if session is view:  # still the session the window was bound to
             sessions.persist(session)
 
+    def approval_answer(session_ids: set[str], op_id: str, answer: str) -> None:
+        with contextlib.suppress(BskError):  # answered, cancelled or timed out meanwhile
+            if dispatcher.approvals.get(op_id).session_id in session_ids:
+                dispatcher.answer_approval(op_id, answer, "a person in the extension's popup")
+
+    def approvals_changed() -> None:
+        show_approvals(hub, [
+            {"op_id": op.op_id, "session_id": op.session_id, "tool": op.tool,
+             "what": (op.approval or {}).get("what"), "why": (op.approval or {}).get("why")}
+            for op in dispatcher.approvals.pending()])
+
+    hub.on_approval_answer = approval_answer
+    hub.on_reconnected = dispatcher.approvals.on_change = approvals_changed
     hub.on_lost = dispatcher.link_lost
     hub.on_interrupt = dispatcher.interrupt  # the same path as a dashboard's take-over
     hub.on_help_answer = help_answer  # as the dashboard's Done / Decline

@@ -26,9 +26,15 @@ from browserskill import contract
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
-from browserskill.dispatch import outcome
+from browserskill.dispatch import approvals, outcome
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, TAKE_OVER, Operation
+from browserskill.dispatch.operations import (
+    AWAITING_APPROVAL,
+    CLEANING_UP,
+    DISPATCHED,
+    TAKE_OVER,
+    Operation,
+)
 from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
 from browserskill.dispatch.scope import Once
 from browserskill.dispatch.sessions import Session, SessionManager
@@ -72,6 +78,7 @@ class Dispatcher:
         self._starting: dict[str, asyncio.Future[Session]] = {}  # default session's start
         # session id -> its person's take-over and the signal that hands it back
         self._taken: dict[str, tuple[Operation, Once]] = {}
+        self.approvals = approvals.Approvals()  # operations a `confirm` rule holds
 
     # -- submit ----------------------------------------------------------------------
 
@@ -214,6 +221,8 @@ class Dispatcher:
             ruling = policy_check.verdict_for(session, op.tool, op.params)
             if ruling.kind == "deny":  # the person's policy refuses it: nothing is sent
                 raise policy_check.denied(ruling, op.tool)
+            if ruling.kind == "confirm":  # a person answers before anything goes out
+                await self._await_approval(op, session, approvals.request(session, op, ruling))
             if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
                 session.backend.before_dispatch()
             await self._dispatch(op, session)
@@ -244,6 +253,40 @@ class Dispatcher:
             if len(self._whole) > WHOLE_RESULTS:
                 self._whole.popleft().keep_bounded()
 
+    async def _await_approval(self, op: Operation, session: Session,
+                              request: dict[str, Any]) -> None:
+        """Hold `op`, holding the session, until a person answers or its scope trips
+        (its deadline: `approval_timeout`; a cancel: `cancelled`); nothing is sent. Asked
+        before dispatch, or by its handler once its locators are bound (`ToolContext.
+        wait_for_approval`): approved, it goes on from where it was."""
+        was = op.state
+        op.state = AWAITING_APPROVAL
+        op.approval = request
+        op.note(AWAITING_APPROVAL, {k: request[k] for k in ("what", "why", "rule")})
+        if not self.journal.record(op):
+            raise self.journal.unavailable()
+        answer = self.approvals.open(op)
+        watched: set[asyncio.Future[Any]] = {answer, op.scope.tripped.future}
+        try:
+            await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.approvals.close(op)
+        if op.scope.is_tripped or not answer.done() or answer.cancelled():
+            reason = op.scope.reason or "cancel"
+            verdict = outcome.decide(outcome.Facts(
+                reason=reason, queued=True, awaiting_approval=True,
+                read_only=catalog.BY_NAME[op.tool].effect.retry_safe))
+            raise _word(verdict, op, {"reason": reason, "rule": request["rule"]},
+                        session.backend.lost_hint())
+        said, by = answer.result()
+        op.approval = {**request, "answer": said, "by": by}
+        op.note("approved" if said == approvals.APPROVE else "denied", by)
+        if said != approvals.APPROVE:
+            raise BskError("denied", f"a person denied {request['what']}: nothing was sent",
+                           hint="don't try it another way; ask the user what to do",
+                           details={"rule": request["rule"], "by": by}, dispatched="no")
+        op.state = was
+
     async def _dispatch(self, op: Operation, session: Session) -> None:
         op.state = DISPATCHED
         op.note(DISPATCHED)
@@ -260,6 +303,8 @@ class Dispatcher:
             await session.backend.ensure_shown(current,
                                                timeout=min(2.0, op.scope.remaining()))
         ctx = self.context_class(op, session, self.sessions, session.backend, self.state_dir)
+        ctx.wait_for_approval = lambda ruling, params: self._await_approval(
+            op, session, approvals.request(session, op, ruling, params))
         work = asyncio.create_task(self._handle(ctx, op))
         # The scope trips at its deadline: no timer of our own (docs/design.md §4).
         watched: set[asyncio.Future[Any]] = {work, op.scope.tripped.future}
@@ -338,6 +383,7 @@ class Dispatcher:
         loop = asyncio.get_running_loop()
         scope = op.scope
         reason = scope.reason or "deadline"
+        held = op.state == AWAITING_APPROVAL  # its handler waited for a person: nothing sent
         op.state = CLEANING_UP
         op.note(CLEANING_UP, reason)
         self.journal.record(op)
@@ -357,7 +403,8 @@ class Dispatcher:
                 details["compensation"] = report.entries
         learned: Any = scope.learned() if report is not None else None
         verdict = outcome.decide(outcome.Facts(
-            reason=reason, effect_sent=op.effect_sent, steps_sent=bool(op.steps_sent),
+            reason=reason, queued=held, awaiting_approval=held,
+            effect_sent=op.effect_sent, steps_sent=bool(op.steps_sent),
             read_only=catalog.BY_NAME[op.tool].effect.retry_safe,
             handler_finished=finished, handler_stopped=stopped,
             cleanup_complete=report is None or report.complete,
@@ -490,6 +537,12 @@ class Dispatcher:
         session.help_answer.set_result(answer)
         return holder.op_id
 
+    def answer_approval(self, op_id: str, answer: str, by: str) -> Operation:
+        """A person's answer to an operation a `confirm` rule holds. Only the dashboard's
+        feed and the extension's link call this, after checking a person gave it
+        (docs/safety.md, Approvals): no tool or API route does."""
+        return self.approvals.answer(op_id, answer, by)
+
     def taken_by_person(self, session_id: str) -> Operation | None:
         """The person's take-over holding the session now, if any."""
         held = self._taken.get(session_id)
@@ -574,9 +627,17 @@ def _worded(verdict: outcome.Verdict, op: Operation, details: dict[str, Any],
         return BskError(code, "the browser connection was lost while this call was queued",
                         hint=lost_hint)
     if why == "cancelled_while_queued":
-        return BskError(code, f"{said} while queued",
+        waiting = ("while awaiting a person's approval"
+                   if op.approval is not None and "answer" not in op.approval
+                   else "while queued")
+        return BskError(code, f"{said} {waiting}",
                         hint="nothing reached the page; call again if you still want it",
                         details=details, dispatched=verdict.dispatched)
+    if why == "approval_timed_out":
+        return BskError(code, "no person answered before the call's deadline: nothing "
+                        "was sent", hint="ask the user to answer in the dashboard (bsk show) "
+                        "and call again, with a --timeout that leaves them time",
+                        details=details, dispatched="no")
     if why == "cleanup_timed_out":
         return _unknown("cleanup did not finish within its deadline", op, details)
     if why == "lost_before_effect":

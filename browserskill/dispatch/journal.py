@@ -34,7 +34,14 @@ from typing import Any
 
 from browserskill import contract, paths
 from browserskill.dispatch import wal
-from browserskill.dispatch.operations import ENDED, QUEUED, Operation, iso, kept_form
+from browserskill.dispatch.operations import (
+    AWAITING_APPROVAL,
+    ENDED,
+    QUEUED,
+    Operation,
+    iso,
+    kept_form,
+)
 from browserskill.dispatch.operations import KEPT_RESULT_MAX_CHARS as KEPT_MAX
 from browserskill.errors import BskError
 
@@ -311,6 +318,11 @@ class Journal:
                 status, dispatched, code = "cancelled", "no", "cancelled"
                 message = "the daemon stopped before this operation was dispatched"
                 hint = "nothing reached the browser; it is safe to call again"
+            elif row[5] == AWAITING_APPROVAL:  # held for a person: nothing went out
+                status, dispatched, code = "cancelled", "no", "cancelled"
+                message = ("the daemon stopped while this operation awaited a person's "
+                           "approval; nothing was sent")
+                hint = "call again to ask the person again"
             else:
                 status, dispatched, code = "outcome_unknown", "unknown", "outcome_unknown"
                 message = "the daemon stopped while this operation was in the browser"

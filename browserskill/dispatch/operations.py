@@ -24,7 +24,7 @@ from browserskill.contract import new_op_id
 from browserskill.dispatch.scope import Once, OperationScope
 from browserskill.errors import CODES, STATUS_FOR_CODE, BskError, retry_safe_for
 
-QUEUED, DISPATCHED, CLEANING_UP, ENDED = contract.STATES
+QUEUED, AWAITING_APPROVAL, DISPATCHED, CLEANING_UP, ENDED = contract.STATES
 
 # Operations that hand the session to a person (docs/dashboard.md): while one holds it,
 # agent calls are `session_busy` naming the holder `person`, and the person's input in
@@ -136,6 +136,9 @@ class Operation:
     effect_sent: bool = False  # a command that may change the page went out
     journaled: bool = False  # its row exists in the journal
     steps_sent: list[str] = field(default_factory=list)
+    # What a person is asked to approve and why (dispatch/approvals.py), once a policy's
+    # `confirm` rule held it; then how they answered. Shown by `op show` and the dashboard.
+    approval: dict[str, Any] | None = None
     # Params shown and stored as contract.SECRET_MASK (may be a password): until
     # `reveal`, for good after `conceal`. `params_changed`: the journal's copy is stale.
     masked: tuple[str, ...] = ()
@@ -255,6 +258,8 @@ class Operation:
             out["timeline"] = self.timeline
             out["params"] = self.shown_params()
             out["idempotency_key"] = self.idempotency_key
+            if self.approval is not None:
+                out["approval"] = self.approval
         return out
 
     @property
@@ -262,5 +267,10 @@ class Operation:
         return self.tool in BY_PERSON
 
     def holder_summary(self) -> dict[str, Any]:
-        return {"op_id": self.op_id, "tool": self.tool, "state": self.state,
-                "age_s": self.age_s(), "holder": "person" if self.by_person else "agent"}
+        holder = ("person" if self.by_person else "approval"
+                  if self.state == AWAITING_APPROVAL else "agent")
+        out = {"op_id": self.op_id, "tool": self.tool, "state": self.state,
+               "age_s": self.age_s(), "holder": holder}
+        if holder == "approval" and self.approval is not None:
+            out["waiting_for"] = self.approval["why"]
+        return out

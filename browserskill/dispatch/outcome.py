@@ -17,6 +17,8 @@ Invariants (docs/design.md §3, §4):
 - A cleanup that did not finish by its deadline: `outcome_unknown`.
 - While queued: the deadline is `session_busy` (still busy), a lost link
   `browser_unavailable`, any other trip `cancelled`; none of them sent anything.
+- While awaiting a person's approval: as queued, but the deadline is `approval_timeout`
+  (nobody answered; nothing sent, so retry-safe).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Facts:
 
     reason: str  # why the scope tripped: cancel, deadline, link_lost, …
     queued: bool = False  # tripped before it was dispatched
+    awaiting_approval: bool = False  # tripped while a `confirm` rule held it for a person
     effect_sent: bool = False  # a command that may change the page went out
     steps_sent: bool = False  # browser-native input steps went out
     read_only: bool = False  # the tool's effect is a read (retry-safe once completed)
@@ -70,6 +73,8 @@ def _repeatable(f: Facts) -> bool:
 
 def decide(f: Facts) -> Verdict:
     if f.queued:
+        if f.awaiting_approval and f.reason == "deadline":
+            return _failed("approval_timeout", "no", "approval_timed_out")
         if f.reason == "deadline":
             return _failed("session_busy", "no", "busy_at_deadline")
         if f.reason == "link_lost":

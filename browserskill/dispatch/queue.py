@@ -30,6 +30,9 @@ class SessionQueue:
         if holder.by_person:
             message = message or (f"session {self.session_id} is held by a person "
                                   f"({holder.tool}, {holder.op_id})")
+        elif holder.state == "awaiting_approval":
+            message = message or (f"session {self.session_id} is waiting for a person to "
+                                  f"approve {holder.tool} ({holder.op_id})")
         return BskError(
             "session_busy",
             message or f"session {self.session_id} is busy with {holder.tool} ({holder.op_id})",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from browserskill.browser.backend import Backend
     from browserskill.dispatch.operations import Operation
     from browserskill.dispatch.sessions import Session, SessionManager
+    from browserskill.policy import Verdict
 
 
 class Step(NamedTuple):
@@ -90,6 +91,11 @@ class ToolContext:
         self.sessions = sessions
         self.backend = backend
         self.state_dir = state_dir
+        # Set by the dispatcher: hold the operation until a person answers a `confirm`
+        # rule's verdict (dispatch/approvals.py); raises if they don't approve.
+        self.wait_for_approval: Callable[[Verdict, dict[str, Any]], Awaitable[None]] = \
+            _no_approvals
+
 
     @property
     def compensations(self) -> list[Compensation]:
@@ -224,3 +230,7 @@ class ToolContext:
     def settled(self, comp: Compensation) -> None:
         """The step this compensation guarded finished; nothing to undo any more."""
         self.op.scope.settled(comp)
+
+
+async def _no_approvals(ruling: Verdict, params: dict[str, Any]) -> None:
+    raise BskError("internal", "this operation can't wait for an approval here")

@@ -74,6 +74,8 @@ def _with_locators(name: str, fn: Handler) -> Handler:
             ruling = policy_check.verdict_for(ctx.session, name, params)
             if ruling.kind == "deny":
                 raise policy_check.denied(ruling, name)
+            if ruling.kind == "confirm":  # a person answers before anything is sent
+                await ctx.wait_for_approval(ruling, params)
         result = await fn(ctx, params)
         if located and isinstance(result, dict):
             result = {**result, "located": located}

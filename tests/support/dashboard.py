@@ -42,6 +42,16 @@ class Viewer:
             raise AssertionError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def eval_across_loads(self, expression: str) -> Any:
+        """`eval`, or None while the page is being replaced (the one-time link's page
+        navigates on to the dashboard: an evaluation can meet that navigation)."""
+        try:
+            return self.eval(expression)
+        except AssertionError as e:
+            if "navigated or closed" in str(e) or "context was destroyed" in str(e):
+                return None
+            raise
+
     def wait(self, expression: str, timeout: float = 10, what: str = "") -> Any:
         return wait_until(lambda: self.eval(expression), timeout, what or expression)
 
@@ -103,9 +113,10 @@ def dashboard_viewer(url: str, log_file: Path) -> Iterator[Viewer]:
                 "width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
             viewer.cdp("Page.enable")
             viewer.cdp("Page.navigate", {"url": url})
-            viewer.wait("document.querySelector('#conn') && "
-                        "document.querySelector('#conn').textContent === 'live'",
-                        20, "the dashboard's feed to connect")
+            wait_until(lambda: viewer.eval_across_loads(
+                "document.querySelector('#conn') && "
+                "document.querySelector('#conn').textContent === 'live'"),
+                20, "the dashboard's feed to connect")
             yield viewer
 
 
