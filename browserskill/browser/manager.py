@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from browserskill import background
 from browserskill.browser import launcher
 from browserskill.browser.cdp import CdpLink
 from browserskill.browser.link import LinkError
@@ -149,7 +150,7 @@ class BrowserManager:
                 return
             self._held.pop(info.get("targetId", ""), None)
         if self.link is not None and waiting:
-            asyncio.get_running_loop().create_task(_let_go(self.link, sid))
+            background.start(_let_go(self.link, sid), name=f"let-go-{sid}")
 
     async def answers(self, timeout: float) -> bool:
         """The connected browser answers a command within `timeout` (True when none is
@@ -339,7 +340,7 @@ class BrowserManager:
             handle = await link.attach(target_id)
         except BaseException:
             if held is not None:
-                asyncio.get_running_loop().create_task(_let_go(link, held))
+                background.start(_let_go(link, held), name=f"let-go-{held}")
             raise
         tab = Tab(link, tab_id, handle)
         if held is not None:  # paused until its session's interception is on
