@@ -46,9 +46,10 @@ STOP_TIMEOUT_S = 10.0  # stopping the connection's session at the end
 # The per-call options every MCP tool takes besides its parameters, said in a few words
 # (no detach: a call answers when its operation ends); `INSTRUCTIONS` says the rest once.
 CALL_OPTIONS: dict[str, Any] = {
-    "wait": {"type": "boolean", "description": "queue if the session is busy"},
-    "timeout_ms": {**{k: v for k, v in contract.CALL_OPTIONS["timeout_ms"].items()
-                      if k != "description"}, "description": "deadline; cancels when reached"},
+    "wait": {"type": "boolean", "description": "queue if busy"},
+    # Its bounds (1 ms to contract.MAX_TIMEOUT_MS) are the daemon's to check, with an
+    # error that names them: not repeated on every tool.
+    "timeout_ms": {"type": "integer", "description": "deadline in ms"},
 }
 # The tools of a connection that names no --caps (docs/mcp.md).
 DEFAULT_CAPS = ("core",)

@@ -942,7 +942,7 @@ TOOLS = TOOLS + NETWORK_TOOLS
 # Tools that act on a page report what they were seen to change (`result.effects`,
 # docs/outcomes.md "Effects"), watched until the page settles; --settle sets that window.
 SETTLE_DEFAULT_MS = 100  # browserskill/effects.py QUIET_MS; bounded there too
-SETTLE = Param("settle", "integer", "ms of quiet that ends result.effects' watch; 0: off",
+SETTLE = Param("settle", "integer", "quiet ms ending the effects watch; 0 off",
                minimum=0, maximum=30_000)
 ACTING_TOOLS = frozenset({
     "open", "back", "forward", "reload", "click", "dblclick", "hover", "drag", "scroll",
