@@ -175,7 +175,8 @@ def test_a_page_reaches_the_blocked_origin_in_no_way(
     good, bad = origins
     before = len(bad.hits)
     agent.ok("open", f"{good.url}/index.html")
-    # fetch
+    # fetch, even with a route the agent added to answer it: the policy comes first
+    agent.ok("route", "add", f"{bad.url}/secret.json", "--body", "mocked")
     assert agent.ok("eval", "fetchIt()")["result"]["value"].startswith("error")
     # a dedicated worker's fetch
     assert agent.ok("eval", "worker()")["result"]["value"].startswith("error")
