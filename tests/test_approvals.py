@@ -93,6 +93,8 @@ def test_a_held_pay_click_approved_in_the_dashboard_happens(
     assert shown["approval"]["rule"] == PAY_POLICY["confirm"][0]
     assert "confirm[0]" in shown["approval"]["why"]
     assert f"button 'Pay now' ({ref})" in shown["approval"]["what"]
+    said = agent("op", "show", op_id, as_json=False).stdout  # as a person reads it
+    assert "state: awaiting_approval" in said and "waiting for a person to approve: click" in said
     # The session is the approval's meanwhile: reads and changes alike are busy.
     busy = agent("snapshot")
     assert busy.code == 5 and busy.json["error"]["details"]["holder"]["holder"] == "approval"
