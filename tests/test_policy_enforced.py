@@ -175,7 +175,8 @@ def test_a_page_reaches_the_blocked_origin_in_no_way(
     good, bad = origins
     before = len(bad.hits)
     agent.ok("open", f"{good.url}/index.html")
-    # fetch
+    # fetch, even with a route the agent added to answer it: the policy comes first
+    agent.ok("route", "add", f"{bad.url}/secret.json", "--body", "mocked")
     assert agent.ok("eval", "fetchIt()")["result"]["value"].startswith("error")
     # a dedicated worker's fetch
     assert agent.ok("eval", "worker()")["result"]["value"].startswith("error")
@@ -348,3 +349,24 @@ def test_the_extensions_sessions_are_held_to_the_policy_too(
         urls = {e["url"].split("/")[-1] for e in _blocked_entries(s)}
         assert {"secret.json", "frame.html"} <= urls, urls
         s.ok("session", "stop")
+
+
+def test_a_sessions_narrowing_survives_the_daemons_restart(
+        make_bsk: Any, tmp_path: Path, origins: tuple[Origin, Origin]) -> None:
+    """A daemon killed hard and started again re-adopts the session narrowed as before
+    (the narrowing is kept with the session, not re-asked of the agent)."""
+    from support.cli import kill_daemon_hard
+
+    good, _ = origins
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"allow_domains": ["127.0.0.1", "localhost"]}))
+    runner = make_bsk(BSK_POLICY=str(policy), BSK_EPHEMERAL="")
+    runner.ok("session", "start", "n", "--block-domain", good.host_port)
+    s = runner.with_session("n")
+    assert s("open", f"{good.url}/index.html").json["error"]["code"] == "blocked_by_policy"
+    kill_daemon_hard(runner.home)
+    runner.ok("daemon", "start")
+    assert runner.ok("daemon", "status")["sessions_at_start"]["readopted"] == ["n"]
+    r = s("open", f"{good.url}/index.html")
+    assert r.json["error"]["code"] == "blocked_by_policy", r.stdout
+    assert good.host_port in r.json["error"]["message"]
