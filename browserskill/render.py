@@ -448,6 +448,10 @@ def _op(r: dict[str, Any]) -> str:
              f"retry_safe: {'yes' if r['retry_safe'] else 'no'}"]
     if r.get("cancel"):
         lines.append(f"cancel: {r['cancel']}")
+    approval = r.get("approval")
+    if approval and "answer" not in approval:  # docs/safety.md, Approvals
+        lines.append(f"waiting for a person to approve: {approval['what']} "
+                     f"({approval['why']})")
     if r.get("error"):
         lines.append(f"error: [{r['error']['code']}] {r['error']['message']}")
     for entry in r.get("timeline") or []:

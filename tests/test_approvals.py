@@ -24,7 +24,9 @@ from browserskill import mcp_server
 from browserskill.browser.extension_protocol import EXTENSION_ORIGIN
 from browserskill.tools import catalog
 
-PAY_POLICY = {"confirm": [{"role": "button", "name": "(?i)pay|buy"}]}
+PAY_POLICY = {"confirm": [{"role": "button", "name": "(?i)pay|buy"},
+                          {"tool": "storage_set"},  # by tool
+                          {"tool": "reload", "domain": "localhost"}]}  # by the tab's domain
 
 
 def _policy_file(directory: Path) -> Path:
@@ -91,6 +93,8 @@ def test_a_held_pay_click_approved_in_the_dashboard_happens(
     assert shown["approval"]["rule"] == PAY_POLICY["confirm"][0]
     assert "confirm[0]" in shown["approval"]["why"]
     assert f"button 'Pay now' ({ref})" in shown["approval"]["what"]
+    said = agent("op", "show", op_id, as_json=False).stdout  # as a person reads it
+    assert "state: awaiting_approval" in said and "waiting for a person to approve: click" in said
     # The session is the approval's meanwhile: reads and changes alike are busy.
     busy = agent("snapshot")
     assert busy.code == 5 and busy.json["error"]["details"]["holder"]["holder"] == "approval"
@@ -292,3 +296,18 @@ def test_the_extensions_popup_approves_a_held_call_of_its_browser(
         assert _page_saw(s) == ["pay"]
         events = [e for e in s.ok("op", "show", op_id)["timeline"] if e[1] == "approved"]
         assert events and "popup" in events[0][2]
+
+
+def test_rules_by_tool_and_by_the_tabs_domain(agent: Bsk, site: str, cross_site: str) -> None:
+    agent.ok("open", f"{site}/approve_pay.html")
+    held = agent("storage", "set", "k", "v", "--timeout", "1")
+    assert held.code == 15 and held.json["dispatched"] == "no", held.stdout
+    event = agent.ok("op", "show", held.json["op_id"])["timeline"][1]
+    assert event[1] == "awaiting_approval" and event[2]["rule"] == {"tool": "storage_set"}
+    assert agent.ok("reload")["status"] == "completed"  # 127.0.0.1: not the rule's domain
+    agent.ok("open", f"{cross_site}/approve_pay.html")  # localhost
+    late = agent("reload", "--timeout", "1")
+    assert late.code == 15 and late.json["error"]["code"] == "approval_timeout", late.stdout
+    shown = agent.ok("op", "show", late.json["op_id"])
+    assert shown["timeline"][1][1] == "awaiting_approval"
+    assert shown["timeline"][1][2]["rule"] == {"tool": "reload", "domain": "localhost"}
