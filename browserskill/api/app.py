@@ -189,9 +189,6 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
 
     async def call_batch(request: Request, sid: str, body: dict[str, Any]) -> Response:
         wait = _flag(body, "wait")
-        if _flag(body, "detach"):
-            raise invalid("detach", "a batch answers when its last step ends; to detach, "
-                          "send the calls one by one")
         timeout_ms = body.pop("timeout_ms", None)
         run = asyncio.ensure_future(run_batch(
             dispatcher, sid, catalog.BY_NAME["batch"].validate(body), wait=wait,
