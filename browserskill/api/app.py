@@ -193,7 +193,8 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         run = asyncio.ensure_future(run_batch(
             dispatcher, sid, catalog.BY_NAME["batch"].validate(body), wait=wait,
             timeout_ms=timeout_ms, batch_id=_one_header(request, "X-Op-Id"),
-            idempotency_key=_one_header(request, "Idempotency-Key")))
+            idempotency_key=_one_header(request, "Idempotency-Key"),
+            cwd="/"))  # no caller's directory over HTTP: a relative path is from the root
         lost = request.scope.get(CONNECTION_LOST)
         gone = lost if lost is not None else asyncio.ensure_future(_disconnected(request))
         try:
