@@ -295,6 +295,23 @@ class CancelThenWait:
 # -- batch: several operations' answers as one (docs/outcomes.md, "Batches") ------------
 
 
+def batch_step_op_id(batch_id: str, k: int) -> str:
+    """Step k's op id: `<batch id>-k`, the id's end cut to fit when it is long (a clash
+    with an existing op id refuses that step, sending nothing)."""
+    suffix = f"-{k}"
+    room = len(OP_ID_PREFIX) + OP_ID_LENGTH[1] - len(suffix)
+    return batch_id[:room] + suffix
+
+
+def batch_step_key(key: str, k: int) -> str:
+    """Step k's idempotency key: `<key>#k` (a key too long for that: its SHA-256's)."""
+    import hashlib
+
+    if len(key) + len(f"#{k}") > IDEMPOTENCY_KEY_MAX:
+        key = "sha256:" + hashlib.sha256(key.encode(errors="surrogatepass")).hexdigest()
+    return f"{key}#{k}"
+
+
 def batch_answer(session_id: str | None, commands: list[str], answers: list[dict[str, Any]],
                  why_not_sent: str | None = None) -> dict[str, Any]:
     """`bsk batch`'s answer from its steps' own: `answers[k]` is command k's answer (each

@@ -212,3 +212,29 @@ def test_a_batch_sent_again_with_its_key_sends_nothing_twice(bsk: Bsk, site: str
     ids = [[s["op_id"] for s in a["result"]["steps"]] for a in (first, again)]
     assert ids[0] == ids[1] and again["result"]["steps"][1]["result"]["value"] == 1
     assert bsk.ok("eval", "window.count")["result"]["value"] == 1
+
+
+def test_http_caller_going_away_cancels_the_running_step(api: httpx.Client, site: str) -> None:
+    import uuid
+
+    from support.wait import wait_until
+
+    sid = "batch-gone"
+    api.post("/v1/sessions", json={"session_id": sid})
+    try:
+        api.post(f"/v1/sessions/{sid}/tools/open", json={"url": f"{site}/counter.html"})
+        batch_id = f"op_{uuid.uuid4().hex[:12]}"
+        try:
+            api.post(f"/v1/sessions/{sid}/tools/batch", headers={"X-Op-Id": batch_id},
+                     json={"commands": ["eval 'slow(\"g\", 20000)'", "eval 'window.count = 3'"]},
+                     timeout=httpx.Timeout(60, read=2))
+        except httpx.ReadTimeout:
+            pass  # the caller hangs up mid-step
+        first = wait_until(lambda: (a := api.get(f"/v1/ops/{batch_id}-1").json())
+                           .get("state") == "ended" and a, timeout=30)
+        assert first["status"] != "completed"
+        assert api.get(f"/v1/ops/{batch_id}-2").status_code == 404  # never sent
+        value = api.post(f"/v1/sessions/{sid}/tools/eval", json={"expression": "window.count"})
+        assert value.json()["result"]["value"] is None
+    finally:
+        api.delete(f"/v1/sessions/{sid}")

@@ -193,14 +193,12 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
 
     async def call_batch(request: Request, sid: str, body: dict[str, Any]) -> Response:
         wait, marked = _flag(body, "wait"), _flag(body, "boundaries")
-        if _flag(body, "detach"):
-            raise invalid("detach", "a batch answers when its last step ends; to detach, "
-                          "send the calls one by one")
         timeout_ms = body.pop("timeout_ms", None)
         run = asyncio.ensure_future(run_batch(
             dispatcher, sid, catalog.BY_NAME["batch"].validate(body), wait=wait,
             timeout_ms=timeout_ms, batch_id=_one_header(request, "X-Op-Id"),
-            idempotency_key=_one_header(request, "Idempotency-Key")))
+            idempotency_key=_one_header(request, "Idempotency-Key"),
+            cwd="/"))  # no caller's directory over HTTP: a relative path is from the root
         lost = request.scope.get(CONNECTION_LOST)
         gone = lost if lost is not None else asyncio.ensure_future(_disconnected(request))
         try:

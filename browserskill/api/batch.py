@@ -28,10 +28,6 @@ from browserskill.tools import catalog
 SPEC = catalog.BY_NAME["batch"]
 
 
-def step_op_id(batch_id: str, k: int) -> str:
-    return f"{batch_id}-{k}"
-
-
 def read_commands(params: dict[str, Any], cwd: str | None = None
                   ) -> list[tuple[catalog.ToolSpec, dict[str, Any]]]:
     """Every command checked, or the batch refused (nothing sent)."""
@@ -49,16 +45,13 @@ async def run_batch(dispatcher: Dispatcher, session_id: str, params: dict[str, A
                     batch_id: str | None = None, wait: bool = False,
                     timeout_ms: int | None = None, idempotency_key: str | None = None,
                     cwd: str | None = None) -> dict[str, Any]:
+    if session_id != contract.DEFAULT_SESSION:  # (the default one starts with its call)
+        dispatcher.sessions.get(session_id)  # session_not_found before any other word
     calls = read_commands(params, cwd)
     timeout_ms = contract.check_timeout_ms(timeout_ms, "batch")
+    if batch_id is not None and not contract.valid_op_id(batch_id):
+        raise invalid("op_id", f"must be {contract.OP_ID_RULE}")
     batch_id = batch_id or contract.new_op_id()
-    if not contract.valid_op_id(step_op_id(batch_id, len(calls))):
-        raise invalid("op_id", f"a batch's id names its steps (<id>-k): it must be "
-                      f"{contract.OP_ID_RULE} with room for -{len(calls)}")
-    if idempotency_key is not None and not contract.valid_idempotency_key(
-            f"{idempotency_key}#{len(calls)}"):
-        raise invalid("Idempotency-Key", "a batch's key names its steps' (<key>#k): "
-                      f"at most {contract.IDEMPOTENCY_KEY_MAX - 4} characters")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + contract.op_deadline_s(
         SPEC, params, timeout_ms / 1000 if timeout_ms else None)
@@ -75,8 +68,9 @@ async def run_batch(dispatcher: Dispatcher, session_id: str, params: dict[str, A
             op = await dispatcher.submit(
                 session_id, spec.name, step_params, wait=wait,
                 timeout_ms=int(left * 1000) if left < own else None,
-                idempotency_key=f"{idempotency_key}#{k}" if idempotency_key else None,
-                op_id=step_op_id(batch_id, k), validated=True)
+                idempotency_key=(contract.batch_step_key(idempotency_key, k)
+                                 if idempotency_key else None),
+                op_id=contract.batch_step_op_id(batch_id, k), validated=True)
         except BskError as e:  # refused before it became an operation (session_not_found…)
             answers.append(contract.refused(e.to_dict(), session_id=session_id,
                                             tool=spec.name))

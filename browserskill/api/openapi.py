@@ -133,6 +133,8 @@ def _tool_body(spec: catalog.ToolSpec) -> dict[str, Any]:
     the catalog's rules (ranges, non-blank strings, exactly one of a set)."""
     schema = spec.input_schema()
     options = dict(CALL_OPTIONS)
+    if spec.name == "batch":  # it answers when its last step ends (api/batch.py)
+        del options["detach"]
     if spec.timeout_range_s:  # e.g. webmcp_invoke: 1-120 s
         lo, hi = (int(x * 1000) for x in spec.timeout_range_s)
         options["timeout_ms"] = {**options["timeout_ms"], "minimum": lo, "maximum": hi}

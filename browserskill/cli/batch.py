@@ -79,7 +79,7 @@ def ended_early(client: Client, batch_id: str, commands: list[str],
     print(f"bsk: {why}; cancelling batch {batch_id}'s running step…", file=sys.stderr)
     answers: list[dict[str, Any]] = []
     for k in range(1, len(commands) + 1):
-        step = _step_end(client, f"{batch_id}-{k}")
+        step = _step_end(client, contract.batch_step_op_id(batch_id, k))
         if step is None:
             break
         answers.append(step)

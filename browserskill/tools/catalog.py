@@ -553,9 +553,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Run several commands in one call, in order, each its own operation with its own "
         "honest result (op id, status, dispatched), stopping at the first that does not "
         "complete unless --continue; the rest are reported as not sent. A command is one "
-        "line as `bsk replay` reads it (`click e3`, `fill e4 'hello'`); the CLI also reads "
-        "them from stdin, one a line. --timeout is the whole batch's deadline (default "
-        "300 s); each command ends by its own deadline or the batch's, whichever is first.",
+        "line as the CLI's replay command reads it (`click e3`, `fill e4 'hello'`); the "
+        "CLI also reads them from stdin, one a line. --timeout is the whole batch's "
+        "deadline (default 300 s); each command ends by its own deadline or the batch's, "
+        "whichever is first.",
         (Param("commands", "array", f"the commands, e.g. 'click e3' 'snapshot --diff' (at "
                f"most {BATCH_MAX_STEPS}); none on the CLI: read from stdin",
                positional=True, nargs="*"),
