@@ -32,9 +32,9 @@ REACTION_MS = 25
 MAX_LISTED = 5  # elements, texts, requests and states named per kind
 MAX_REQUESTS = 8
 
-# Tools whose target is scrolled into view before the input: that scroll is the input's.
+# Tools whose input scrolls: the target scrolled into view first, or the scroll itself.
 SCROLLS_TARGET = frozenset({"click", "dblclick", "hover", "drag", "fill", "select", "check",
-                            "uncheck", "upload"})
+                            "uncheck", "upload", "scroll", "mouse_wheel"})
 # Tools that write text into their target: the value becoming that text is the input's.
 WRITES_TEXT = frozenset({"fill", "type"})
 # Navigation tools: the new document is the effect; its requests are its loading.
@@ -177,7 +177,7 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
         out["focus"] = focus
     if scrolled:
         out["scrolled"] = scrolled
-    if scrolled_elements and tool not in SCROLLS_TARGET | {"scroll", "mouse_wheel"}:
+    if scrolled_elements and tool not in SCROLLS_TARGET:
         out["scrolled_elements"] = scrolled_elements
     seen_anything = bool(out)
     if page_errors:  # not a change of the page, but what an agent needs to know
