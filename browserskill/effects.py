@@ -28,7 +28,7 @@ BOUND_MS = 1000
 # no navigation) has settled at once: handlers react in their own task, a microtask, a
 # zero timer or the next animation frame, all well within it. Only a page that reacted
 # is watched for the whole quiet window after its last change.
-REACTION_MS = 25
+REACTION_MS = 20
 MAX_LISTED = 5  # elements, texts, requests and states named per kind
 MAX_REQUESTS = 8
 
