@@ -17,6 +17,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 # The page has settled when nothing changed — no DOM mutation in any watched frame, no
@@ -92,13 +93,12 @@ def _telling(elements: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = None,
-              target_ref: str | None = None, requests: list[dict[str, Any]] = (),  # type: ignore[assignment]
-              navigation: dict[str, Any] | None = None, new_tabs: list[str] = (),  # type: ignore[assignment]
+              target_ref: str | None = None, requests: Sequence[dict[str, Any]] = (),
+              navigation: dict[str, Any] | None = None, new_tabs: Sequence[str] = (),
               dialog: dict[str, Any] | None = None,
-              downloads: list[dict[str, Any]] = (),  # type: ignore[assignment]
+              downloads: Sequence[dict[str, Any]] = (),
               ref_names: dict[str, tuple[str, str]] | None = None,
-              unobserved: list[str] = (),  # type: ignore[assignment]
-              page_errors: list[str] = (),  # type: ignore[assignment]
+              unobserved: Sequence[str] = (), page_errors: Sequence[str] = (),
               settled: bool = True, watched_ms: int = 0) -> dict[str, Any]:
     """The effects of one action from the frames' reports (tools/effects.js `report`) and
     the daemon's own facts (navigation, new tabs, dialog, downloads, requests)."""
