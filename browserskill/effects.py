@@ -17,6 +17,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 # The page has settled when nothing changed — no DOM mutation in any watched frame, no
@@ -28,13 +29,13 @@ BOUND_MS = 1000
 # no navigation) has settled at once: handlers react in their own task, a microtask, a
 # zero timer or the next animation frame, all well within it. Only a page that reacted
 # is watched for the whole quiet window after its last change.
-REACTION_MS = 25
+REACTION_MS = 20
 MAX_LISTED = 5  # elements, texts, requests and states named per kind
 MAX_REQUESTS = 8
 
-# Tools whose target is scrolled into view before the input: that scroll is the input's.
+# Tools whose input scrolls: the target scrolled into view first, or the scroll itself.
 SCROLLS_TARGET = frozenset({"click", "dblclick", "hover", "drag", "fill", "select", "check",
-                            "uncheck", "upload"})
+                            "uncheck", "upload", "scroll", "mouse_wheel"})
 # Tools that write text into their target: the value becoming that text is the input's.
 WRITES_TEXT = frozenset({"fill", "type"})
 # Navigation tools: the new document is the effect; its requests are its loading.
@@ -92,13 +93,12 @@ def _telling(elements: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = None,
-              target_ref: str | None = None, requests: list[dict[str, Any]] = (),  # type: ignore[assignment]
-              navigation: dict[str, Any] | None = None, new_tabs: list[str] = (),  # type: ignore[assignment]
+              target_ref: str | None = None, requests: Sequence[dict[str, Any]] = (),
+              navigation: dict[str, Any] | None = None, new_tabs: Sequence[str] = (),
               dialog: dict[str, Any] | None = None,
-              downloads: list[dict[str, Any]] = (),  # type: ignore[assignment]
+              downloads: Sequence[dict[str, Any]] = (),
               ref_names: dict[str, tuple[str, str]] | None = None,
-              unobserved: list[str] = (),  # type: ignore[assignment]
-              page_errors: list[str] = (),  # type: ignore[assignment]
+              unobserved: Sequence[str] = (), page_errors: Sequence[str] = (),
               settled: bool = True, watched_ms: int = 0) -> dict[str, Any]:
     """The effects of one action from the frames' reports (tools/effects.js `report`) and
     the daemon's own facts (navigation, new tabs, dialog, downloads, requests)."""
@@ -177,7 +177,7 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
         out["focus"] = focus
     if scrolled:
         out["scrolled"] = scrolled
-    if scrolled_elements and tool not in SCROLLS_TARGET | {"scroll", "mouse_wheel"}:
+    if scrolled_elements and tool not in SCROLLS_TARGET:
         out["scrolled_elements"] = scrolled_elements
     seen_anything = bool(out)
     if page_errors:  # not a change of the page, but what an agent needs to know

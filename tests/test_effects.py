@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from support.cli import Bsk
 from support.pages import ref_of
@@ -102,13 +103,19 @@ def test_a_menu_that_opens_names_its_items_with_refs_that_act(
     assert {"type": "attributes", "attribute": "aria-expanded", "added": [],
             "removed": 0} in seen
     assert [m["added"] for m in seen if m["added"]] == [["EditDelete"]]
-    # The refs it gave act without a new snapshot
+    # The refs it gave act without a new snapshot, and a snapshot keeps them
     clicked = bsk.ok("click", items["Delete"]["ref"])
     assert clicked["status"] == "completed"
+    again = bsk.ok("snapshot")["result"]["snapshot"]
+    assert ref_of(again, "menuitem", "Edit") == items["Edit"]["ref"]
     # Closing it: the items went away, the state went back
     closed = bsk.ok("click", button)["result"]["effects"]["dom"]
     assert {e["name"] for e in closed["gone"] if e["role"] == "menuitem"} == {"Edit", "Delete"}
     assert closed["states"][0]["changed"] == {"expanded": [True, False]}
+    # Refs given this way are counted: a new document's refs never reuse them
+    bsk.ok("reload")
+    fresh = bsk.ok("snapshot")["result"]["snapshot"]
+    assert bsk.ok("click", ref_of(fresh, "button", "Dead button"))["status"] == "completed"
 
 
 def test_a_field_that_reformats_what_is_typed_reports_the_value(
@@ -178,3 +185,15 @@ def test_the_watch_is_bounded_and_settle_sets_it(page: tuple[Bsk, str]) -> None:
     assert short.json["result"]["effects"]["watched_ms"] < 800
     bad = bsk("click", dead, "--settle", "-5")
     assert bad.code == 2 and bad.json["error"]["details"]["field"] == "settle"
+
+
+def test_settle_over_http_is_the_catalog_parameter(page: tuple[Bsk, str],
+                                                   api: httpx.Client) -> None:
+    bsk, snap = page
+    url = f"/v1/sessions/{bsk.session}/tools/click"
+    rename = ref_of(snap, "button", "Rename")
+    watched = api.post(url, json={"ref": rename}).json()
+    assert watched["result"]["effects"]["dom"]["text_appeared"] == ["Renamed once"]
+    assert "effects" not in api.post(url, json={"ref": rename, "settle": 0}).json()["result"]
+    bad = api.post(url, json={"ref": rename, "settle": "soon"})
+    assert bad.status_code == 400 and bad.json()["error"]["details"]["field"] == "settle"

@@ -26,6 +26,7 @@ def test_what_the_input_implies_is_not_an_effect() -> None:
     assert summarize("click", [{"scrolled": {"dx": 0, "dy": 300}}])["none"] is True
     assert summarize("press", [{"scrolled": {"dx": 0, "dy": 300}}])["scrolled"] == {
         "dx": 0, "dy": 300}
+    assert summarize("scroll", [{"scrolled": {"dx": 0, "dy": 300}}])["none"] is True
     assert implied_value("type", "b", "a", "ab") and not implied_value("type", "b", "a", "ax")
 
 

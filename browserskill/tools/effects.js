@@ -123,8 +123,10 @@
       const parent = n.parentElement;
       return parent && !shown(parent) ? "" : clip(n.data);
     }
-    return n.nodeType === 1 ? clip(n.isConnected ? n.innerText : n.textContent) : "";
+    if (n.nodeType !== 1 || SILENT.has(n.localName)) return "";
+    return n.isConnected ? (shown(n) ? clip(n.innerText) : "") : clip(n.textContent);
   }
+  const SILENT = new Set(["script", "style", "template", "noscript", "link", "meta"]);
   const countNodes = (n) => n.nodeType === 1 ? 1 + n.getElementsByTagName("*").length : 1;
 
   function report(opts) {
@@ -173,7 +175,7 @@
     }
     for (const n of removedRoots) {
       pick(n, gone, false);
-      const t = clip(n.textContent);
+      const t = visibleText(n);
       if (t) textGone.push(t);
     }
     // An attribute that showed an element (a menu's `hidden` removed): it appeared.

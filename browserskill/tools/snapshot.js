@@ -837,14 +837,17 @@
   if (options.describe) return locatorFor(options.describe);
   // Elements as the snapshot names them, for an action's effects (tools/effects.js):
   // [role, name, ref]; a ref is given where asked (`[el, true]`) and the role gets one.
-  if (options.names) return JSON.stringify({next, names: options.names.map(([el, give]) => {
-    const found = roleAndName(el);
-    if (!found) return null;
-    const held = bsk.byEl.get(el);
-    const ref = held && bsk.refs.get(held) === el ? held
-      : give && (REF_ROLES.has(found[0]) || INFERRED_ROLES.has(found[0])) ? refFor(el) : null;
-    return [found[0], found[1], ref];
-  })});
+  if (options.names) {
+    const names = options.names.map(([el, give]) => {
+      const found = roleAndName(el);
+      if (!found) return null;
+      const held = bsk.byEl.get(el);
+      const ref = held && bsk.refs.get(held) === el ? held
+        : give && (REF_ROLES.has(found[0]) || INFERRED_ROLES.has(found[0])) ? refFor(el) : null;
+      return [found[0], found[1], ref];
+    });
+    return JSON.stringify({names, next});  // `next` after the refs it gave
+  }
 
   if (options.locate) {
     const {kind, value, name} = options.locate;
