@@ -261,7 +261,7 @@ class Dashboard:
                 "placement": session.backend.describe(),
                 "state": session_state(session, holder),
                 "held_by_person": holder is not None and holder.by_person,
-                "taken_over": dispatcher.taken_by_person(session.id) is not None,
+                "taken_over": dispatcher.person.taken_by_person(session.id) is not None,
                 "help": ({"op_id": help_op.op_id, "reason": help_op.params.get("reason"),
                           "until": help_op.params.get("until")} if help_op else None),
                 "queued": len(session.queue.queued),
@@ -276,7 +276,7 @@ class Dashboard:
         """Whatever waits for a person, oldest first: shown at the top, whichever session
         is chosen (approvals to give, requests for help to answer)."""
         out: list[dict[str, Any]] = []
-        for op in self.daemon.dispatcher.approvals.pending():
+        for op in self.daemon.dispatcher.person.approvals.pending():
             request = op.approval or {}
             out.append({"kind": "approval", "key": f"approval:{op.op_id}",
                         "op_id": op.op_id, "session_id": op.session_id, "tool": op.tool,
@@ -515,19 +515,19 @@ class _Feed:
             raise ValueError("session: give the session id")
         session = daemon.sessions.get(sid)
         if kind == "stop":
-            dispatcher.hand_back(sid)  # a person stopping a session they hold lets go first
+            dispatcher.person.hand_back(sid)  # a person stopping a session they hold lets go first
             op = await dispatcher.submit(sid, "session_stop", {}, wait=True)
             return {"op_id": op.op_id}
         if kind == "take_over":
-            return {"op_id": dispatcher.take_over(sid).op_id}
+            return {"op_id": dispatcher.person.take_over(sid).op_id}
         if kind == "hand_back":
-            held = dispatcher.hand_back(sid)
+            held = dispatcher.person.hand_back(sid)
             return {"op_id": held.op_id if held else None}
         if kind == "help":
             answer = msg.get("answer")
             if answer not in ("done", "decline"):
                 raise ValueError("answer must be done or decline")
-            return {"op_id": dispatcher.answer_help(sid, answer)}
+            return {"op_id": dispatcher.person.answer_help(sid, answer)}
         # input: only while a person holds the session (take-over or a request for help)
         holder = session.queue.holder
         if holder is None or holder.tool not in BY_PERSON or holder.state != "dispatched":
@@ -544,9 +544,9 @@ class _Feed:
         """A person's Approve (in two steps: the check, then the page's confirmation on
         this connection) or Deny of a held operation."""
         dispatcher = self.dash.daemon.dispatcher
-        op = dispatcher.approvals.get(op_id)
+        op = dispatcher.person.approvals.get(op_id)
         if kind == "deny":  # a refusal needs no check: any page may stop an action
-            dispatcher.answer_approval(op_id, "deny", "a person in the dashboard")
+            dispatcher.person.answer_approval(op_id, "deny", "a person in the dashboard")
             return {"op_id": op_id}
         loop = asyncio.get_running_loop()
         if kind == "approve":
@@ -568,7 +568,7 @@ class _Feed:
                 or loop.time() - expected[1] > CONFIRM_TTL_S):
             raise ApprovalRefused("approval refused: its confirmation does not follow a "
                                   "check on this connection; press Approve again")
-        dispatcher.answer_approval(op_id, "approve", "a person in the dashboard")
+        dispatcher.person.answer_approval(op_id, "approve", "a person in the dashboard")
         return {"op_id": op_id}
 
 

@@ -21,6 +21,7 @@ from browserskill.errors import BskError
 
 def wire(hub: ExtensionHub, sessions: SessionManager, dispatcher: Dispatcher) -> None:
     """Connect the hub's browser-side happenings to sessions and operations."""
+    person = dispatcher.person  # the user's Stop, help answers and approvals
 
     async def end_session(sid: str, reason: str) -> None:
         session = sessions.sessions.get(sid)
@@ -43,7 +44,7 @@ def wire(hub: ExtensionHub, sessions: SessionManager, dispatcher: Dispatcher) ->
 
     def help_answer(sid: str, answer: str) -> None:
         with contextlib.suppress(BskError):  # the request ended meanwhile
-            dispatcher.answer_help(sid, answer)
+            person.answer_help(sid, answer)
 
     def tab_opened(win: AgentWindow, opener_id: str, chrome_tab: int) -> None:
         opener = win.session.tabs.get(opener_id)
@@ -58,19 +59,19 @@ def wire(hub: ExtensionHub, sessions: SessionManager, dispatcher: Dispatcher) ->
 
     def approval_answer(session_ids: set[str], op_id: str, answer: str) -> None:
         with contextlib.suppress(BskError):  # answered, cancelled or timed out meanwhile
-            if dispatcher.approvals.get(op_id).session_id in session_ids:
-                dispatcher.answer_approval(op_id, answer, "a person in the extension's popup")
+            if person.approvals.get(op_id).session_id in session_ids:
+                person.answer_approval(op_id, answer, "a person in the extension's popup")
 
     def approvals_changed() -> None:
         show_approvals(hub, [
             {"op_id": op.op_id, "session_id": op.session_id, "tool": op.tool,
              "what": (op.approval or {}).get("what"), "why": (op.approval or {}).get("why")}
-            for op in dispatcher.approvals.pending()])
+            for op in person.approvals.pending()])
 
     hub.on_approval_answer = approval_answer
-    hub.on_reconnected = dispatcher.approvals.on_change = approvals_changed
+    hub.on_reconnected = person.approvals.on_change = approvals_changed
     hub.on_lost = dispatcher.link_lost
-    hub.on_interrupt = dispatcher.interrupt  # the same path as a dashboard's take-over
+    hub.on_interrupt = person.interrupt  # the same path as a dashboard's take-over
     hub.on_help_answer = help_answer  # as the dashboard's Done / Decline
     hub.on_window_closed = window_closed
     hub.on_debugging_cancelled = debugging_cancelled

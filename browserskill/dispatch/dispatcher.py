@@ -6,7 +6,7 @@ Invariants:
   the scope's one deadline bounds the queue wait, the dispatch and every command.
 - Every ending path ends here, once: the handler's own ending (`_settle`), or, when the
   scope tripped, the verdict of `outcome.decide` on the facts recorded meanwhile
-  (`_interrupt`), worded by `_word`.
+  (`_end_tripped`), worded by `_word`.
 - Nothing is reported `dispatched: "no"` once a command that may change the page went
   out (`Operation.effect_sent`).
 """
@@ -32,11 +32,10 @@ from browserskill.dispatch.operations import (
     AWAITING_APPROVAL,
     CLEANING_UP,
     DISPATCHED,
-    TAKE_OVER,
     Operation,
 )
-from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
-from browserskill.dispatch.scope import Once
+from browserskill.dispatch.person import PersonInTheLoop
+from browserskill.dispatch.queue import ACQUIRED, TIMED_OUT
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
 from browserskill.tools import catalog, downloads, handlers, policy_check
@@ -48,10 +47,6 @@ RECENT_OPS = 1000  # ended operations kept in memory (the journal keeps the rest
 # Of those, the latest to end keep their whole result; older ones keep the journal's
 # bounded form (`Operation.keep_bounded`): memory returns after big results (docs/design.md).
 WHOLE_RESULTS = 16
-TAKE_OVER_MAX_S = 3600.0  # a take-over forgotten in an open dashboard ends after an hour
-# Who took a session's tabs, as the agent's next refused change says it.
-STOP_PRESSED = "the user pressed Stop in the browser and took over this session's tabs"
-TAKEN_OVER = "a person took this session over from the dashboard (bsk show)"
 
 
 class Dispatcher:
@@ -76,9 +71,9 @@ class Dispatcher:
         # Keys whose first call is still making its operation (see `_claim_key`).
         self._claims: dict[tuple[str, str], asyncio.Future[None]] = {}
         self._starting: dict[str, asyncio.Future[Session]] = {}  # default session's start
-        # session id -> its person's take-over and the signal that hands it back
-        self._taken: dict[str, tuple[Operation, Once]] = {}
-        self.approvals = approvals.Approvals()  # operations a `confirm` rule holds
+        # What a person does to a session: Stop, take-over, help, approvals.
+        self.person = PersonInTheLoop(journal, sessions, cancel_live=self.cancel_live,
+                                      remember=self._remember)
 
     # -- submit ----------------------------------------------------------------------
 
@@ -265,12 +260,12 @@ class Dispatcher:
         op.note(AWAITING_APPROVAL, {k: request[k] for k in ("what", "why", "rule")})
         if not self.journal.record(op):
             raise self.journal.unavailable()
-        answer = self.approvals.open(op)
+        answer = self.person.approvals.open(op)
         watched: set[asyncio.Future[Any]] = {answer, op.scope.tripped.future}
         try:
             await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            self.approvals.close(op)
+            self.person.approvals.close(op)
         if op.scope.is_tripped or not answer.done() or answer.cancelled():
             reason = op.scope.reason or "cancel"
             verdict = outcome.decide(outcome.Facts(
@@ -310,7 +305,7 @@ class Dispatcher:
         watched: set[asyncio.Future[Any]] = {work, op.scope.tripped.future}
         await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         if not work.done() or _lost_to_the_trip(op, work):
-            await self._interrupt(op, work)
+            await self._end_tripped(op, work)
             return
         self._settle(op, work)
         if recovered and op.result is not None:
@@ -377,7 +372,7 @@ class Dispatcher:
                         hint="`bsk tab list`, then `bsk tab select ID` or `bsk tab new URL`",
                         details={"reason": "tab_gone"}, dispatched="no")
 
-    async def _interrupt(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:
+    async def _end_tripped(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:
         """The scope tripped: stop the handler, run its compensations (bounded, shielded),
         record what happened, and end as `outcome.decide` says."""
         loop = asyncio.get_running_loop()
@@ -488,98 +483,6 @@ class Dispatcher:
 
     def busy(self) -> bool:
         return any(not op.ended for op in self.ops.values())
-
-    # -- a person in the loop (docs/dashboard.md) --------------------------------------
-
-    def interrupt(self, session_id: str, by: str = STOP_PRESSED) -> None:
-        """The user takes the session's tabs (the extension's Stop, a take-over from the
-        dashboard): the agent's dispatched call is cancelled, and its next change is
-        refused once with `user_interrupted`, its message saying `by` whom."""
-        session = self.sessions.sessions.get(session_id)
-        if session is None:
-            return
-        session.user_interrupted = by
-        self.cancel_live("user_interrupt", lambda op: (
-            op.session_id == session_id and op.state != "queued" and not op.by_person))
-
-    def take_over(self, session_id: str) -> Operation:
-        """A person becomes the session's holder: an operation (`take_over`) that goes
-        first in the queue and holds the session until `hand_back`. Idempotent."""
-        session = self.sessions.get(session_id)
-        held = self._taken.get(session_id)
-        if held is not None and not held[0].ended:
-            return held[0]
-        op = Operation(session_id, TAKE_OVER, {})
-        op.scope.arm(TAKE_OVER_MAX_S)
-        released = Once()
-        self._taken[session_id] = (op, released)
-        self._remember(op)
-        self.interrupt(session_id, by=TAKEN_OVER)
-        op.task = asyncio.create_task(self._hold(op, session, released), name=op.op_id)
-        return op
-
-    def hand_back(self, session_id: str) -> Operation | None:
-        """End the person's take-over of the session (None: it had none)."""
-        held = self._taken.get(session_id)
-        if held is None or held[0].ended:
-            return None
-        held[1].set()
-        return held[0]
-
-    def answer_help(self, session_id: str, answer: str) -> str:
-        """The person's Done or Decline to the session's running `request_help`; its op id."""
-        session = self.sessions.get(session_id)
-        holder = session.queue.holder
-        if (session.help_answer is None or session.help_answer.done() or holder is None
-                or holder.tool != "request_help"):
-            raise BskError("invalid_params", f"session: {session_id} has no request for help "
-                           "open", details={"field": "session"})
-        session.help_answer.set_result(answer)
-        return holder.op_id
-
-    def answer_approval(self, op_id: str, answer: str, by: str) -> Operation:
-        """A person's answer to an operation a `confirm` rule holds. Only the dashboard's
-        feed and the extension's link call this, after checking a person gave it
-        (docs/safety.md, Approvals): no tool or API route does."""
-        return self.approvals.answer(op_id, answer, by)
-
-    def taken_by_person(self, session_id: str) -> Operation | None:
-        """The person's take-over holding the session now, if any."""
-        held = self._taken.get(session_id)
-        if held is None or held[0].ended:
-            return None
-        return held[0]
-
-    async def _hold(self, op: Operation, session: Session, released: Once) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            got = await session.queue.acquire(op, wait=True, first=True,
-                                              on_queued=lambda: self.journal.record(op))
-            if got != ACQUIRED:
-                reason = "deadline" if got == TIMED_OUT else op.scope.reason or "cancel"
-                raise BskError("cancelled", "the take-over ended before it began" if
-                               got == CANCELLED else "the session stayed busy past the "
-                               "take-over's deadline", details={"reason": reason})
-            op.state = DISPATCHED
-            op.note(DISPATCHED, "held by a person")
-            self.journal.record(op)
-            started = loop.time()
-            # The scope trips at the take-over's deadline too.
-            await asyncio.wait({released.future, op.scope.tripped.future},
-                               return_when=asyncio.FIRST_COMPLETED)
-            ended_by = ("hand_back" if released.is_set()
-                        else op.scope.reason or "deadline")
-            op.complete({"ended_by": ended_by, "held_s": round(loop.time() - started, 3)},
-                        retry_safe=False)
-        except BskError as e:
-            op.fail(e)
-        finally:
-            session.queue.release(op)
-            if not op.ended:
-                op.fail(BskError("cancelled", "the take-over ended before it began",
-                                 details={"reason": op.scope.reason or "stopped"}))
-            self.journal.record(op)
-            op.done.set()
 
     async def shutdown(self) -> None:
         for op in self.cancel_live("daemon_stopping"):
