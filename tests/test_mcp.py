@@ -7,27 +7,15 @@ import asyncio
 import base64
 import contextlib
 import re
-import sys
-from collections.abc import AsyncIterator
 from typing import Any
 
-from mcp import ClientSession, StdioServerParameters, stdio_client
 from support.cli import Bsk
+from support.mcp import mcp_session as mcp
 from support.pages import ref_of
 from support.wait import wait_until
 
 from browserskill import client as bc
 from browserskill.tools import catalog
-
-
-@contextlib.asynccontextmanager
-async def mcp(bsk: Bsk, *args: str) -> AsyncIterator[ClientSession]:
-    env = {k: v for k, v in bsk.env.items() if k.startswith("BSK_")}
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "browserskill", "mcp", *args], env=env)
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
 
 
 def structured(result: Any) -> dict[str, Any]:

@@ -11,15 +11,13 @@ MCP output of the test is scanned for the value: zero hits.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import html
 import json
 import re
 import stat
 import subprocess
-import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -27,8 +25,8 @@ from urllib.parse import parse_qs, quote, quote_plus, urlsplit
 
 import httpx
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
 from support.cli import BSK, Bsk, CliRun, daemon_pid
+from support.mcp import mcp_session as _mcp
 from support.pages import ref_of
 from support.wait import wait_until
 
@@ -351,14 +349,6 @@ def test_boundaries_over_http(api: httpx.Client, bsk: Bsk, sites: tuple[Site, Si
         "value"]
 
 
-@contextlib.asynccontextmanager
-async def _mcp(bsk: Bsk, *args: str) -> AsyncIterator[ClientSession]:
-    env = {k: v for k, v in bsk.env.items() if k.startswith("BSK_")}
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "browserskill", "mcp", *args], env=env)
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
 
 
 async def test_boundaries_on_by_default_over_mcp(bsk: Bsk, sites: tuple[Site, Site]) -> None:

@@ -12,6 +12,7 @@ import time
 
 from browserskill import contract
 from browserskill.cli.args import script_steps, script_words
+from browserskill.cli.calls import call_request
 from browserskill.cli.transport import DaemonLost, request
 from browserskill.tools.catalog import BY_NAME
 
@@ -48,15 +49,7 @@ def batch_call(client: Client, params: dict[str, Any],
     if resume is not None:
         return ended_early(client, resume[0], commands, resume[1])
     g = client.g
-    body: dict[str, Any] = dict(params)
-    if g.wait:
-        body["wait"] = True
-    if g.timeout:
-        body["timeout_ms"] = int(g.timeout * 1000)
-    batch_id = contract.new_op_id()
-    headers = {"X-Op-Id": batch_id}
-    if g.key:
-        headers["Idempotency-Key"] = g.key
+    body, headers, batch_id = call_request(client, params)  # the id names its steps
     try:
         _, _, answer = client.call(
             "POST", f"/v1/sessions/{g.session}/tools/batch", body, headers=headers,

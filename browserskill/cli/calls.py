@@ -17,20 +17,28 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[str, Any]:
+def call_request(client: Client, params: dict[str, Any]
+                 ) -> tuple[dict[str, Any], dict[str, str], str]:
+    """A tool call's body and headers from its params and the global options, and its op
+    id: named up front, so Ctrl-C can cancel it and report how it ended."""
     g = client.g
-    if g.timeout and spec.timeout_range_s:
-        contract.check_timeout_s(str(g.timeout), " ".join(spec.words), spec.timeout_range_s)
     body = dict(params)
     if g.wait:
         body["wait"] = True
     if g.timeout:
         body["timeout_ms"] = int(g.timeout * 1000)
-    # Naming the operation up front lets Ctrl-C cancel it and report how it ended.
     op_id = contract.new_op_id()
     headers = {"X-Op-Id": op_id}
     if g.key:
         headers["Idempotency-Key"] = g.key
+    return body, headers, op_id
+
+
+def tool_call(client: Client, spec: ToolSpec, params: dict[str, Any]) -> dict[str, Any]:
+    g = client.g
+    if g.timeout and spec.timeout_range_s:
+        contract.check_timeout_s(str(g.timeout), " ".join(spec.words), spec.timeout_range_s)
+    body, headers, op_id = call_request(client, params)
     try:
         _, _, answer = client.call(
             "POST", f"/v1/sessions/{g.session}/tools/{spec.name}", body,
