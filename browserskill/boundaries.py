@@ -31,6 +31,14 @@ PAGE_FIELDS: dict[str, tuple[str, ...]] = {
     "webmcp_invoke": ("output", "exception"),
     "webmcp_list": ("tools[].description", "tools[].title"),
 }
+# In any tool's result: what an action's effects quote of the page (browserskill/
+# effects.py), a dialog's message, a page's title. "a.b": field b of object a.
+ANY_TOOL_FIELDS = (
+    "effects.dom.text_appeared", "effects.dom.text_gone", "effects.dom.appeared[].name",
+    "effects.dom.gone[].name", "effects.dom.states[].name", "effects.dom.states[].changed",
+    "effects.focus.name", "effects.page_errors", "effects.dialog.message",
+    "effects.requests[].url", "effects.navigation.url", "dialog.message", "title",
+)
 
 ENV = "BSK_BOUNDARIES"
 
@@ -85,17 +93,16 @@ def mark(answer: dict[str, Any], nonce: str | None = None) -> dict[str, Any]:
         return {**answer, "result": {**result, "steps": [
             mark(step, nonce) if isinstance(step, dict) else step
             for step in result["steps"]]}}
-    fields = PAGE_FIELDS.get(str(answer.get("tool")))
+    fields = dict.fromkeys(PAGE_FIELDS.get(str(answer.get("tool")), ()) + ANY_TOOL_FIELDS)
     error = answer.get("error")
     page_error = isinstance(error, dict) and error.get("code") == "page_error"
-    if not fields and not page_error:
+    if not isinstance(result, dict) and not page_error:
         return answer
     nonce = nonce or new_nonce()
     out = dict(answer)
-    result = out.get("result")
-    if fields and isinstance(result, dict):
+    if isinstance(result, dict):
         for field in fields:
-            result = _mark_path(result, field.replace("[].", "[]\0").split("\0"), nonce)
+            result = _mark_path(result, field.split("."), nonce)
         out["result"] = result
     if page_error and isinstance(error, dict) and isinstance(error.get("message"), str):
         out["error"] = {**error, "message": wrap(error["message"], nonce)}
