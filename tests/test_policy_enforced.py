@@ -292,8 +292,11 @@ def test_policy_show_prints_the_policy_read_only(guarded: Bsk,
         assert http.get("/v1/daemon").json()["policy"]["active"] is True
     other = guarded.home.parent / "open.json"
     other.write_text("{}")
-    again = guarded.ok("daemon", "start", "--policy", str(other))
-    assert again["already_running"] and "not applied" in again["note"]
+    again = guarded("daemon", "start", "--policy", str(other))  # no silent "ok"
+    assert again.code == 2 and again.json["error"]["details"]["field"] == "policy", again
+    assert "daemon stop" in again.json["error"]["hint"]
+    same = guarded.ok("daemon", "start", "--policy", shown["source"])  # what it runs: fine
+    assert same["already_running"]
     assert guarded.ok("policy", "show")["policy"] == shown
 
 

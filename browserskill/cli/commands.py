@@ -115,6 +115,14 @@ def cmd_daemon_start(client: Client, args: list[str]) -> Any:
     if reachable(paths.socket_file()):
         info = client.call("GET", "/v1/daemon", spawn=False)[2]
         info["already_running"] = True
+        wanted = _policy_of(daemon_args)
+        running = (info.get("policy") or {}).get("source")
+        if wanted is not None and os.path.realpath(wanted) != running:
+            # A script that asked for a policy must not go on believing it is in force.
+            raise invalid("policy", f"the daemon already running (pid {info.get('pid')}) "
+                          f"uses {running or 'no policy'}; a policy is read only when the "
+                          "daemon starts", hint="`bsk daemon stop`, then `bsk daemon start "
+                          f"--policy {wanted}` (sessions end with the daemon)")
         if args:
             info["note"] = "options not applied: stop the daemon first to change them"
         return info
@@ -134,6 +142,16 @@ def _policy_path_absolute(args: list[str]) -> list[str]:
         elif arg.startswith("--policy="):
             out[i] = "--policy=" + os.path.abspath(os.path.expanduser(arg[9:]))
     return out
+
+
+def _policy_of(args: list[str]) -> str | None:
+    """The file `--policy FILE` / `--policy=FILE` names, if given."""
+    for i, arg in enumerate(args):
+        if arg == "--policy" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--policy="):
+            return arg[9:]
+    return None
 
 
 def check_daemon_args(args: list[str]) -> None:
