@@ -122,7 +122,7 @@ def test_diff_lists_the_change_and_refs_from_before_still_act(bsk: Bsk, site: st
     bsk.ok("open", f"{site}/diff.html")
     first = bsk.ok("snapshot", "--diff")["result"]
     assert first["diff"] == {"base": "new_document"}
-    assert first["snapshot"].startswith("[new document:")
+    assert first["snapshot"].startswith("[new document, or a view not snapshotted before")
     full = first["snapshot"]
     count, order = ref_of(full, "button", "Count: 0"), ref_of(full, "button", "Place order")
     pears = ref_of(full, "button", "Remove pears")

@@ -41,8 +41,9 @@ CLICK_EVENTS = frozenset({"click", "dblclick", "auxclick", "contextmenu", "mouse
 MAX_REFS_PER_SESSION = 50_000
 # Documents (and views of them) whose last snapshot a session keeps for `--diff`.
 MAX_DIFF_BASES = 16
-NEW_DOCUMENT_NOTE = ("[new document: no earlier snapshot of it in this session, so the "
-                     "whole snapshot follows; the next --diff shows only changes]")
+NEW_DOCUMENT_NOTE = ("[new document, or a view not snapshotted before (the whole page, "
+                     "--interactive and each --ref keep their own last snapshot): all of "
+                     "it follows; the next --diff with the same options shows only changes]")
 
 
 @dataclass
