@@ -229,3 +229,11 @@ def test_scroll_over_a_row_the_list_recycles_completes(bsk: Bsk, site: str) -> N
     wait_until(lambda: bsk("eval", "document.getElementById('list').scrollTop").value == 400,
                10, "the list to be scrolled by 400 px")
     assert "Row 10" in bsk.ok("snapshot")["result"]["snapshot"]
+
+
+def test_a_web_components_button_is_not_covered_by_its_own_label(bsk: Bsk, site: str) -> None:
+    """Shoelace's sl-button: the slotted label is hit as the host, which is the button too."""
+    bsk.ok("open", f"{site}/shadow_button.html")
+    ref = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Open Dialog")
+    bsk.ok("click", ref)
+    assert bsk("eval", "window.clicks").value == 1

@@ -45,7 +45,12 @@ _LOCATE = """async function(viaLabel, enabledOnly) {
   const root = el.getRootNode();
   const hit = (root.elementFromPoint ? root : document).elementFromPoint(x, y);
   const label = hit && hit.closest && hit.closest("label");
-  const mine = hit && (hit === el || el.contains(hit) || (label && label.control === control));
+  // Text slotted into a shadow tree (a web component's label) is hit as its host: the
+  // hosts around `el` are `el` too at its own centre.
+  let host = root.host, hosting = false;
+  while (host && !hosting) { hosting = hit === host; host = host.getRootNode().host; }
+  const mine = hit && (hit === el || el.contains(hit) || hosting ||
+                       (label && label.control === control));
   if (mine) return {x, y};
   if (!hit) return {covered: "nothing (outside the viewport)"};
   let desc = hit.tagName.toLowerCase();
