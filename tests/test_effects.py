@@ -197,3 +197,14 @@ def test_settle_over_http_is_the_catalog_parameter(page: tuple[Bsk, str],
     assert "effects" not in api.post(url, json={"ref": rename, "settle": 0}).json()["result"]
     bad = api.post(url, json={"ref": rename, "settle": "soon"})
     assert bad.status_code == 400 and bad.json()["error"]["details"]["field"] == "settle"
+
+
+def test_a_form_posted_then_redirected_reports_the_post(bsk: Bsk, site: str) -> None:
+    """The usual post-then-redirect form: the POST that did the work is listed (its 303),
+    before the GET it led to — not only the page that followed."""
+    bsk.ok("open", f"{site}/post_redirect.html")
+    button = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Log in")
+    effects = bsk.ok("click", button)["result"]["effects"]
+    asked = [(r["method"], r["url"].rsplit("/", 1)[-1], r.get("status"))
+             for r in effects["requests"]]
+    assert asked[:2] == [("POST", "login", 303), ("GET", "counter.html", 200)], asked

@@ -286,7 +286,15 @@ def _window_requests(window: Window) -> dict[str, dict[str, Any]]:
 
 
 def _requests(window: Window) -> list[dict[str, Any]]:
-    return sorted(_window_requests(window).values(), key=lambda e: int(e["id"][1:]))
+    """The window's requests in the order they started, each redirect hop as its own (a
+    form's `POST /login 302` before the `GET /home 200` it led to)."""
+    seen = []
+    for entry in window.tab.buffers.network.entries():
+        rid = str(entry.get("id", ""))
+        if rid[1:].isdigit() and int(rid[1:]) > window.requests:
+            seen.append(entry)
+    return sorted(seen, key=lambda e: (int(e["id"][1:]), e.get("state") != "redirected",
+                                       e.get("_start") or 0))
 
 
 def _network_quiet(window: Window, quiet_s: float) -> bool:

@@ -55,6 +55,13 @@ class PagesHandler(SimpleHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
+        if self.path.split("?")[0] == "/form/login":  # post, then redirect (303) to a page
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(303)
+            self.send_header("Location", "/counter.html")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         self.send_error(404)
 
 
