@@ -148,6 +148,17 @@ def test_no_answer_by_the_deadline_is_approval_timeout_and_retry_safe(
     assert agent.ok("snapshot")["status"] == "completed"  # the session is free again
 
 
+def test_a_stale_ref_is_refused_at_once_never_sent_for_approval(agent: Bsk, site: str) -> None:
+    """A person is never asked about a click that can't happen: the page was replaced."""
+    ref = _pay_ref(agent, site)
+    agent.ok("reload")
+    stale = agent("click", ref, "--timeout", "10")
+    assert stale.code == 4 and stale.json["error"]["code"] == "stale_ref", stale.stdout
+    assert "awaiting_approval" not in json.dumps(agent.ok("op", "show",
+                                                          stale.json["op_id"]))
+    assert _page_saw(agent) == []
+
+
 def test_the_agent_cancels_its_held_call_and_nothing_is_sent(agent: Bsk, site: str) -> None:
     ref = _pay_ref(agent, site)
     proc, op_id = _held(agent, ref, "--timeout", "60")

@@ -217,6 +217,7 @@ class Dispatcher:
             if ruling.kind == "deny":  # the person's policy refuses it: nothing is sent
                 raise policy_check.denied(ruling, op.tool)
             if ruling.kind == "confirm":  # a person answers before anything goes out
+                policy_check.check_refs(session, op.params)  # never ask about a stale ref
                 await self._await_approval(op, session, approvals.request(session, op, ruling))
             if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
                 session.backend.before_dispatch()

@@ -15,6 +15,7 @@ from typing import Any
 from browserskill.dispatch.sessions import Session
 from browserskill.errors import BskError
 from browserskill.policy import Verdict
+from browserskill.tools.refs import check_ref, looks_like_ref
 
 # Params that name an element the operation acts on (a ref, or a locator).
 TARGET_PARAMS = ("ref", "source", "target")
@@ -41,6 +42,15 @@ def verdict_for(session: Session, tool: str, params: dict[str, Any]) -> Verdict:
         else:  # a locator, judged once bound (or a ref that will be refused)
             verdicts.append(policy.verdict(tool=tool, url=url))
     return max(verdicts, key=lambda v: _STRICTNESS[v.kind])
+
+
+def check_refs(session: Session, params: dict[str, Any]) -> None:
+    """The refs a held call names must be current before a person is asked about it: a
+    stale or unknown one is refused now (`stale_ref`, `ref_not_found`; nothing sent)."""
+    for key in TARGET_PARAMS:
+        target = params.get(key)
+        if isinstance(target, str) and looks_like_ref(target.strip()):
+            check_ref(session, target.strip())
 
 
 def denied(verdict: Verdict, tool: str) -> BskError:

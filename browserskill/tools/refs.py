@@ -13,7 +13,7 @@ from typing import Any
 
 from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
-from browserskill.dispatch.sessions import RefBinding
+from browserskill.dispatch.sessions import RefBinding, Session
 from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
 
@@ -35,6 +35,11 @@ class Resolved:
 _REF_SHAPE = re.compile(r"^(f\d+)?e\d+$")
 
 
+def looks_like_ref(text: str) -> bool:
+    """`e7`, `f1e7`: a snapshot ref's shape (a locator has another)."""
+    return bool(_REF_SHAPE.match(text))
+
+
 def not_a_ref_hint(ref: str) -> str:
     """What to do about an unknown ref; a CSS selector or text passed as one gets told
     to say what it is (a locator), since no snapshot will ever give it a ref."""
@@ -54,17 +59,23 @@ def _stale(ref: str, why: str) -> BskError:
 
 def check_binding(ctx: ToolContext, ref: str) -> tuple[Tab, RefBinding]:
     """What can be known without asking the browser: is the ref ours, here, current?"""
-    binding = ctx.session.refs.get(ref)
+    return check_ref(ctx.session, ref)
+
+
+def check_ref(session: Session, ref: str) -> tuple[Tab, RefBinding]:
+    """`check_binding` for a session (the dispatcher asks it before holding a call for a
+    person: a call whose ref is stale is refused at once, never sent for approval)."""
+    binding = session.refs.get(ref)
     if binding is None:
         raise BskError("ref_not_found", f"no ref {ref!r} in this session's snapshots",
                        hint=not_a_ref_hint(ref), details={"ref": ref}, dispatched="no")
-    if binding.tab_id != ctx.session.current_tab_id:
+    if binding.tab_id != session.current_tab_id:
         raise BskError(
             "ref_not_found", f"ref {ref} belongs to tab {binding.tab_id}, not the current tab",
             hint=f"`bsk tab select {binding.tab_id}` first, or snapshot this tab",
             details={"ref": ref, "tab_id": binding.tab_id}, dispatched="no",
         )
-    tab = ctx.session.tabs.get(binding.tab_id)
+    tab = session.tabs.get(binding.tab_id)
     if tab is None or tab.gone:
         raise _stale(ref, "its tab is closed")
     if tab.frames.get(binding.frame_id) != binding.loader_id:
