@@ -45,7 +45,7 @@ _TABLE = [
     Code("denied_by_policy", 403, 13, "no", True,
          "a deny rule of the person's policy refuses this operation; nothing was sent"),
     Code("denied", 403, 14, "no", False,
-         "a person denied it (a policy `confirm` rule held it for approval): nothing was sent"),
+         "denied where approvals are given (a policy `confirm` rule held it): nothing sent"),
     Code("approval_timeout", 408, 15, "no", True,
          "no person approved it before its deadline (a policy `confirm` rule held it): "
          "nothing was sent"),

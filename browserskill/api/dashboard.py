@@ -546,7 +546,8 @@ class _Feed:
         dispatcher = self.dash.daemon.dispatcher
         op = dispatcher.person.approvals.get(op_id)
         if kind == "deny":  # a refusal needs no check: any page may stop an action
-            dispatcher.person.answer_approval(op_id, "deny", "a person in the dashboard")
+            # Any page showing the dashboard may deny (it only stops a call): not "a person"
+            dispatcher.person.answer_approval(op_id, "deny", "the dashboard")
             return {"op_id": op_id}
         loop = asyncio.get_running_loop()
         if kind == "approve":

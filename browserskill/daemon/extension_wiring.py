@@ -60,7 +60,7 @@ def wire(hub: ExtensionHub, sessions: SessionManager, dispatcher: Dispatcher) ->
     def approval_answer(session_ids: set[str], op_id: str, answer: str) -> None:
         with contextlib.suppress(BskError):  # answered, cancelled or timed out meanwhile
             if person.approvals.get(op_id).session_id in session_ids:
-                person.answer_approval(op_id, answer, "a person in the extension's popup")
+                person.answer_approval(op_id, answer, "the extension's popup")
 
     def approvals_changed() -> None:
         show_approvals(hub, [

@@ -278,7 +278,7 @@ class Dispatcher:
         op.approval = {**request, "answer": said, "by": by}
         op.note("approved" if said == approvals.APPROVE else "denied", by)
         if said != approvals.APPROVE:
-            raise BskError("denied", f"a person denied {request['what']}: nothing was sent",
+            raise BskError("denied", f"{request['what']} was denied in {by}: nothing was sent",
                            hint="don't try it another way; ask the user what to do",
                            details={"rule": request["rule"], "by": by}, dispatched="no")
         op.state = was
