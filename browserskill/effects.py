@@ -230,7 +230,10 @@ def effects_line(effects: dict[str, Any]) -> str:
     threw = "".join(f"; the page threw: {_quote(e, 80)}"
                     for e in (effects.get("page_errors") or [])[:1])
     if effects.get("none"):
-        return "nothing on the page changed" + threw
+        # Watched only until the page failed to react (REACTION_MS): say so, so a change
+        # that comes later is not taken as never coming (`--settle MS` waits for it).
+        brief = effects.get("watched_ms", QUIET_MS) < QUIET_MS
+        return "nothing on the page changed" + (" at once" if brief else "") + threw
     dom = effects.get("dom") or {}
     parts: list[str] = []
     for text in dom.get("text_appeared", [])[:2]:
