@@ -650,7 +650,8 @@ def test_http_integral_numbers_count_as_integers(api: httpx.Client, agent: Bsk) 
                       "invalid_params", field="timeout_ms")
 
 
-@pytest.mark.parametrize("url", ["::::", "https://::::", "http://host:99999/", "https://a b/"])
+@pytest.mark.parametrize("url", ["::::", "https://::::", "http://host:99999/", "https://a b/",
+                                 "javascript:alert(1)"])
 def test_an_unusable_url_is_refused_before_anything_is_sent(bsk: Bsk, url: str) -> None:
     """`open '::::'` once went to Chromium and came back action_failed, dispatched."""
     for words in (("open",), ("tab", "new")):

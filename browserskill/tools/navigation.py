@@ -22,6 +22,9 @@ def normalize_url(url: str) -> str:
     """The URL `open` and `tab new` navigate to, or invalid_params before anything is sent.
     Schemes are case-insensitive (RFC 3986 §3.1): `HTTP://X` is `http://X`."""
     given = url = url.strip()
+    if url[:11].lower() == "javascript:":  # not a place to go: script to run
+        raise invalid("url", f"{given!r} runs script in the page; it is not a page to open",
+                      hint="run script with `bsk eval EXPRESSION`")
     scheme = next((s for s in _SCHEMES if url[:len(s)].lower() == s), None)
     if scheme:
         url = scheme + url[len(scheme):]
