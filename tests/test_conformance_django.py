@@ -72,6 +72,9 @@ def admin(shared_bsk: Bsk, django_site: DjangoAdmin) -> Iterator[Bsk]:
     if session.ok("open", f"{django_site.admin}login/")["result"]["url"] != django_site.admin:
         done(session, django_site, "log in")
     yield session
+    # The admin's cookies live in the daemon's shared context, on 127.0.0.1 (any port):
+    # gone with the module, so no later test finds a csrftoken it never set.
+    session("cookies", "clear")
     session("session", "stop", "--wait")
 
 

@@ -64,9 +64,10 @@ def test_surfaces_publish_the_one_schema() -> None:
     body = doc["paths"]["/v1/sessions/{sid}/tools/click"]["post"]["requestBody"]
     props = body["content"]["application/json"]["schema"]["properties"]
     assert props["timeout_ms"]["maximum"] == contract.MAX_TIMEOUT_MS
+    # MCP says the per-call options in few words on every tool (its tools/list is pinned
+    # small: tests/test_mcp_footprint.py); the bounds are the daemon's to check.
     mcp_click = next(t for t in mcp_server.tool_definitions() if t.name == "click")
-    assert mcp_click.input_schema["properties"]["timeout_ms"]["maximum"] == \
-        contract.MAX_TIMEOUT_MS
+    assert mcp_click.input_schema["properties"]["timeout_ms"]["type"] == "integer"
 
 
 @pytest.mark.parametrize(("text", "ok"), [

@@ -15,8 +15,10 @@ WORKER = "\n".join((ROOT / "extension" / f"{name}.js").read_text(encoding="utf-8
                    ("background", "connection", "relay", "focus", "ui", "state", "tabs"))
 LIB = (ROOT / "extension" / "lib.js").read_text(encoding="utf-8")
 DOCS = (ROOT / "docs" / "extension.md").read_text(encoding="utf-8")
+# The daemon's side of the protocol (a CDP filter's `"type": "page"` elsewhere is no message).
 PYTHON = "\n".join(p.read_text(encoding="utf-8")
-                   for p in (ROOT / "browserskill" / "browser").glob("*.py"))
+                   for p in (ROOT / "browserskill" / "browser").glob("*.py")
+                   if p.name.startswith(("extension", "agent_window")))
 
 
 def worker_ops() -> set[str]:

@@ -59,6 +59,8 @@ DAEMON_MESSAGES: dict[str, str] = {
     "sessions": "the Agent Windows' sessions the daemon still has after reconciling",
     "pong": "the answer to a ping",
     "abort": "stop a running cdp_sequence before its next command ({of: id})",
+    "approvals": "the calls of the browser's sessions held for a person's approval "
+                 "({pending: [{op_id, session_id, tool, what, why}]}), on every change",
 }
 # Messages without an id, extension → daemon.
 EXTENSION_MESSAGES: dict[str, str] = {
@@ -72,6 +74,8 @@ EXTENSION_MESSAGES: dict[str, str] = {
     "interrupt": "the user pressed Stop in an agent tab's overlay ({session_id})",
     "help_answer": "the user pressed Done or Decline on a request for help in an agent "
                    "tab's overlay ({session_id, answer})",
+    "approval_answer": "the user pressed Approve or Deny on a held call in the popup "
+                       "({op_id, answer})",
 }
 # Error codes of the extension's answers.
 ERROR_CODES: dict[str, str] = {
