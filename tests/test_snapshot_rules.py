@@ -177,3 +177,21 @@ def test_names_agree_with_chromiums_accessibility_tree(bsk: Bsk, site: str,
             f"{role} {name!r}: Chromium names it otherwise: "
             f"{sorted(n for r, n in chromium_names if r in roles)}")
     assert checked
+
+
+def test_refs_an_actions_effects_gave_are_never_given_again(bsk: Bsk, site: str) -> None:
+    """A click's effects give refs to what appeared (Tom Select's dropdown options); the
+    next document's snapshot numbers on after them, so no ref names two elements (the
+    conformance suite's next task read a ref bound to the page before: stale_ref)."""
+    bsk.ok("open", f"{site}/snap_delegated.html")
+    bsk.ok("eval", "const b = Object.assign(document.createElement('button'), {textContent:"
+                   " 'Open'}); b.onclick = () => { for (const n of ['One', 'Two', 'Three'])"
+                   " document.body.append(Object.assign(document.createElement('button'),"
+                   " {textContent: n})); }; document.body.prepend(b); 1")
+    appeared = bsk.ok("click", ref_of(snap(bsk), "button", "Open"))["result"]["effects"]
+    given = {a["ref"] for a in appeared["dom"]["appeared"]}
+    assert len(given) == 3, appeared
+    bsk.ok("open", f"{site}/snap_delegated.html")  # a new document of the same page
+    text = snap(bsk)
+    assert not given & set(re.findall(r"\[ref=(e\d+)\]", text)), (given, text)
+    bsk.ok("click", ref_of(text, "listitem", "Item 2"))  # bound to this document

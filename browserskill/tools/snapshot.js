@@ -837,14 +837,19 @@
   if (options.describe) return locatorFor(options.describe);
   // Elements as the snapshot names them, for an action's effects (tools/effects.js):
   // [role, name, ref]; a ref is given where asked (`[el, true]`) and the role gets one.
-  if (options.names) return JSON.stringify({next, names: options.names.map(([el, give]) => {
-    const found = roleAndName(el);
-    if (!found) return null;
-    const held = bsk.byEl.get(el);
-    const ref = held && bsk.refs.get(held) === el ? held
-      : give && (REF_ROLES.has(found[0]) || INFERRED_ROLES.has(found[0])) ? refFor(el) : null;
-    return [found[0], found[1], ref];
-  })});
+  // `next` is read after the names are given their refs: the daemon numbers the next
+  // snapshot from it, and refs are kept per document (a stale count reissued them).
+  if (options.names) {
+    const names = options.names.map(([el, give]) => {
+      const found = roleAndName(el);
+      if (!found) return null;
+      const held = bsk.byEl.get(el);
+      const ref = held && bsk.refs.get(held) === el ? held
+        : give && (REF_ROLES.has(found[0]) || INFERRED_ROLES.has(found[0])) ? refFor(el) : null;
+      return [found[0], found[1], ref];
+    });
+    return JSON.stringify({next, names});
+  }
 
   if (options.locate) {
     const {kind, value, name} = options.locate;
