@@ -195,3 +195,15 @@ def test_refs_an_actions_effects_gave_are_never_given_again(bsk: Bsk, site: str)
     text = snap(bsk)
     assert not given & set(re.findall(r"\[ref=(e\d+)\]", text)), (given, text)
     bsk.ok("click", ref_of(text, "listitem", "Item 2"))  # bound to this document
+
+
+def test_a_select_a_library_replaced_leaves_its_options_to_the_library(
+        bsk: Bsk, site: str) -> None:
+    """Tom Select keeps the native <select multiple> clipped to nothing and draws its own
+    options: the first "Texas" option with a ref is the one a person clicks (the clipped
+    one's was covered by the library's input)."""
+    bsk.ok("open", f"{site}/snap_replaced.html")
+    text = snap(bsk)
+    assert re.search(r'^ *- option "Texas"$', text, re.M), text  # shown, without a ref
+    bsk.ok("click", ref_of(text, "option", "Texas"))
+    assert bsk("eval", "document.getElementById('select-state').value").value == "TX"

@@ -588,14 +588,15 @@
   const GUESS_ROLES = new Set(["button", "link", "menuitem", "tab", "clickable", "treeitem",
                                "switch", "draggable", "focusable"]);
 
-  // A block of two or more controls and nothing else, at least two of them icons (no
-  // name of their own): a toolbar, kept as one group so they can be told apart by place.
+  // A block of two or more controls and nothing else, at least two of them icons (things
+  // to click with no name of their own; an unnamed list box is no icon): a toolbar,
+  // kept as one group so they can be told apart by place.
   function iconRow(nodes) {
     if (nodes.length < 2) return false;
     let icons = 0;
     for (const n of nodes) {
       if (n[0] === "text" || !n[4]) return false;
-      if (!n[1] || n[3].includes("guessed name")) icons++;
+      if (GUESS_ROLES.has(n[0]) && (!n[1] || n[3].includes("guessed name"))) icons++;
     }
     return icons >= 2;
   }
@@ -616,8 +617,10 @@
         node[5] = bsk.iframes.length;  // index: the caller splices the frame's tree in
         bsk.iframes.push(el);
       } else if (el.localName === "select") {
-        // A list box's options are clicked (ctrl-click, double-click): each has a ref.
-        const listbox = role === "listbox";
+        // A list box's options are clicked (ctrl-click, double-click): each has a ref,
+        // unless the list box is clipped to nothing: a library hid it for screen readers
+        // and draws its own (Tom Select, Select2), whose options are the ones to click.
+        const listbox = role === "listbox" && !clippedAway(el);
         for (const opt of el.options) {
           node[5].push(["option", clean(opt.textContent), null,
                         opt.selected ? ["selected"] : [], listbox ? refFor(opt) : null, []]);
@@ -628,6 +631,14 @@
       out.push(node);
       out.joinable = false;
     }
+  }
+
+  // Visually hidden (the "sr-only" pattern: clipped away, or a box of a pixel or less).
+  function clippedAway(el) {
+    const box = el.getBoundingClientRect();
+    if (box.width <= 1 || box.height <= 1) return true;
+    const style = getComputedStyle(el);
+    return style.clip === "rect(0px, 0px, 0px, 0px)" || /^inset\(50%/.test(style.clipPath);
   }
 
   // An element that is interactive without an actionable role: a ref and a role-like
