@@ -207,3 +207,18 @@ def test_a_select_a_library_replaced_leaves_its_options_to_the_library(
     assert re.search(r'^ *- option "Texas"$', text, re.M), text  # shown, without a ref
     bsk.ok("click", ref_of(text, "option", "Texas"))
     assert bsk("eval", "document.getElementById('select-state').value").value == "TX"
+
+
+def test_a_listening_dialogs_ref_is_kept(bsk: Bsk, site: str) -> None:
+    """Bootstrap's modal listens for clicks on its backdrop and holds its buttons: the
+    dialog's ref it shows stays its ref (it was taken back from the registry, so the
+    next snapshot renumbered it and the one read was stale)."""
+    bsk.ok("open", f"{site}/snap_delegated.html")
+    bsk.ok("eval", "const d = Object.assign(document.createElement('div'), {role: 'dialog',"
+                   " innerHTML: '<button>Close</button><button>Save changes</button>'});"
+                   " d.setAttribute('role', 'dialog'); d.setAttribute('aria-label', 'Modal');"
+                   " d.addEventListener('click', () => {}); document.body.append(d); 1")
+    first = snap(bsk)
+    dialog = ref_of(first, "dialog", "Modal")
+    assert ref_of(snap(bsk), "dialog", "Modal") == dialog
+    assert "Save changes" in str(bsk.ok("snapshot", "--ref", dialog)["result"]["snapshot"])

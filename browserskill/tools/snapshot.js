@@ -665,8 +665,12 @@
                        !HANDLER_ATTRS.some(a => el.hasAttribute(a)) && actionableIn(kids, null) > 1;
     if ((why === "cursor" && actionableIn(kids, name)) || delegating ||
         (why === "item" && actionableIn(kids, null))) {
-      if (known !== ref) { bsk.refs.delete(ref); bsk.byEl.delete(el); }
       const shown = role && role !== "generic" && role !== "paragraph" && role !== "rowgroup";
+      // A ref shown (a dialog's, Bootstrap's modal listening for backdrop clicks) stays
+      // in the registry: only one that is not shown is taken back.
+      if (known !== ref && !(shown && REF_ROLES.has(role))) {
+        bsk.refs.delete(ref); bsk.byEl.delete(el);
+      }
       if (shown) {
         out.push([role, nameOf(el, role), null, [], REF_ROLES.has(role) ? ref : null, kids]);
       } else {
