@@ -27,6 +27,10 @@ def test_text_is_joined_as_rendered(bsk: Bsk, site: str) -> None:
     text = snap(bsk)
     # jQuery UI datepicker's title: two spans and an &nbsp; between them.
     assert "- text: December 2016\n" in text, text
+    # Its day cells listen, their links are clicked: one ref per day, the link's.
+    assert len(re.findall(r'"15".*\[ref=', text)) == 1, text
+    bsk.ok("click", ref_of(text, "link", "15"))
+    assert bsk("eval", "window.picked").value == "15"
     # Spaces between inline elements kept, none added where the page has none.
     assert "- text: Total: 42 items, nospace\n" in text, text
     # Block boundaries break lines.

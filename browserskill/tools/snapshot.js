@@ -663,7 +663,14 @@
     const delegating = items ? actionableIn(kids, null) > 0 :
                        why === "click" && !ownCursor &&
                        !HANDLER_ATTRS.some(a => el.hasAttribute(a)) && actionableIn(kids, null) > 1;
-    if ((why === "cursor" && actionableIn(kids, name)) || delegating ||
+    // A listener on a wrapper of one control named as it is (jQuery UI datepicker's day
+    // <td> around its link): the control is what a person clicks, and the click reaches
+    // the listener; two refs of one name for one thing only make an agent guess. Not a
+    // custom element's host (Shoelace's <sl-button>): it is the control its page uses.
+    const wraps = why === "click" && name !== "" && !el.shadowRoot &&
+                  actionableIn(kids, null) === 1 &&
+                  actionableIn(kids, name) === 1;
+    if ((why === "cursor" && actionableIn(kids, name)) || delegating || wraps ||
         (why === "item" && actionableIn(kids, null))) {
       const shown = role && role !== "generic" && role !== "paragraph" && role !== "rowgroup";
       // A ref shown (a dialog's, Bootstrap's modal listening for backdrop clicks) stays
