@@ -372,8 +372,16 @@
         if (w) return w;
       }
     }
+    // Last, the control's own class words (flatpickr's `flatpickr-prev-month`), skipping
+    // states and generated hashes (`css-1dimb5e`).
+    for (const c of el.classList) {
+      if (/\d/.test(c) || STATE_CLASS.test(c)) continue;
+      const w = hintWords(c);
+      if (w.length > 2) return w;
+    }
     return "";
   }
+  const STATE_CLASS = /^(?:is-|has-|js-|ng-|v-|x-)|^(?:active|disabled|selected|open|opened|show|shown|hidden|hide|focus|focused|hover|visible|in|fade|collapsed|current|clickable|pointer|icon|btn|button|link)$/;
 
   function states(el, role) {
     const out = [];
