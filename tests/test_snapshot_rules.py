@@ -72,6 +72,8 @@ def test_icons_are_named_from_their_hints_and_stay_grouped(bsk: Bsk, site: str) 
         assert f'- clickable "{guess}" [guessed name] [ref=' in icons, icons
     # A Material Icons ligature is the icon's own text: a name, not a guess.
     assert '- clickable "delete" [ref=' in icons, icons
+    # Last, the control's own class words (flatpickr's month arrow).
+    assert re.search(r'- clickable "flatpickr prev month" \[guessed name\] \[ref=', text), text
     # An SVG's <title> names its button (accname), no guess.
     assert re.search(r'^- button "Close" \[ref=', text, re.M), text
     bsk.ok("click", ref_of(text, "clickable", "printer"))
