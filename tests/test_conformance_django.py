@@ -108,18 +108,15 @@ def test_add_user(admin: Bsk, django_site: DjangoAdmin) -> None:
     assert django_site.value("SELECT count(*) FROM auth_user WHERE username = 'alice'") == 1
 
 
-@known_defect("add a user (interactive snapshot)")
 def test_add_user_interactive_snapshot_shows_the_success_message(
         admin: Bsk, django_site: DjangoAdmin) -> None:
     done(admin, django_site, "add a user (interactive snapshot)")
 
 
-@known_defect("two-list selector, filter")
 def test_selector_filter_box(admin: Bsk, django_site: DjangoAdmin) -> None:
     done(admin, django_site, "two-list selector, filter")
 
 
-@known_defect("two-list selector, choose")
 def test_selector_choose_a_group(admin: Bsk, django_site: DjangoAdmin) -> None:
     done(admin, django_site, "two-list selector, choose")
     assert django_site.rows(
@@ -138,7 +135,6 @@ def test_changelist_filter(admin: Bsk, django_site: DjangoAdmin) -> None:
     done(admin, django_site, "changelist filter")
 
 
-@known_defect("changelist search")
 def test_changelist_search(admin: Bsk, django_site: DjangoAdmin) -> None:
     done(admin, django_site, "changelist search")
 
@@ -151,8 +147,6 @@ def test_bulk_delete_through_the_confirmation_page(admin: Bsk,
     assert django_site.value("SELECT count(*) FROM events_event") >= 5  # only those two
 
 
-@pytest.mark.xfail(strict=True, reason="href=\"#\" shown as what it is (issue 24 item 3): "
-                   "the current page shows as its url=, so it reads as navigation")
 def test_hash_link_does_not_read_as_navigation(admin: Bsk, django_site: DjangoAdmin) -> None:
     page = "/admin/events/event/add/"
     admin.ok("open", django_site.url + page)

@@ -27,6 +27,10 @@ def test_text_is_joined_as_rendered(bsk: Bsk, site: str) -> None:
     text = snap(bsk)
     # jQuery UI datepicker's title: two spans and an &nbsp; between them.
     assert "- text: December 2016\n" in text, text
+    # Its day cells listen, their links are clicked: one ref per day, the link's.
+    assert len(re.findall(r'"15".*\[ref=', text)) == 1, text
+    bsk.ok("click", ref_of(text, "link", "15"))
+    assert bsk("eval", "window.picked").value == "15"
     # Spaces between inline elements kept, none added where the page has none.
     assert "- text: Total: 42 items, nospace\n" in text, text
     # Block boundaries break lines.
@@ -68,6 +72,8 @@ def test_icons_are_named_from_their_hints_and_stay_grouped(bsk: Bsk, site: str) 
         assert f'- clickable "{guess}" [guessed name] [ref=' in icons, icons
     # A Material Icons ligature is the icon's own text: a name, not a guess.
     assert '- clickable "delete" [ref=' in icons, icons
+    # Last, the control's own class words (flatpickr's month arrow).
+    assert re.search(r'- clickable "flatpickr prev month" \[guessed name\] \[ref=', text), text
     # An SVG's <title> names its button (accname), no guess.
     assert re.search(r'^- button "Close" \[ref=', text, re.M), text
     bsk.ok("click", ref_of(text, "clickable", "printer"))
@@ -177,3 +183,48 @@ def test_names_agree_with_chromiums_accessibility_tree(bsk: Bsk, site: str,
             f"{role} {name!r}: Chromium names it otherwise: "
             f"{sorted(n for r, n in chromium_names if r in roles)}")
     assert checked
+
+
+def test_refs_an_actions_effects_gave_are_never_given_again(bsk: Bsk, site: str) -> None:
+    """A click's effects give refs to what appeared (Tom Select's dropdown options); the
+    next document's snapshot numbers on after them, so no ref names two elements (the
+    conformance suite's next task read a ref bound to the page before: stale_ref)."""
+    bsk.ok("open", f"{site}/snap_delegated.html")
+    bsk.ok("eval", "const b = Object.assign(document.createElement('button'), {textContent:"
+                   " 'Open'}); b.onclick = () => { for (const n of ['One', 'Two', 'Three'])"
+                   " document.body.append(Object.assign(document.createElement('button'),"
+                   " {textContent: n})); }; document.body.prepend(b); 1")
+    appeared = bsk.ok("click", ref_of(snap(bsk), "button", "Open"))["result"]["effects"]
+    given = {a["ref"] for a in appeared["dom"]["appeared"]}
+    assert len(given) == 3, appeared
+    bsk.ok("open", f"{site}/snap_delegated.html")  # a new document of the same page
+    text = snap(bsk)
+    assert not given & set(re.findall(r"\[ref=(e\d+)\]", text)), (given, text)
+    bsk.ok("click", ref_of(text, "listitem", "Item 2"))  # bound to this document
+
+
+def test_a_select_a_library_replaced_leaves_its_options_to_the_library(
+        bsk: Bsk, site: str) -> None:
+    """Tom Select keeps the native <select multiple> clipped to nothing and draws its own
+    options: the first "Texas" option with a ref is the one a person clicks (the clipped
+    one's was covered by the library's input)."""
+    bsk.ok("open", f"{site}/snap_replaced.html")
+    text = snap(bsk)
+    assert re.search(r'^ *- option "Texas"$', text, re.M), text  # shown, without a ref
+    bsk.ok("click", ref_of(text, "option", "Texas"))
+    assert bsk("eval", "document.getElementById('select-state').value").value == "TX"
+
+
+def test_a_listening_dialogs_ref_is_kept(bsk: Bsk, site: str) -> None:
+    """Bootstrap's modal listens for clicks on its backdrop and holds its buttons: the
+    dialog's ref it shows stays its ref (it was taken back from the registry, so the
+    next snapshot renumbered it and the one read was stale)."""
+    bsk.ok("open", f"{site}/snap_delegated.html")
+    bsk.ok("eval", "const d = Object.assign(document.createElement('div'), {role: 'dialog',"
+                   " innerHTML: '<button>Close</button><button>Save changes</button>'});"
+                   " d.setAttribute('role', 'dialog'); d.setAttribute('aria-label', 'Modal');"
+                   " d.addEventListener('click', () => {}); document.body.append(d); 1")
+    first = snap(bsk)
+    dialog = ref_of(first, "dialog", "Modal")
+    assert ref_of(snap(bsk), "dialog", "Modal") == dialog
+    assert "Save changes" in str(bsk.ok("snapshot", "--ref", dialog)["result"]["snapshot"])

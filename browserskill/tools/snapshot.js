@@ -33,7 +33,7 @@
   // Nodes (their arrays) that got a ref for being interactive without an actionable role:
   // --interactive keeps them.
   const INFERRED = new Set();
-  // A listened container's items (delegatedItems), asked once per container.
+  // A listened container's items (delegatedItems), found once per container, as a Set.
   const ITEMS = new Map();
   // Text nodes and containers --interactive keeps as context (status-like messages).
   const CONTEXT = new Set();
@@ -149,7 +149,10 @@
   // one tag (a table's rows through its row groups), making most of its children, none
   // with a listener, handler or actionable role of its own. null when there are none.
   function delegatedItems(el) {
-    if (!ITEMS.has(el)) ITEMS.set(el, findItems(el));
+    if (!ITEMS.has(el)) {
+      const found = findItems(el);
+      ITEMS.set(el, found && new Set(found));
+    }
     return ITEMS.get(el);
   }
   function findItems(el) {
@@ -177,7 +180,7 @@
         ACTIONABLE.has(roleOf(host)))
       return false;
     const items = delegatedItems(host);
-    return items !== null && items.includes(el);
+    return items !== null && items.has(el);
   }
 
   function inferredRole(el, role, why) {
@@ -369,8 +372,16 @@
         if (w) return w;
       }
     }
+    // Last, the control's own class words (flatpickr's `flatpickr-prev-month`), skipping
+    // states and generated hashes (`css-1dimb5e`).
+    for (const c of el.classList) {
+      if (/\d/.test(c) || STATE_CLASS.test(c)) continue;
+      const w = hintWords(c);
+      if (w.length > 2) return w;
+    }
     return "";
   }
+  const STATE_CLASS = /^(?:is-|has-|js-|ng-|v-|x-)|^(?:active|disabled|selected|open|opened|show|shown|hidden|hide|focus|focused|hover|visible|in|fade|collapsed|current|clickable|pointer|icon|btn|button|link)$/;
 
   function states(el, role) {
     const out = [];
@@ -588,46 +599,55 @@
   const GUESS_ROLES = new Set(["button", "link", "menuitem", "tab", "clickable", "treeitem",
                                "switch", "draggable", "focusable"]);
 
-  // A block of two or more controls and nothing else, at least two of them icons (no
-  // name of their own): a toolbar, kept as one group so they can be told apart by place.
+  // A block of two or more controls and nothing else, at least two of them icons (things
+  // to click with no name of their own; an unnamed list box is no icon): a toolbar,
+  // kept as one group so they can be told apart by place.
   function iconRow(nodes) {
     if (nodes.length < 2) return false;
     let icons = 0;
     for (const n of nodes) {
       if (n[0] === "text" || !n[4]) return false;
-      if (!n[1] || n[3].includes("guessed name")) icons++;
+      if (GUESS_ROLES.has(n[0]) && (!n[1] || n[3].includes("guessed name"))) icons++;
     }
     return icons >= 2;
   }
 
   // A named node (a role of its own): its line, then its content.
   function item(el, role, out, parentText, inActionable) {
-    {
-      let name = nameOf(el, role);
-      // States matter on what an agent acts on; elsewhere only when ARIA says so.
-      const stateful = ACTIONABLE.has(role) || role === "heading" || el.attributes.length > 0
-                       || el === focused;
-      const guess = !name && GUESS_ROLES.has(role) ? guessedName(el) : "";
-      if (guess) name = guess;
-      const node = [role, name, valueOf(el, role), stateful ? states(el, role) : [],
-                    REF_ROLES.has(role) ? refFor(el) : null, []];
-      if (guess) node[3].unshift("guessed name");
-      if (role === "iframe") {
-        node[5] = bsk.iframes.length;  // index: the caller splices the frame's tree in
-        bsk.iframes.push(el);
-      } else if (el.localName === "select") {
-        // A list box's options are clicked (ctrl-click, double-click): each has a ref.
-        const listbox = role === "listbox";
-        for (const opt of el.options) {
-          node[5].push(["option", clean(opt.textContent), null,
-                        opt.selected ? ["selected"] : [], listbox ? refFor(opt) : null, []]);
-        }
-      } else if (!(el.localName === "input" || el.localName === "textarea")) {
-        walk(el, node[5], name, inActionable || ACTIONABLE.has(role));
+    let name = nameOf(el, role);
+    // States matter on what an agent acts on; elsewhere only when ARIA says so.
+    const stateful = ACTIONABLE.has(role) || role === "heading" || el.attributes.length > 0
+                     || el === focused;
+    const guess = !name && GUESS_ROLES.has(role) ? guessedName(el) : "";
+    if (guess) name = guess;
+    const node = [role, name, valueOf(el, role), stateful ? states(el, role) : [],
+                  REF_ROLES.has(role) ? refFor(el) : null, []];
+    if (guess) node[3].unshift("guessed name");
+    if (role === "iframe") {
+      node[5] = bsk.iframes.length;  // index: the caller splices the frame's tree in
+      bsk.iframes.push(el);
+    } else if (el.localName === "select") {
+      // A list box's options are clicked (ctrl-click, double-click): each has a ref,
+      // unless the list box is clipped to nothing: a library hid it for screen readers
+      // and draws its own (Tom Select, Select2), whose options are the ones to click.
+      const listbox = role === "listbox" && !clippedAway(el);
+      for (const opt of el.options) {
+        node[5].push(["option", clean(opt.textContent), null,
+                      opt.selected ? ["selected"] : [], listbox ? refFor(opt) : null, []]);
       }
-      out.push(node);
-      out.joinable = false;
+    } else if (!(el.localName === "input" || el.localName === "textarea")) {
+      walk(el, node[5], name, inActionable || ACTIONABLE.has(role));
     }
+    out.push(node);
+    out.joinable = false;
+  }
+
+  // Visually hidden (the "sr-only" pattern: clipped away, or a box of a pixel or less).
+  function clippedAway(el) {
+    const box = el.getBoundingClientRect();
+    if (box.width <= 1 || box.height <= 1) return true;
+    const style = getComputedStyle(el);
+    return style.clip === "rect(0px, 0px, 0px, 0px)" || /^inset\(50%/.test(style.clipPath);
   }
 
   // An element that is interactive without an actionable role: a ref and a role-like
@@ -652,10 +672,21 @@
     const delegating = items ? actionableIn(kids, null) > 0 :
                        why === "click" && !ownCursor &&
                        !HANDLER_ATTRS.some(a => el.hasAttribute(a)) && actionableIn(kids, null) > 1;
-    if ((why === "cursor" && actionableIn(kids, name)) || delegating ||
+    // A listener on a wrapper of one control named as it is (jQuery UI datepicker's day
+    // <td> around its link): the control is what a person clicks, and the click reaches
+    // the listener; two refs of one name for one thing only make an agent guess. Not a
+    // custom element's host (Shoelace's <sl-button>): it is the control its page uses.
+    const wraps = why === "click" && name !== "" && !el.shadowRoot &&
+                  actionableIn(kids, null) === 1 &&
+                  actionableIn(kids, name) === 1;
+    if ((why === "cursor" && actionableIn(kids, name)) || delegating || wraps ||
         (why === "item" && actionableIn(kids, null))) {
-      if (known !== ref) { bsk.refs.delete(ref); bsk.byEl.delete(el); }
       const shown = role && role !== "generic" && role !== "paragraph" && role !== "rowgroup";
+      // A ref shown (a dialog's, Bootstrap's modal listening for backdrop clicks) stays
+      // in the registry: only one that is not shown is taken back.
+      if (known !== ref && !(shown && REF_ROLES.has(role))) {
+        bsk.refs.delete(ref); bsk.byEl.delete(el);
+      }
       if (shown) {
         out.push([role, nameOf(el, role), null, [], REF_ROLES.has(role) ? ref : null, kids]);
       } else {
@@ -837,6 +868,8 @@
   if (options.describe) return locatorFor(options.describe);
   // Elements as the snapshot names them, for an action's effects (tools/effects.js):
   // [role, name, ref]; a ref is given where asked (`[el, true]`) and the role gets one.
+  // `next` is read after the names are given their refs: the daemon numbers the next
+  // snapshot from it, and refs are kept per document (a stale count reissued them).
   if (options.names) {
     const names = options.names.map(([el, give]) => {
       const found = roleAndName(el);

@@ -193,7 +193,11 @@ async def read_frame(ctx: ToolContext, tab: Tab, frame_id: str, *, root_ref: str
                        dispatched="no")
     session = ctx.session
     for ref, role, name in value["refs"]:
-        if ref not in session.refs:
+        held = session.refs.get(ref)
+        # A ref the page's registry holds is this document's (refs are kept per
+        # document): bound to it even if an older binding of that name lingers.
+        if held is None or (held.tab_id, held.frame_id, held.loader_id) != (
+                tab.tab_id, frame_id, loader):
             session.refs[ref] = RefBinding(tab.tab_id, frame_id, loader, role, name)
     children: dict[int, FrameView] = {}
 

@@ -42,9 +42,6 @@ from typing import Any
 
 SCROLL_TRIES = 40
 
-_GLUED_TEXT = "text joined as rendered (issue 24 item 3): inline spans and &nbsp; lose their space"
-_DELEGATED = ("refs for the children a delegated listener serves (issue 24 item 3): the list "
-              "has the listener, its items get no ref")
 _LIBRARY_MARKERS = ("refs for the libraries' own markers of sortable, draggable, selectable "
                     "items (issue 24 item 3): the droppable (.ui-droppable) has no ref to drop on")
 _SHADOW_DOM = ("shadow DOM in one tree, names as Chromium computes them (issue 24 item 3): a "
@@ -52,8 +49,6 @@ _SHADOW_DOM = ("shadow DOM in one tree, names as Chromium computes them (issue 2
                "shows unnamed")
 _CLOSED_SHADOW = ("shadow DOM in one tree (issue 24 item 3): a closed shadow root's controls are "
                   "missing, only the text slotted into them shows")
-_ICONS = ("icon controls named from their hints (issue 24 item 3): flatpickr's month arrows "
-          "(an SVG in a span) show as bare clickables")
 
 TASKS: list[dict[str, Any]] = [
     {
@@ -65,7 +60,6 @@ TASKS: list[dict[str, Any]] = [
             {"action": "click", "role": "link", "name": "^15$", "seen": "December 2016"},
         ],
         "check": "$('#datepicker').val() === '12/15/2016'",
-        "snapshot_fix": _GLUED_TEXT,
     },
     {
         "widget": "jqueryui-sortable",
@@ -76,14 +70,12 @@ TASKS: list[dict[str, Any]] = [
         ],
         "check": "(a => a.indexOf('item-1') > a.indexOf('item-2'))"
                  "($('#sortable').sortable('toArray'))",
-        "snapshot_fix": _DELEGATED,
     },
     {
         "widget": "jqueryui-selectable",
         "page": "/conformance/jqueryui-selectable.html",
         "steps": [{"action": "click", "role": "listitem|option", "name": "^Item 3$"}],
         "check": "$('#selectable .ui-selected').text() === 'Item 3'",
-        "snapshot_fix": _DELEGATED,
     },
     {
         "widget": "jqueryui-droppable",
@@ -178,7 +170,6 @@ TASKS: list[dict[str, Any]] = [
              "name": "^March 15, 2025$"},
         ],
         "check": "document.getElementById('when').value === '2025-03-15'",
-        "snapshot_fix": _ICONS,
     },
     {
         "widget": "flatpickr-month-dropdown",
@@ -199,7 +190,6 @@ TASKS: list[dict[str, Any]] = [
              "to": {"role": "listitem", "name": "^item 3$"}},
         ],
         "check": "(a => a.indexOf('1') > a.indexOf('2'))(window.sortable.toArray())",
-        "snapshot_fix": _DELEGATED,
     },
     {
         "widget": "bootstrap-dropdown",
@@ -264,7 +254,6 @@ TASKS: list[dict[str, Any]] = [
         ],
         "check": "document.getElementById('agree').checked && "
                  "!document.querySelector('sl-dialog').open",
-        "snapshot_fix": _SHADOW_DOM,
     },
     {
         "widget": "closed-shadow-root",

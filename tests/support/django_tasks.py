@@ -52,9 +52,7 @@ DJANGO_TASKS: list[dict[str, Any]] = [
          {"action": "click", "role": "button", "name": "(?i)^save and continue editing$"},
      ],
      "check": r"/^\/admin\/auth\/user\/\d+\/change\/$/.test(location.pathname)",
-     "shows": "was added successfully",
-     "snapshot_fix": "--interactive keeps status and alert text (issue 24 item 3): it drops "
-                     "the admin's success message, the only confirmation a person reads"},
+     "shows": "was added successfully"},
 
     # The two-list selector (filter_horizontal): its "Filter" box filters the available
     # list on key presses, so the agent types into it.
@@ -64,10 +62,7 @@ DJANGO_TASKS: list[dict[str, Any]] = [
          {"action": "click", "role": "textbox", "name": "(?i)available groups"},
          {"action": "type", "value": "zzz"},
      ],
-     "check": "document.querySelector('#id_groups_from').options.length === 0",
-     "snapshot_fix": "accessible names as the browser computes them (issue 24 item 3): the "
-                     "selector's filter boxes all read `textbox [placeholder=\"Filter\"]`, "
-                     "their `title` unread"},
+     "check": "document.querySelector('#id_groups_from').options.length === 0"},
 
     {"widget": "django: two-list selector, choose", "page": "/admin/auth/user/",
      "steps": [
@@ -78,9 +73,7 @@ DJANGO_TASKS: list[dict[str, Any]] = [
      ],
      "check": "[...document.querySelectorAll('#id_groups_to option')]"
               f".some(o => o.textContent === {GROUP!r})",
-     "shows": "was changed successfully",
-     "snapshot_fix": "options reachable by ref (issue 24 item 3): a multi-select list "
-                     "box's options have none"},
+     "shows": "was changed successfully"},
 
     # The calendar and clock pop-ups: their icon links hold only a span with a `title`,
     # so an agent reads them by place (the first and second such link) unless the
@@ -110,9 +103,7 @@ DJANGO_TASKS: list[dict[str, Any]] = [
          {"action": "click", "role": "button", "name": "(?i)^search$"},
      ],
      "check": "new URLSearchParams(location.search).get('q') === 'Budget'"
-              " && document.querySelectorAll('#result_list tbody tr').length === 1",
-     "snapshot_fix": "accessible names as the browser computes them (issue 24 item 3): the "
-                     "search box's label is an image with alt=\"Search\"; it shows unnamed"},
+              " && document.querySelectorAll('#result_list tbody tr').length === 1"},
 
     {"widget": "django: bulk delete", "page": "/admin/events/event/",
      "steps": [
