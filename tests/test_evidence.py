@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -233,7 +234,9 @@ async def test_client_and_mcp_surfaces(bsk: Bsk, page: str, tmp_path: Path) -> N
         granted = await session.call_tool("permissions_grant", {"names": ["notifications"]})
         assert not granted.is_error
         seen = await session.call_tool("eval", {"expression": "Notification.permission"})
-        assert seen.structured_content["result"]["value"] == "granted"
+        value = seen.structured_content["result"]["value"]  # page text: marked over MCP
+        assert re.fullmatch(r"<<<page-content nonce=\w+>>>\ngranted\n<<<end page-content "
+                            r"nonce=\w+>>>", value), value
         await session.call_tool("permissions_clear", {"names": ["notifications"]})
     proc = await asyncio.create_subprocess_exec("pdftotext", str(via_mcp), "-",
                                                 stdout=asyncio.subprocess.PIPE)
