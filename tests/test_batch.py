@@ -120,7 +120,7 @@ def test_interrupted_during_a_step_reports_each_honestly(bsk: Bsk, site: str) ->
     bsk.ok("open", f"{site}/counter.html")
     proc = bsk.popen("batch", "eval 'window.count = 1'", "eval 'slow(\"b\", 20000)'",
                      "eval 'window.count = 3'")
-    wait_until(lambda: _running(bsk), timeout=30)
+    wait_until(lambda: _running(bsk, step=2), timeout=30)  # not step 1: it is an eval too
     proc.send_signal(signal.SIGINT)
     code, answer = answer_of(proc)
     steps = answer["result"]["steps"]
@@ -132,9 +132,10 @@ def test_interrupted_during_a_step_reports_each_honestly(bsk: Bsk, site: str) ->
     assert code != 0
 
 
-def _running(bsk: Bsk) -> bool:
+def _running(bsk: Bsk, step: int) -> bool:
+    """Step `step` of a batch (its op id ends `-step`) is dispatched."""
     ops = bsk.ok("op", "list")["ops"]
-    return any(o["tool"] == "eval" and o["state"] == "dispatched" for o in ops)
+    return any(o["op_id"].endswith(f"-{step}") and o["state"] == "dispatched" for o in ops)
 
 
 def test_batch_answer_is_the_first_failure() -> None:
