@@ -24,13 +24,24 @@ _LOCATE = """async function(viaLabel, enabledOnly) {
       || control.closest("[aria-disabled=true]"))) return {disabled: true};
   const el = (viaLabel && this.labels && this.labels[0]) || this;
   el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
-  // An element still moving (a modal sliding in, a menu unfolding) is pressed where it
-  // comes to rest, as a person waits for it: its box the same two frames running, at
-  // most 2 s (a page that never stops is pressed where it is then). Widgets ignore a
-  // press mid-transition (Bootstrap's modal does: tests/test_conformance_widgets.py).
+  // An element still moving (a modal sliding or fading in, a menu unfolding) is pressed
+  // where it comes to rest, as a person waits for it: its transitions done and its box
+  // the same two frames running, at most 2 s (a page that never stops is pressed where it
+  // is then). Widgets ignore a press mid-transition (Bootstrap's modal does:
+  // tests/test_conformance_widgets.py; docs/contract-notes.md "Real widget libraries").
   const frame = () => new Promise(r => { requestAnimationFrame(() => r()); setTimeout(r, 100); });
   const same = (a, b) => a.x === b.x && a.y === b.y && a.width === b.width && a.height === b.height;
   const until = performance.now() + 2000;
+  // First the CSS transitions and animations on it or around it that will end: a transform
+  // the compositor has not started yet reads as a box at rest for frames, and the widget
+  // is still mid-transition then.
+  const around = t => { for (let n = el; n; n = n.parentNode || n.host) if (n === t) return true; return false; };
+  const ending = document.getAnimations().filter(a => a.effect && a.effect.target
+      && a.playState === "running"
+      && a.effect.getComputedTiming().endTime !== Infinity && around(a.effect.target));
+  if (ending.length) await Promise.race([
+      Promise.all(ending.map(a => a.finished.catch(() => null))),
+      new Promise(r => setTimeout(r, until - performance.now()))]);
   for (let box = el.getBoundingClientRect(); performance.now() < until;) {
     await frame();
     const now = el.getBoundingClientRect();

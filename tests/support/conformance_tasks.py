@@ -211,6 +211,17 @@ TASKS: list[dict[str, Any]] = [
         "check": "window.saved === true && window.hidden === true",
     },
     {
+        # The same, its dialog fading in over 1 s: a press before the fade ends is ignored.
+        "widget": "bootstrap-modal-fade",
+        "page": "/conformance/bootstrap-modal-fade.html",
+        "steps": [
+            {"action": "click", "role": "button", "name": "^Launch demo modal$"},
+            {"action": "click", "role": "button", "name": "^Save changes$",
+             "seen": "Modal title"},
+        ],
+        "check": "window.saved === true && window.hidden === true",
+    },
+    {
         "widget": "bootstrap-collapse",
         "page": "/conformance/bootstrap-collapse.html",
         "steps": [{"action": "click", "role": "button", "name": "^Button with data-bs-target$"}],
