@@ -71,6 +71,15 @@ def _named(item: Any) -> dict[str, Any] | None:
     return out
 
 
+def _as_seen(element: dict[str, Any],
+             ref_names: dict[str, tuple[str, str]] | None) -> dict[str, Any]:
+    """An element with a ref, named as the session saw it when the ref was given."""
+    role, name = (ref_names or {}).get(element.get("ref") or "", ("", ""))
+    if not role:
+        return element
+    return {"role": role, **({"name": name} if name else {}), "ref": element["ref"]}
+
+
 def _only_names(text: str, names: list[str]) -> bool:
     """The text is nothing but names already listed with their elements (a menu's
     text is its items')."""
@@ -99,9 +108,11 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
               downloads: Sequence[dict[str, Any]] = (),
               ref_names: dict[str, tuple[str, str]] | None = None,
               unobserved: Sequence[str] = (), page_errors: Sequence[str] = (),
-              settled: bool = True, watched_ms: int = 0) -> dict[str, Any]:
+              settled: bool = True, watched_ms: int = 0,
+              brief: bool = False) -> dict[str, Any]:
     """The effects of one action from the frames' reports (tools/effects.js `report`) and
-    the daemon's own facts (navigation, new tabs, dialog, downloads, requests)."""
+    the daemon's own facts (navigation, new tabs, dialog, downloads, requests). `brief`:
+    a page that did not react was watched only for the reaction window."""
     counts = {"added": 0, "removed": 0, "text": 0, "attributes": 0}
     appeared: list[dict[str, Any]] = []
     gone: list[dict[str, Any]] = []
@@ -115,7 +126,8 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
         for key in counts:
             counts[key] += int((frame.get("counts") or {}).get(key, 0))
         appeared += [e for e in map(_named, frame.get("appeared") or ()) if e]
-        gone += [e for e in map(_named, frame.get("gone") or ()) if e]
+        # What went away is named as it was seen: a modal drops its role as it hides.
+        gone += [_as_seen(e, ref_names) for e in map(_named, frame.get("gone") or ()) if e]
         text_appeared += frame.get("text_appeared") or []
         text_gone += frame.get("text_gone") or []
         for st in frame.get("states") or ():
@@ -185,6 +197,8 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
     if unobserved:
         out["unobserved"] = list(dict.fromkeys(unobserved))
     out["none"] = not seen_anything and not unobserved
+    if out["none"] and brief:
+        out["brief"] = True
     out["settled"] = settled
     out["watched_ms"] = watched_ms
     return out
@@ -232,8 +246,8 @@ def effects_line(effects: dict[str, Any]) -> str:
     if effects.get("none"):
         # Watched only until the page failed to react (REACTION_MS): say so, so a change
         # that comes later is not taken as never coming (`--settle MS` waits for it).
-        brief = effects.get("watched_ms", QUIET_MS) < QUIET_MS
-        return "nothing on the page changed" + (" at once" if brief else "") + threw
+        return "nothing on the page changed" + (" at once" if effects.get("brief") else "") \
+            + threw
     dom = effects.get("dom") or {}
     parts: list[str] = []
     for text in dom.get("text_appeared", [])[:2]:

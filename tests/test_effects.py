@@ -208,3 +208,31 @@ def test_a_form_posted_then_redirected_reports_the_post(bsk: Bsk, site: str) -> 
     asked = [(r["method"], r["url"].rsplit("/", 1)[-1], r.get("status"))
              for r in effects["requests"]]
     assert asked[:2] == [("POST", "login", 303), ("GET", "counter.html", 200)], asked
+
+
+def test_a_library_modal_is_named_once_its_transitions_end(bsk: Bsk, site: str) -> None:
+    """Bootstrap's modal fades its backdrop in, then shows itself by a class word and
+    slides in: the report waits out the transitions and names the dialog and its buttons,
+    whose refs act at once; the stylesheet's inline icon (a data: URL) is no request."""
+    bsk.ok("open", f"{site}/conformance/bootstrap-modal.html")
+    launch = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Launch demo modal")
+    effects = bsk.ok("click", launch)["result"]["effects"]
+    appeared = {(e["role"], e["name"]): e["ref"] for e in effects["dom"]["appeared"]}
+    assert ("dialog", "Modal title") in appeared, effects
+    assert not [r for r in effects.get("requests", []) if r["url"].startswith("data:")]
+    save = appeared[("button", "Save changes")]
+    closed = bsk.ok("click", save)["result"]["effects"]
+    assert ("dialog", "Modal title") in {(e["role"], e["name"]) for e in closed["dom"]["gone"]}
+    assert bsk("eval", "window.saved === true && window.hidden === true").value is True
+
+
+def test_a_menu_shown_by_a_class_word_appeared(bsk: Bsk, site: str) -> None:
+    """Bootstrap's dropdown shows its menu by adding `show`: its items are named with
+    refs, and the one picked through them is the page's choice."""
+    bsk.ok("open", f"{site}/conformance/bootstrap-dropdown.html")
+    toggle = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Dropdown button")
+    effects = bsk.ok("click", toggle)["result"]["effects"]
+    items = {e["name"]: e["ref"] for e in effects["dom"]["appeared"] if e["role"] == "button"}
+    assert set(items) == {"Action", "Another action", "Something else here"}, effects
+    bsk.ok("click", items["Another action"])
+    assert bsk("eval", "window.chosen").value == "Another action"

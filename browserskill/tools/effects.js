@@ -92,17 +92,19 @@
       const el = deepActive();
       if (el && !NO_FOCUS.has(el.localName)) target = el;
     }
-    const states = new Map();
+    const states = new Map(), shownBefore = new Set();
     if (bsk) {
       for (const [ref, el] of bsk.refs) {
         if (states.size >= MAX_REFS) break;
-        if (el.isConnected) states.set(ref, [el, stateOf(el)]);
+        if (!el.isConnected) continue;
+        states.set(ref, [el, stateOf(el)]);
+        if (shown(el)) shownBefore.add(el);  // a toggle that gains `show` did not appear
       }
     }
     observer.takeRecords();  // what came before the window is not its doing
     st = {t0: now(), last: 0, raw: 0, target, editing: !!opts.editing,
           added: new Set(), removed: new Set(), attrs: new Map(), texts: new Map(),
-          scrolled: new Set(), overflow: false, states, focus: deepActive(),
+          scrolled: new Set(), overflow: false, states, shownBefore, focus: deepActive(),
           scroll: [scrollX, scrollY]};
     return {has_snap: !!globalThis.__bskSnap};
   }
@@ -125,6 +127,19 @@
     }
     if (n.nodeType !== 1 || SILENT.has(n.localName)) return "";
     return n.isConnected ? (shown(n) ? clip(n.innerText) : "") : clip(n.textContent);
+  }
+  // Libraries show a popup by a class word (Bootstrap's `show` on a menu or a modal,
+  // `open`, `is-visible`) or by taking one away (`d-none`, `hidden`): the styles that
+  // hid it before are not there to ask, the words are.
+  const SHOWS = new Set(["show", "shown", "open", "opened", "in", "visible", "is-open",
+                         "is-visible", "is-shown", "is-active", "expanded"]);
+  const HIDES = new Set(["hidden", "hide", "d-none", "is-hidden", "invisible", "closed",
+                         "collapsed", "is-closed", "sr-only", "visually-hidden"]);
+  function classShows(before, after) {
+    const was = new Set((before || "").split(/\s+/)), now = new Set((after || "").split(/\s+/));
+    for (const w of now) if (SHOWS.has(w) && !was.has(w)) return true;
+    for (const w of was) if (HIDES.has(w) && !now.has(w)) return true;
+    return false;
   }
   const SILENT = new Set(["script", "style", "template", "noscript", "link", "meta"]);
   const countNodes = (n) => n.nodeType === 1 ? 1 + n.getElementsByTagName("*").length : 1;
@@ -181,8 +196,9 @@
     // An attribute that showed an element (a menu's `hidden` removed): it appeared.
     for (const [el, name, old] of shownNow) {
       const wasHidden = name === "hidden" ? old !== null : name === "aria-hidden" ? old === "true"
-        : name === "open" ? old === null : name === "style" ? /display\s*:\s*none|visibility\s*:\s*hidden/.test(old || "") : false;
-      if (wasHidden) { pick(el, appeared, true); textAppeared.push(visibleText(el)); }
+        : name === "open" ? old === null : name === "style" ? /display\s*:\s*none|visibility\s*:\s*hidden/.test(old || "")
+        : name === "class" ? classShows(old, el.getAttribute("class")) : false;
+      if (wasHidden && !s.shownBefore.has(el)) { pick(el, appeared, true); textAppeared.push(visibleText(el)); }
     }
     for (const [el, name, old] of hiddenNow) {
       const nowHidden = name === "hidden" ? el.hasAttribute("hidden") : name === "open" ? !el.hasAttribute("open") : name === "aria-hidden" ? el.getAttribute("aria-hidden") === "true" : !el.checkVisibility();
@@ -236,6 +252,10 @@
     return out;
   }
 
+  // CSS transitions and animations running that will end (a spinner never does).
+  const moving = () => document.getAnimations().some(a => a.playState === "running" &&
+      a.effect && a.effect.getComputedTiming().endTime !== Infinity);
+
   // Resolves when the page has settled, then reports. A page that has not reacted at
   // all (no mutation in the window; `opts.active`: nor anything the daemon saw, such as a
   // request) has settled once `reactionMs` passed since this call — made right after the
@@ -248,9 +268,12 @@
         if (!st) return resolve(report({...opts, quiet: true}));
         note(observer.takeRecords());
         const t = now();
-        const wait = st.raw || opts.active
+        let wait = st.raw || opts.active
           ? opts.quietMs - (t - Math.max(st.t0, st.last))
           : opts.reactionMs - (t - called);
+        // A page that reacted is not settled while a transition it started still runs
+        // (a modal's backdrop fades in before the modal is shown): look again a frame on.
+        if (wait <= 0 && st.raw && moving()) wait = 16;
         if (wait <= 0) return resolve(report({...opts, quiet: true}));
         if (t >= end) return resolve(report({...opts, quiet: false}));
         setTimeout(check, Math.max(1, Math.min(wait, end - t)));

@@ -188,7 +188,7 @@ async def _observe(ctx: ToolContext, window: Window, result: dict[str, Any] | No
         new_tabs=(result or {}).get("new_tabs") or [], dialog=dialog,
         downloads=(result or {}).get("downloads") or [], ref_names=ref_names,
         unobserved=unobserved, page_errors=_page_errors(window), settled=settled,
-        watched_ms=watched_ms)
+        watched_ms=watched_ms, brief=window.reaction_ms < window.quiet_ms)
     if window.tool in summary.NAVIGATES and navigation is None and tab.url != window.url:
         effects["navigation"] = {"url": tab.url, "same_document": False}
         effects["none"] = False
@@ -274,25 +274,25 @@ def _page_errors(window: Window) -> list[str]:
             if e.get("source") == "exception"]
 
 
+def _of_window(window: Window, entry: dict[str, Any]) -> bool:
+    """A request started since `begin` that went to a server: a `data:` or `blob:` URL
+    (a stylesheet's inline icon) is read from the page itself, not an effect to report."""
+    rid = str(entry.get("id", ""))
+    return rid[1:].isdigit() and int(rid[1:]) > window.requests and \
+        not str(entry.get("url", "")).startswith(("data:", "blob:"))
+
+
 def _window_requests(window: Window) -> dict[str, dict[str, Any]]:
-    """The requests started since `begin`, each in its latest state, by id."""
-    latest: dict[str, dict[str, Any]] = {}
-    for entry in window.tab.buffers.network.entries():
-        rid = str(entry.get("id", ""))
-        if rid[1:].isdigit() and int(rid[1:]) > window.requests and \
-                entry.get("state") != "redirected":
-            latest[rid] = entry
-    return latest
+    """The window's requests, each in its latest state, by id."""
+    return {str(entry["id"]): entry for entry in window.tab.buffers.network.entries()
+            if _of_window(window, entry) and entry.get("state") != "redirected"}
 
 
 def _requests(window: Window) -> list[dict[str, Any]]:
     """The window's requests in the order they started, each redirect hop as its own (a
     form's `POST /login 302` before the `GET /home 200` it led to)."""
-    seen = []
-    for entry in window.tab.buffers.network.entries():
-        rid = str(entry.get("id", ""))
-        if rid[1:].isdigit() and int(rid[1:]) > window.requests:
-            seen.append(entry)
+    seen = [entry for entry in window.tab.buffers.network.entries()
+            if _of_window(window, entry)]
     return sorted(seen, key=lambda e: (int(e["id"][1:]), e.get("state") != "redirected",
                                        e.get("_start") or 0))
 
