@@ -35,7 +35,10 @@ _LOCATE = """async function(viaLabel, enabledOnly) {
   // First the CSS transitions and animations on it or around it that will end: a transform
   // the compositor has not started yet reads as a box at rest for frames, and the widget
   // is still mid-transition then.
-  const around = t => { for (let n = el; n; n = n.parentNode || n.host) if (n === t) return true; return false; };
+  const around = t => {
+    for (let n = el; n; n = n.parentNode || n.host) if (n === t) return true;
+    return false;
+  };
   const ending = document.getAnimations().filter(a => a.effect && a.effect.target
       && a.playState === "running"
       && a.effect.getComputedTiming().endTime !== Infinity && around(a.effect.target));
