@@ -211,9 +211,9 @@ TASKS: list[dict[str, Any]] = [
         "check": "window.saved === true && window.hidden === true",
     },
     {
-        # The same, its dialog fading in over 1 s: a press before the fade ends is ignored.
+        # The same, its dialog fading in for 1.6 s: a press before the fade ends is ignored.
         "widget": "bootstrap-modal-fade",
-        "page": "/conformance/bootstrap-modal-fade.html",
+        "page": "/conformance/bootstrap-modal.html?fade",
         "steps": [
             {"action": "click", "role": "button", "name": "^Launch demo modal$"},
             {"action": "click", "role": "button", "name": "^Save changes$",
