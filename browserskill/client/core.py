@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-import httpx
-
 from browserskill import contract, paths
 from browserskill.client.results import (
     ERRORS,
@@ -86,15 +84,6 @@ def _retry_delay(headers: Mapping[str, str], cap: float) -> float:
         return min(1.0, cap)
 
 
-def _decode(response: httpx.Response) -> Any:
-    if not response.content:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return response.text
-
-
 # Per-call options every tool method takes besides its parameters.
 CALL_OPTIONS = ("session", "wait", "timeout", "key", "detach", "op_id")
 
@@ -125,11 +114,6 @@ class _Base:
         self.retries = retries
         self.retry_max_delay = retry_max_delay
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-
-    def _transport_kwargs(self) -> dict[str, Any]:
-        if self.base_url:
-            return {"base_url": self.base_url, "headers": self._headers}
-        return {"base_url": "http://bsk", "headers": self._headers}
 
     # -- building calls --------------------------------------------------------------------
 
