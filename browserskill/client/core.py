@@ -146,6 +146,14 @@ class _Base:
                             catalog.BY_NAME.get("session_stop"), {}, timeout))
 
     @staticmethod
+    def _wait_request(op_id: str, timeout: float) -> _Request:
+        """GET /v1/ops/{id}/wait for up to `timeout` s, its answer awaited the margin
+        longer (contract.WIRE_MARGIN_S, as any call's)."""
+        ms = max(0, int(timeout * 1000))
+        return _Request("GET", f"/v1/ops/{_q(op_id)}/wait?timeout_ms={ms}",
+                        read_timeout=timeout + contract.WIRE_MARGIN_S)
+
+    @staticmethod
     def _ops_query(session: str | None, limit: int) -> str:
         query: dict[str, Any] = {"limit": limit}
         if session:

@@ -25,7 +25,6 @@ from browserskill.client.results import (
 from browserskill.contract import (
     CANCEL_GRACE_S,
     CANCEL_POLL_S,
-    WIRE_MARGIN_S,
     CancelThenWait,
 )
 
@@ -180,10 +179,7 @@ class Client(_Base):
     def op_wait(self, op_id: str, timeout: float = 30.0) -> Result:
         """Wait for an operation to end; raise its error like the call itself would.
         Still running after `timeout`: a Result whose `state` is not "ended"."""
-        ms = max(0, int(timeout * 1000))
-        req = _Request("GET", f"/v1/ops/{_q(op_id)}/wait?timeout_ms={ms}",
-                       read_timeout=timeout + WIRE_MARGIN_S)
-        return Result.from_dict(_check(*self._send(req)))
+        return Result.from_dict(_check(*self._send(self._wait_request(op_id, timeout))))
 
     # -- the daemon ------------------------------------------------------------------------
 
