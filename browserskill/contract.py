@@ -22,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+from enum import StrEnum  # already loaded by the whole CLI (`re` needs it); not by fast.py
 
 from browserskill.errors import CODES, STATUS_FOR_CODE, invalid
 
@@ -177,10 +178,55 @@ MAYBE_SECRET: dict[str, tuple[str, ...]] = {"fill": ("text",), "type": ("text",)
 
 # -- the result shape ------------------------------------------------------------------
 
-# awaiting_approval: a policy `confirm` rule holds it for a person (docs/safety.md, Approvals).
-STATES = ("queued", "awaiting_approval", "dispatched", "cleaning_up", "ended")
-STATUSES = ("completed", "failed", "cancelled", "outcome_unknown")
-DISPATCHED = ("no", "yes", "unknown")
+# The words of the result shape, as StrEnums so that a typo is mypy's error: each member
+# is its wire value (`State.ENDED == "ended"`, and JSON and the journal write "ended").
+
+
+class State(StrEnum):
+    """Where an operation is (`state`)."""
+
+    QUEUED = "queued"
+    # A policy `confirm` rule holds it for a person (docs/safety.md, Approvals).
+    AWAITING_APPROVAL = "awaiting_approval"
+    DISPATCHED = "dispatched"
+    CLEANING_UP = "cleaning_up"
+    ENDED = "ended"
+
+
+class Status(StrEnum):
+    """How an operation ended (`status`; null while it runs)."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+
+
+class Dispatched(StrEnum):
+    """Did anything that could change the page reach the browser (`dispatched`)?"""
+
+    NO = "no"
+    YES = "yes"
+    UNKNOWN = "unknown"
+
+
+class CancelReason(StrEnum):
+    """Why an operation's scope tripped: its timeline's `cancel_requested`, and
+    `details.reason` of the error it ends with (docs/outcomes.md)."""
+
+    CANCEL = "cancel"  # asked by its op id: `bsk op cancel`, a client, the dashboard
+    DEADLINE = "deadline"  # its deadline passed
+    CLIENT_DISCONNECTED = "client_disconnected"  # the caller hung up
+    DAEMON_STOPPING = "daemon_stopping"
+    LINK_LOST = "link_lost"  # the browser connection was lost
+    USER_INTERRUPT = "user_interrupt"  # a person pressed Stop or took over
+    DEBUGGING_CANCELLED = "debugging_cancelled"  # the extension's debugging bar: Cancel
+    WINDOW_CLOSED = "window_closed"  # its session's Agent Window closed
+
+
+STATES = tuple(s.value for s in State)
+STATUSES = tuple(s.value for s in Status)
+DISPATCHED = tuple(d.value for d in Dispatched)
 
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -249,8 +295,8 @@ def refused(error: dict[str, Any], *, op_id: str | None = None,
     before it became one, or ended where the caller stands (the daemon went away, the
     call never arrived). Unknown fields come from the error table."""
     entry = CODES.get(error.get("code") or "internal", CODES["internal"])
-    return result(op_id=op_id, session_id=session_id, tool=tool, state="ended",
-                  status=status or STATUS_FOR_CODE.get(entry.name, "failed"),
+    return result(op_id=op_id, session_id=session_id, tool=tool, state=State.ENDED,
+                  status=status or STATUS_FOR_CODE.get(entry.name, Status.FAILED),
                   dispatched=dispatched or entry.dispatched,
                   retry_safe=entry.retry_safe if retry_safe is None else retry_safe,
                   error=error)
@@ -287,9 +333,9 @@ class CancelThenWait:
                       ) -> dict[str, Any]:
         return refused(error_dict("cancelled", "interrupted before the daemon received the "
                                   "call", "nothing reached the browser",
-                                  {"reason": "cancel"}),
+                                  {"reason": CancelReason.CANCEL}),
                        op_id=self.op_id, session_id=session_id, tool=tool,
-                       status="cancelled", dispatched="no", retry_safe=False)
+                       status=Status.CANCELLED, dispatched=Dispatched.NO, retry_safe=False)
 
 
 # -- batch: several operations' answers as one (docs/outcomes.md, "Batches") ------------
@@ -326,29 +372,31 @@ def batch_answer(session_id: str | None, commands: list[str], answers: list[dict
         else:
             steps.append({"step": k, "command": command, "sent": False,
                           "why": why_not_sent or "not reached"})
-    failed = [s for s in steps[:len(answers)] if s.get("status") != "completed"]
+    failed = [s for s in steps[:len(answers)] if s.get("status") != Status.COMPLETED]
     decider = failed[0] if failed else (steps[len(answers) - 1] if answers else None)
     sent = [a.get("dispatched") for a in answers]
-    dispatched = "yes" if "yes" in sent else "unknown" if "unknown" in sent else "no"
-    error, status = None, "completed"
+    dispatched = (Dispatched.YES if Dispatched.YES in sent else Dispatched.UNKNOWN
+                  if Dispatched.UNKNOWN in sent else Dispatched.NO)
+    error, status = None, Status.COMPLETED
     if failed:
         error = dict(failed[0].get("error") or error_dict("internal", "no error given"))
         error["message"] = (f"step {failed[0]['step']} ({failed[0]['command']}): "
                             f"{error.get('message', '')}")
-        status = failed[0].get("status") or "failed"
+        status = failed[0].get("status") or Status.FAILED
     elif len(answers) < len(commands):  # every step sent completed, the rest were not sent
         k = len(answers) + 1
         error = error_dict("cancelled", f"step {k} ({commands[k - 1]}) and after were not "
                            f"sent: {why_not_sent or 'not reached'}",
                            "raise --timeout, or send the rest again",
                            {"reason": "batch_deadline", "step": k})
-        status = "cancelled"
+        status = Status.CANCELLED
     return result(
         op_id=decider.get("op_id") if decider else None, session_id=session_id,
-        tool="batch", state="ended", status=status,
+        tool="batch", state=State.ENDED, status=status,
         dispatched=dispatched,
-        retry_safe=all(a.get("retry_safe") or a.get("dispatched") == "no" for a in answers),
+        retry_safe=all(a.get("retry_safe") or a.get("dispatched") == Dispatched.NO
+                       for a in answers),
         error=error,
         result={"steps": steps,
-                "completed": sum(1 for a in answers if a.get("status") == "completed"),
+                "completed": sum(1 for a in answers if a.get("status") == Status.COMPLETED),
                 "failed": len(failed), "not_sent": len(commands) - len(answers)})

@@ -1,7 +1,7 @@
 """HTTP/1.1 as bsk's clients speak it to the daemon, apart from any I/O.
 
 One definition of the bytes a client writes and how it reads the answer, shared by
-`bsk`'s launcher (cli/fast.py), the whole CLI (cli/transport.py) and the asyncio client
+`bsk`'s launcher (cli/fast.py), the whole CLI (cli/transport.py) and both Python clients
 (client/http11.py); each does its own I/O (a blocking `_socket`, asyncio streams) around
 it, as `websockets` keeps its protocol core apart from its transports.
 

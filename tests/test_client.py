@@ -262,20 +262,6 @@ def test_codes_not_produced_here_map_to_their_class(code: str) -> None:
     assert e2.value.op_id is None and e2.value.dispatched == CODES[code].dispatched
 
 
-def test_tcp_base_url_sends_the_bearer_token() -> None:
-    seen: list[httpx.Request] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(200, json={"ok": True, "version": "x"})
-
-    with Client(base_url="http://127.0.0.1:8787", token="s3cret") as c:
-        c._http._transport = httpx.MockTransport(handler)
-        assert c.health() == {"ok": True, "version": "x"}
-    assert seen[0].headers["authorization"] == "Bearer s3cret"
-    assert str(seen[0].url) == "http://127.0.0.1:8787/v1/health"
-
-
 # -- the asyncio client ----------------------------------------------------------------------
 
 

@@ -5,7 +5,10 @@ real-daemon checks are in test_openapi.py, test_mcp.py, test_cli_edges.py."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import json
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -13,8 +16,10 @@ import pytest
 from browserskill import contract
 from browserskill.api import openapi
 from browserskill.dispatch.operations import Operation
-from browserskill.errors import CODES, BskError
+from browserskill.errors import CODES, STATUS_FOR_CODE, BskError
 from browserskill.tools import catalog
+
+ROOT = Path(contract.__file__).parent
 
 
 def valid(answer: dict[str, object]) -> None:
@@ -152,3 +157,50 @@ def test_catalog_facts_are_read_by_every_surface() -> None:
     assert not catalog.BY_NAME["click"].during_dialog
     assert catalog.BY_NAME["reload"].after_crash
     assert not catalog.BY_NAME["click"].after_crash
+
+
+# -- the result shape's words: StrEnums whose members are the wire values -------------------
+
+
+async def test_the_words_are_the_wire_values() -> None:
+    assert contract.STATES == ("queued", "awaiting_approval", "dispatched", "cleaning_up",
+                               "ended")
+    assert contract.STATUSES == ("completed", "failed", "cancelled", "outcome_unknown")
+    assert contract.DISPATCHED == ("no", "yes", "unknown")
+    op = Operation("s", "eval", {})
+    op.fail(BskError("cancelled", "stop", details={"reason": contract.CancelReason.DEADLINE}))
+    sent = json.loads(json.dumps(op.to_result()))
+    assert (sent["state"], sent["status"], sent["dispatched"]) == ("ended", "cancelled", "no")
+    assert type(op.state) is contract.State and type(op.dispatched) is contract.Dispatched
+    assert sent["error"]["details"]["reason"] == "deadline"
+
+
+def test_every_cancel_reason_is_worded() -> None:
+    from browserskill.dispatch.dispatcher import _CANCEL_TEXT
+
+    assert set(_CANCEL_TEXT) == set(contract.CancelReason)
+
+
+def _keyword_literals(names: set[str]) -> list[tuple[str, str, str]]:
+    """(keyword, its literal, where) for every `f(name="literal")` in the package."""
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                for kw in node.keywords:
+                    if kw.arg in names and isinstance(kw.value, ast.Constant) \
+                            and isinstance(kw.value.value, str):
+                        found.append((kw.arg, kw.value.value,
+                                      f"{path.relative_to(ROOT.parent)}:{kw.value.lineno}"))
+    return found
+
+
+def test_the_words_still_written_as_text_are_the_enums() -> None:
+    """Tools (and the error table) still write `dispatched="no"` as plain text; a typo
+    there would be no enum's error, so it is this test's."""
+    words = {"dispatched": set(contract.DISPATCHED), "status": set(contract.STATUSES)}
+    wrong = [(k, v, where) for k, v, where in _keyword_literals(set(words))
+             if v not in words[k]]
+    assert not wrong, wrong
+    assert {c.dispatched for c in CODES.values()} <= set(contract.DISPATCHED)
+    assert set(STATUS_FOR_CODE.values()) <= set(contract.STATUSES)

@@ -104,6 +104,33 @@ def test_the_cli_waits_as_the_contract_says(spied: list[Any], tmp_path: Any,
     assert (tool, params["ms"], timeout) == ("wait", 110_000, None)
 
 
+def test_both_clients_wait_for_an_op_as_the_contract_says(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`op_wait(timeout)` waits the contract's margin past it, read when it is called (the
+    clients had each copied WIRE_MARGIN_S at import)."""
+    monkeypatch.setattr(contract, "WIRE_MARGIN_S", 7.0)
+    sent: list[tuple[str, float]] = []
+
+    def send(self: Any, req: Any) -> tuple[int, dict[str, str], Any]:
+        sent.append((req.path, req.read_timeout))
+        return 200, {}, _answer("op_waited1")
+
+    async def send_async(self: Any, req: Any) -> tuple[int, dict[str, str], Any]:
+        return send(self, req)
+
+    monkeypatch.setattr(Client, "_send", send)
+    monkeypatch.setattr(AsyncClient, "_send", send_async)
+    with Client(home=tmp_path, autostart=False) as c:
+        c.op_wait("op_waited1", timeout=110)
+
+    async def through_async() -> None:
+        async with AsyncClient(home=tmp_path, autostart=False) as c:
+            await c.op_wait("op_waited1", timeout=110)
+
+    asyncio.run(through_async())
+    assert sent == [("/v1/ops/op_waited1/wait?timeout_ms=110000", 117.0)] * 2
+
+
 def test_the_rule_itself() -> None:
     assert contract.op_deadline_s(WAIT, LONG_PAUSE) == 115.0  # the pause plus its margin
     assert contract.op_deadline_s(WAIT, {"ms": 10}) == WAIT.default_timeout_s

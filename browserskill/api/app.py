@@ -168,7 +168,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
                 if gone is not lost:
                     gone.cancel()
             if not op.done.is_set():
-                dispatcher.cancel(op.op_id, "client_disconnected")
+                dispatcher.cancel(op.op_id, contract.CancelReason.CLIENT_DISCONNECTED)
         answer = op.to_result()
         return op_response(boundaries.mark(answer) if marked and op.ended else answer)
 

@@ -78,7 +78,7 @@ async def run_batch(dispatcher: Dispatcher, session_id: str, params: dict[str, A
             try:
                 await op.done.wait()
             except asyncio.CancelledError:  # the caller went away: this step ends, no more
-                dispatcher.cancel(op.op_id, "client_disconnected")
+                dispatcher.cancel(op.op_id, contract.CancelReason.CLIENT_DISCONNECTED)
                 raise
             answers.append(op.to_result())
         if answers[-1].get("status") != "completed" and not params["continue"]:

@@ -141,7 +141,7 @@ class CliCall:
         finally:
             hangup.cancel()
         if not op.done.is_set():
-            self.dispatcher.cancel(op.op_id, "client_disconnected")
+            self.dispatcher.cancel(op.op_id, contract.CancelReason.CLIENT_DISCONNECTED)
         if gone:
             return
         # The answer as `bsk` received it over the wire: lone surrogates U+FFFD, NaN null.

@@ -26,7 +26,6 @@ from browserskill.client.results import (
 from browserskill.contract import (
     CANCEL_GRACE_S,
     CANCEL_POLL_S,
-    WIRE_MARGIN_S,
     CancelThenWait,
 )
 
@@ -188,10 +187,7 @@ class AsyncClient(_Base):
         return Result.from_dict(await self._json("POST", f"/v1/ops/{_q(op_id)}/cancel"))
 
     async def op_wait(self, op_id: str, timeout: float = 30.0) -> Result:
-        ms = max(0, int(timeout * 1000))
-        req = _Request("GET", f"/v1/ops/{_q(op_id)}/wait?timeout_ms={ms}",
-                       read_timeout=timeout + WIRE_MARGIN_S)
-        return Result.from_dict(_check(*await self._send(req)))
+        return Result.from_dict(_check(*await self._send(self._wait_request(op_id, timeout))))
 
     async def health(self) -> dict[str, Any]:
         return await self._json("GET", "/v1/health")

@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-import httpx
-
 from browserskill import contract, paths
 from browserskill.client.results import (
     ERRORS,
@@ -86,15 +84,6 @@ def _retry_delay(headers: Mapping[str, str], cap: float) -> float:
         return min(1.0, cap)
 
 
-def _decode(response: httpx.Response) -> Any:
-    if not response.content:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return response.text
-
-
 # Per-call options every tool method takes besides its parameters.
 CALL_OPTIONS = ("session", "wait", "timeout", "key", "detach", "op_id")
 
@@ -126,11 +115,6 @@ class _Base:
         self.retry_max_delay = retry_max_delay
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
 
-    def _transport_kwargs(self) -> dict[str, Any]:
-        if self.base_url:
-            return {"base_url": self.base_url, "headers": self._headers}
-        return {"base_url": "http://bsk", "headers": self._headers}
-
     # -- building calls --------------------------------------------------------------------
 
     def _tool_request(self, tool: str, params: dict[str, Any] | None, *,
@@ -160,6 +144,14 @@ class _Base:
         return _Request("DELETE", f"/v1/sessions/{_q(sid)}{query}", body,
                         read_timeout=contract.wire_timeout_s(
                             catalog.BY_NAME.get("session_stop"), {}, timeout))
+
+    @staticmethod
+    def _wait_request(op_id: str, timeout: float) -> _Request:
+        """GET /v1/ops/{id}/wait for up to `timeout` s, its answer awaited the margin
+        longer (contract.WIRE_MARGIN_S, as any call's)."""
+        ms = max(0, int(timeout * 1000))
+        return _Request("GET", f"/v1/ops/{_q(op_id)}/wait?timeout_ms={ms}",
+                        read_timeout=timeout + contract.WIRE_MARGIN_S)
 
     @staticmethod
     def _ops_query(session: str | None, limit: int) -> str:

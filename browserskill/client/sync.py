@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
-
-import httpx
 
 from browserskill.client.core import (
     _Base,
     _check,
-    _decode,
     _q,
     _Request,
     _retry_delay,
@@ -19,6 +17,7 @@ from browserskill.client.core import (
     _spawn_error,
     session_start_body,
 )
+from browserskill.client.http11 import BlockingHttp11, Lost, Unreachable
 from browserskill.client.results import (
     Result,
     Session,
@@ -26,7 +25,6 @@ from browserskill.client.results import (
 from browserskill.contract import (
     CANCEL_GRACE_S,
     CANCEL_POLL_S,
-    WIRE_MARGIN_S,
     CancelThenWait,
 )
 
@@ -37,9 +35,10 @@ class Client(_Base):
 
     def __init__(self, socket: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
         super().__init__(socket, **kwargs)
-        transport = None if self.base_url else httpx.HTTPTransport(uds=str(self.socket))
-        self._http = httpx.Client(transport=transport, timeout=httpx.Timeout(60.0, connect=5.0),
-                                  **self._transport_kwargs())
+        # The asyncio client's keep-alive HTTP/1.1 (client/http11.py), blocking: one
+        # framing (browserskill/http1.py) for the CLI and both clients.
+        self._http = BlockingHttp11(socket=None if self.base_url else str(self.socket),
+                                    base_url=self.base_url, headers=self._headers)
 
     def close(self) -> None:
         self._http.close()
@@ -52,27 +51,25 @@ class Client(_Base):
 
     # -- plumbing --------------------------------------------------------------------------
 
-    def _send(self, req: _Request) -> tuple[int, httpx.Headers, Any]:
+    def _send(self, req: _Request) -> tuple[int, Mapping[str, str], Any]:
         started = False
         for attempt in (0, 1):
             try:
-                response = self._http.request(
-                    req.method, req.path, json=req.body, headers=req.headers,
-                    timeout=httpx.Timeout(req.read_timeout, connect=5.0))
-                return response.status_code, response.headers, _decode(response)
-            except (httpx.ConnectError, FileNotFoundError) as e:
+                return self._http.request(req.method, req.path, req.body,
+                                          headers=req.headers, timeout=req.read_timeout)
+            except Unreachable as e:
                 if attempt or not self.autostart or started:
                     raise self._unreachable(e) from None
                 self._start_daemon()
                 started = True
-            except (httpx.TimeoutException, httpx.ReadError, httpx.RemoteProtocolError) as e:
+            except Lost as e:
                 recorded = self._ended_as_recorded(req)
                 if recorded is not None:
                     return recorded
                 raise self._lost(e, req) from None
         raise AssertionError("unreachable")
 
-    def _ended_as_recorded(self, req: _Request) -> tuple[int, httpx.Headers, Any] | None:
+    def _ended_as_recorded(self, req: _Request) -> tuple[int, Mapping[str, str], Any] | None:
         """We stopped waiting for our call's answer: cancel it by its id, then take how
         the daemon recorded its end (contract.CancelThenWait) rather than guess."""
         if req.op_id is None:
@@ -80,17 +77,14 @@ class Client(_Base):
         plan = CancelThenWait(req.op_id, time.monotonic(), _q)
         waited = None
         try:
-            while plan.again(status := self._http.post(
-                    plan.cancel_path, timeout=CANCEL_GRACE_S).status_code, time.monotonic()):
-                time.sleep(CANCEL_POLL_S)
+            while plan.again(status := self._http.request(
+                    "POST", plan.cancel_path, timeout=CANCEL_GRACE_S)[0], time.monotonic()):
+                time.sleep(CANCEL_POLL_S)  # the call is still on its way
             if status != 404:
-                response = self._http.get(plan.wait_path, timeout=CANCEL_GRACE_S + 5)
-                waited = response.status_code, response.headers, _decode(response)
-        except httpx.HTTPError:
+                waited = self._http.request("GET", plan.wait_path, timeout=CANCEL_GRACE_S + 5)
+        except (Lost, Unreachable):
             return None
-        recorded = self._recorded(plan, req.session_id, req.tool, status, waited)
-        return None if recorded is None else (recorded[0], httpx.Headers(recorded[1]),
-                                              recorded[2])
+        return self._recorded(plan, req.session_id, req.tool, status, waited)
 
     def _start_daemon(self) -> None:
         from browserskill.daemon.spawn import DaemonStartError, spawn
@@ -132,10 +126,10 @@ class Client(_Base):
             return
         plan = CancelThenWait(op_id, time.monotonic(), _q)
         try:
-            while plan.again(self._http.post(plan.cancel_path, timeout=CANCEL_GRACE_S)
-                             .status_code, time.monotonic()):
+            while plan.again(self._http.request("POST", plan.cancel_path,
+                                                timeout=CANCEL_GRACE_S)[0], time.monotonic()):
                 time.sleep(CANCEL_POLL_S)
-        except httpx.HTTPError:
+        except (Lost, Unreachable):
             pass
 
     # -- sessions --------------------------------------------------------------------------
@@ -185,10 +179,7 @@ class Client(_Base):
     def op_wait(self, op_id: str, timeout: float = 30.0) -> Result:
         """Wait for an operation to end; raise its error like the call itself would.
         Still running after `timeout`: a Result whose `state` is not "ended"."""
-        ms = max(0, int(timeout * 1000))
-        req = _Request("GET", f"/v1/ops/{_q(op_id)}/wait?timeout_ms={ms}",
-                       read_timeout=timeout + WIRE_MARGIN_S)
-        return Result.from_dict(_check(*self._send(req)))
+        return Result.from_dict(_check(*self._send(self._wait_request(op_id, timeout))))
 
     # -- the daemon ------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from browserskill import background
 from browserskill.browser.agent_window import AgentWindow
 from browserskill.browser.backend import SessionView
 from browserskill.browser.extension import ExtensionHub, show_approvals
+from browserskill.contract import CancelReason
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.sessions import SessionManager
 from browserskill.errors import BskError
@@ -29,7 +30,7 @@ def wire(hub: ExtensionHub, sessions: SessionManager, dispatcher: Dispatcher) ->
             return
         for tab in session.tabs.values():
             tab.mark_gone(reason)
-        for op in dispatcher.cancel_session(sid, "window_closed"):
+        for op in dispatcher.cancel_session(sid, CancelReason.WINDOW_CLOSED):
             await op.done.wait()
         if sessions.sessions.get(sid) is session:
             await sessions.close(session, reason)
@@ -39,7 +40,7 @@ def wire(hub: ExtensionHub, sessions: SessionManager, dispatcher: Dispatcher) ->
 
     def debugging_cancelled(sid: str, reason: str) -> None:
         # As the user's Stop: the calls in flight end honestly, with this reason.
-        dispatcher.cancel_session(sid, "debugging_cancelled")
+        dispatcher.cancel_session(sid, CancelReason.DEBUGGING_CANCELLED)
         window_closed(sid, reason)
 
     def help_answer(sid: str, answer: str) -> None:

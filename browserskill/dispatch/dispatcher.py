@@ -26,6 +26,7 @@ from browserskill import contract
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
+from browserskill.contract import CancelReason, Dispatched, State, Status
 from browserskill.dispatch import approvals, outcome
 from browserskill.dispatch.journal import Journal
 from browserskill.dispatch.operations import (
@@ -199,7 +200,8 @@ class Dispatcher:
             got = await session.queue.acquire(op, wait=wait,
                                               on_queued=lambda: self.journal.record(op))
             if got != ACQUIRED:
-                reason = "deadline" if got == TIMED_OUT else op.scope.reason or "cancel"
+                reason = (CancelReason.DEADLINE if got == TIMED_OUT
+                          else op.scope.reason or CancelReason.CANCEL)
                 verdict = outcome.decide(outcome.Facts(
                     reason=reason, queued=True,
                     read_only=catalog.BY_NAME[op.tool].effect.retry_safe))
@@ -268,7 +270,7 @@ class Dispatcher:
         finally:
             self.person.approvals.close(op)
         if op.scope.is_tripped or not answer.done() or answer.cancelled():
-            reason = op.scope.reason or "cancel"
+            reason = op.scope.reason or CancelReason.CANCEL
             verdict = outcome.decide(outcome.Facts(
                 reason=reason, queued=True, awaiting_approval=True,
                 read_only=catalog.BY_NAME[op.tool].effect.retry_safe))
@@ -378,7 +380,7 @@ class Dispatcher:
         record what happened, and end as `outcome.decide` says."""
         loop = asyncio.get_running_loop()
         scope = op.scope
-        reason = scope.reason or "deadline"
+        reason = scope.reason or CancelReason.DEADLINE
         held = op.state == AWAITING_APPROVAL  # its handler waited for a person: nothing sent
         op.state = CLEANING_UP
         op.note(CLEANING_UP, reason)
@@ -421,7 +423,8 @@ class Dispatcher:
         if verdict.why == "cleanup_timed_out":
             details["cleanup"] = "timed_out"
         session = self.sessions.sessions.get(op.session_id)
-        if (verdict.why == "nothing_sent" and reason == "deadline" and session is not None
+        if (verdict.why == "nothing_sent" and reason == CancelReason.DEADLINE
+                and session is not None
                 and session.backend.owner is self.browser and self.browser.stopped()):
             raise self.browser.unresponsive(round(op.age_s(), 1))  # the cause, not "cancelled"
         raise _word(verdict, op, details, session.backend.lost_hint() if session is not None
@@ -438,9 +441,9 @@ class Dispatcher:
             session = self.sessions.sessions.get(op.session_id)
             return session is None or session.backend.owner is self.browser
 
-        self.cancel_live("link_lost", on_link)
+        self.cancel_live(CancelReason.LINK_LOST, on_link)
 
-    def cancel_live(self, reason: str,
+    def cancel_live(self, reason: CancelReason,
                     which: Callable[[Operation], bool] = lambda op: True) -> list[Operation]:
         """Cancel every live operation `which` picks, with `reason`; the ones it cancelled.
         The one way the daemon ends many calls at once (a session's end, a lost link, a
@@ -450,7 +453,7 @@ class Dispatcher:
             op.request_cancel(reason)
         return live
 
-    def cancel_session(self, session_id: str, reason: str) -> list[Operation]:
+    def cancel_session(self, session_id: str, reason: CancelReason) -> list[Operation]:
         """Cancel the session's live operations with `reason`; the ones it cancelled."""
         return self.cancel_live(reason, lambda op: op.session_id == session_id)
 
@@ -475,7 +478,8 @@ class Dispatcher:
         op = self.ops.get(op_id)
         return op if op is not None and not op.ended else None
 
-    def cancel(self, op_id: str, reason: str = "cancel") -> dict[str, Any]:
+    def cancel(self, op_id: str,
+               reason: CancelReason = CancelReason.CANCEL) -> dict[str, Any]:
         op = self.live(op_id)
         if op is None:
             return {**self.find(op_id), "cancel": "already_ended"}
@@ -486,20 +490,20 @@ class Dispatcher:
         return any(not op.ended for op in self.ops.values())
 
     async def shutdown(self) -> None:
-        for op in self.cancel_live("daemon_stopping"):
+        for op in self.cancel_live(CancelReason.DAEMON_STOPPING):
             await op.done.wait()
 
 
-_CANCEL_TEXT = {
-    "cancel": "cancelled by request",
-    "deadline": "the call's deadline passed",
-    "client_disconnected": "cancelled: the caller went away",
-    "daemon_stopping": "cancelled: the daemon is stopping",
-    "link_lost": "the browser connection was lost",
-    "user_interrupt": "the user took over",
-    "debugging_cancelled": "the user cancelled debugging in the browser",
-    "window_closed": "its session ended (the Agent Window closed, or its browser did not "
-                     "come back)",
+_CANCEL_TEXT: dict[str, str] = {  # every CancelReason's (tests/test_contract.py)
+    CancelReason.CANCEL: "cancelled by request",
+    CancelReason.DEADLINE: "the call's deadline passed",
+    CancelReason.CLIENT_DISCONNECTED: "cancelled: the caller went away",
+    CancelReason.DAEMON_STOPPING: "cancelled: the daemon is stopping",
+    CancelReason.LINK_LOST: "the browser connection was lost",
+    CancelReason.USER_INTERRUPT: "the user took over",
+    CancelReason.DEBUGGING_CANCELLED: "the user cancelled debugging in the browser",
+    CancelReason.WINDOW_CLOSED: "its session ended (the Agent Window closed, or its "
+                                "browser did not come back)",
 }
 
 
@@ -603,8 +607,9 @@ def _canon(params: dict[str, Any]) -> str:
 def _from_row(row: dict[str, Any]) -> Operation:
     """A journaled operation as a (finished) Operation, for idempotent replay."""
     op = Operation(row["session_id"], row["tool"], row["params"], op_id=row["op_id"],
-                   idempotency_key=row["idempotency_key"], state=row["state"],
-                   status=row["status"], dispatched=row["dispatched"],
+                   idempotency_key=row["idempotency_key"], state=State(row["state"]),
+                   status=Status(row["status"]) if row["status"] else None,
+                   dispatched=Dispatched(row["dispatched"]),
                    retry_safe=row["retry_safe"], result=row["result"], error=row["error"],
                    timeline=row["timeline"], created_at=_epoch(row["started_at"]),
                    ended_at=_epoch(row["ended_at"]) if row["ended_at"] else None)

@@ -20,11 +20,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from browserskill import contract, vault
-from browserskill.contract import new_op_id
+from browserskill.contract import CancelReason, Dispatched, State, Status, new_op_id
 from browserskill.dispatch.scope import Once, OperationScope
 from browserskill.errors import CODES, STATUS_FOR_CODE, BskError, retry_safe_for
 
-QUEUED, AWAITING_APPROVAL, DISPATCHED, CLEANING_UP, ENDED = contract.STATES
+QUEUED, AWAITING_APPROVAL, DISPATCHED, CLEANING_UP, ENDED = (
+    State.QUEUED, State.AWAITING_APPROVAL, State.DISPATCHED, State.CLEANING_UP, State.ENDED)
 
 # Operations that hand the session to a person (docs/dashboard.md): while one holds it,
 # agent calls are `session_busy` naming the holder `person`, and the person's input in
@@ -123,9 +124,9 @@ class Operation:
     params: dict[str, Any]
     op_id: str = field(default_factory=new_op_id)
     idempotency_key: str | None = None
-    state: str = QUEUED
-    status: str | None = None
-    dispatched: str = "no"
+    state: State = QUEUED
+    status: Status | None = None
+    dispatched: Dispatched = Dispatched.NO
     retry_safe: bool = False
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
@@ -184,7 +185,7 @@ class Operation:
             entry.append(detail)
         self.timeline.append(entry)
 
-    def request_cancel(self, reason: str) -> bool:
+    def request_cancel(self, reason: CancelReason) -> bool:
         """Trip the operation's scope; the first reason wins. False if it already ended."""
         if self.ended:
             return False
@@ -198,7 +199,7 @@ class Operation:
         return self.scope.deadline
 
     @property
-    def cancel_reason(self) -> str | None:
+    def cancel_reason(self) -> CancelReason | None:
         """Why its scope tripped: cancel, deadline, link_lost, …; None if it did not."""
         return self.scope.reason
 
@@ -214,7 +215,7 @@ class Operation:
         return round(time.time() - self.created_at, 3)
 
     def complete(self, result: dict[str, Any], retry_safe: bool) -> None:
-        self._end("completed", "yes", retry_safe)
+        self._end(Status.COMPLETED, Dispatched.YES, retry_safe)
         # A stored secret's value is masked in what every surface, the journal and the
         # dashboard get (browserskill/vault.py): the page may echo it anywhere.
         self.result = capped_result(vault.scrub(result))
@@ -226,15 +227,15 @@ class Operation:
 
     def fail(self, err: BskError) -> None:
         entry = CODES[err.code]
-        dispatched = err.dispatched or entry.dispatched
+        dispatched = Dispatched(err.dispatched or entry.dispatched)  # a typo raises here
         if err.code in ("outcome_unknown", "internal") and not self.effect_sent:
-            dispatched = "unknown" if self.state != QUEUED else "no"
-        self._end(STATUS_FOR_CODE.get(err.code, "failed"), dispatched,
+            dispatched = Dispatched.UNKNOWN if self.state != QUEUED else Dispatched.NO
+        self._end(Status(STATUS_FOR_CODE.get(err.code, Status.FAILED)), dispatched,
                   retry_safe_for(err.code, dispatched) if err.retry_safe is None
-                  else err.retry_safe and dispatched == "no")
+                  else err.retry_safe and dispatched == Dispatched.NO)
         self.error = vault.scrub(err.to_dict())
 
-    def _end(self, status: str, dispatched: str, retry_safe: bool) -> None:
+    def _end(self, status: Status, dispatched: Dispatched, retry_safe: bool) -> None:
         self.scope.close()
         self.state = ENDED
         self.status = status

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from browserskill.contract import CancelReason, Dispatched, Status
 from browserskill.errors import CODES, STATUS_FOR_CODE, retry_safe_for
 
 
@@ -33,7 +34,7 @@ from browserskill.errors import CODES, STATUS_FOR_CODE, retry_safe_for
 class Facts:
     """What the dispatcher recorded about an operation whose scope tripped."""
 
-    reason: str  # why the scope tripped: cancel, deadline, link_lost, …
+    reason: CancelReason  # why the scope tripped
     queued: bool = False  # tripped before it was dispatched
     awaiting_approval: bool = False  # tripped while a `confirm` rule held it for a person
     effect_sent: bool = False  # a command that may change the page went out
@@ -50,39 +51,39 @@ class Facts:
 
 
 class Verdict(NamedTuple):
-    status: str  # completed | failed | cancelled | outcome_unknown
+    status: Status
     code: str | None  # None when completed
-    dispatched: str
+    dispatched: Dispatched
     retry_safe: bool
     why: str  # the key of the wording (see `dispatcher._word`)
 
 
 def _completed(f: Facts, why: str) -> Verdict:
-    return Verdict("completed", None, "yes", f.read_only, why)
+    return Verdict(Status.COMPLETED, None, Dispatched.YES, f.read_only, why)
 
 
-def _failed(code: str, dispatched: str, why: str, read_only: bool = False) -> Verdict:
-    return Verdict(STATUS_FOR_CODE.get(code, "failed"), code, dispatched,
+def _failed(code: str, dispatched: Dispatched, why: str, read_only: bool = False) -> Verdict:
+    return Verdict(Status(STATUS_FOR_CODE.get(code, Status.FAILED)), code, dispatched,
                    retry_safe_for(code, dispatched, read_only), why)
 
 
 def _repeatable(f: Facts) -> bool:
     """A cancelled read that sent nothing may be repeated — unless a person stopped it."""
-    return f.read_only and f.reason != "user_interrupt"
+    return f.read_only and f.reason != CancelReason.USER_INTERRUPT
 
 
 def decide(f: Facts) -> Verdict:
     if f.queued:
-        if f.awaiting_approval and f.reason == "deadline":
-            return _failed("approval_timeout", "no", "approval_timed_out")
-        if f.reason == "deadline":
-            return _failed("session_busy", "no", "busy_at_deadline")
-        if f.reason == "link_lost":
-            return _failed("browser_unavailable", "no", "lost_while_queued")
-        return _failed("cancelled", "no", "cancelled_while_queued", _repeatable(f))
+        if f.awaiting_approval and f.reason == CancelReason.DEADLINE:
+            return _failed("approval_timeout", Dispatched.NO, "approval_timed_out")
+        if f.reason == CancelReason.DEADLINE:
+            return _failed("session_busy", Dispatched.NO, "busy_at_deadline")
+        if f.reason == CancelReason.LINK_LOST:
+            return _failed("browser_unavailable", Dispatched.NO, "lost_while_queued")
+        return _failed("cancelled", Dispatched.NO, "cancelled_while_queued", _repeatable(f))
     if f.handler_finished:
         return _completed(f, "completed_despite_cancel")  # it happened: never "cancelled"
-    sent = "yes" if f.effect_sent else "unknown"
+    sent = Dispatched.YES if f.effect_sent else Dispatched.UNKNOWN
     if not f.handler_stopped or not f.cleanup_complete:
         return _failed("outcome_unknown", sent, "cleanup_timed_out")
     if f.learned is not None:
@@ -90,13 +91,13 @@ def decide(f: Facts) -> Verdict:
         if code == "completed":
             return _completed(f, "learned")
         if code in ("outcome_unknown", "internal") and not f.effect_sent:
-            dispatched = "unknown"  # as `Operation.fail` reports it
-        return _failed(code, dispatched or CODES[code].dispatched, "learned")
+            dispatched = Dispatched.UNKNOWN  # as `Operation.fail` reports it
+        return _failed(code, Dispatched(dispatched or CODES[code].dispatched), "learned")
     if not f.effect_sent:
-        if f.reason == "link_lost":  # not a cancel: as if it had been queued
-            return _failed("browser_unavailable", "no", "lost_before_effect")
-        return _failed("cancelled", "no", "nothing_sent", _repeatable(f))
+        if f.reason == CancelReason.LINK_LOST:  # not a cancel: as if it had been queued
+            return _failed("browser_unavailable", Dispatched.NO, "lost_before_effect")
+        return _failed("cancelled", Dispatched.NO, "nothing_sent", _repeatable(f))
     if f.steps_sent or not f.compensations or not all(ok and undoes
                                                        for ok, undoes in f.compensations):
-        return _failed("outcome_unknown", "yes", "may_have_acted")
-    return _failed("cancelled", "yes", "undone")
+        return _failed("outcome_unknown", Dispatched.YES, "may_have_acted")
+    return _failed("cancelled", Dispatched.YES, "undone")

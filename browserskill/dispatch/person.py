@@ -20,9 +20,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from browserskill.contract import CancelReason
 from browserskill.dispatch import approvals
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.operations import DISPATCHED, TAKE_OVER, Operation
+from browserskill.dispatch.operations import DISPATCHED, QUEUED, TAKE_OVER, Operation
 from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
 from browserskill.dispatch.scope import Once
 from browserskill.dispatch.sessions import Session, SessionManager
@@ -36,7 +37,8 @@ TAKEN_OVER = "a person took this session over from the dashboard (bsk show)"
 
 class PersonInTheLoop:
     def __init__(self, journal: Journal, sessions: SessionManager, *,
-                 cancel_live: Callable[[str, Callable[[Operation], bool]], list[Operation]],
+                 cancel_live: Callable[[CancelReason, Callable[[Operation], bool]],
+                                       list[Operation]],
                  remember: Callable[[Operation], None]) -> None:
         self.journal = journal
         self.sessions = sessions
@@ -54,8 +56,8 @@ class PersonInTheLoop:
         if session is None:
             return
         session.user_interrupted = by
-        self._cancel_live("user_interrupt", lambda op: (
-            op.session_id == session_id and op.state != "queued" and not op.by_person))
+        self._cancel_live(CancelReason.USER_INTERRUPT, lambda op: (
+            op.session_id == session_id and op.state != QUEUED and not op.by_person))
 
     def take_over(self, session_id: str) -> Operation:
         """A person becomes the session's holder: an operation (`take_over`) that goes
@@ -111,7 +113,8 @@ class PersonInTheLoop:
             got = await session.queue.acquire(op, wait=True, first=True,
                                               on_queued=lambda: self.journal.record(op))
             if got != ACQUIRED:
-                reason = "deadline" if got == TIMED_OUT else op.scope.reason or "cancel"
+                reason = (CancelReason.DEADLINE if got == TIMED_OUT
+                          else op.scope.reason or CancelReason.CANCEL)
                 raise BskError("cancelled", "the take-over ended before it began" if
                                got == CANCELLED else "the session stayed busy past the "
                                "take-over's deadline", details={"reason": reason})

@@ -19,6 +19,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from browserskill.contract import CancelReason
+
 
 class Once:
     """A one-shot signal on a plain future: awaitable, and usable in `asyncio.wait`
@@ -62,7 +64,7 @@ class CleanupReport:
 class OperationScope:
     def __init__(self) -> None:
         self.deadline = float("inf")  # event-loop time; `arm` sets it
-        self.reason: str | None = None  # why it tripped
+        self.reason: CancelReason | None = None  # why it tripped
         self.tripped = Once()
         self.compensations: list[Compensation] = []
         self._timer: asyncio.TimerHandle | None = None
@@ -75,7 +77,7 @@ class OperationScope:
         self.deadline = loop.time() + timeout_s
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = loop.call_at(self.deadline, self.trip, "deadline")
+        self._timer = loop.call_at(self.deadline, self.trip, CancelReason.DEADLINE)
 
     def remaining(self) -> float:
         """Seconds to the deadline, for a command's or wait's own bound (at least 1 ms:
@@ -90,13 +92,13 @@ class OperationScope:
 
     # -- tripping ------------------------------------------------------------------------
 
-    def trip(self, reason: str) -> bool:
+    def trip(self, reason: CancelReason) -> bool:
         """Trip the scope; the first reason wins. True if this call tripped it."""
         if self.reason is not None:
             return False
         self.reason = reason
         self.tripped.set()
-        if self._timer is not None and reason != "deadline":
+        if self._timer is not None and reason != CancelReason.DEADLINE:
             self._timer.cancel()
             self._timer = None
         return True
@@ -107,7 +109,7 @@ class OperationScope:
 
     @property
     def timed_out(self) -> bool:
-        return self.reason == "deadline"
+        return self.reason == CancelReason.DEADLINE
 
     # -- compensations -------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from browserskill.browser.link import CdpError, Command, CommandTimeout, await_reply
 from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
+from browserskill.contract import Dispatched
 from browserskill.dispatch.scope import Compensation
 from browserskill.errors import BskError
 from browserskill.tools import catalog
@@ -119,7 +120,7 @@ class ToolContext:
 
     def mark_dispatched(self) -> None:
         self.op.effect_sent = True
-        self.op.dispatched = "yes"
+        self.op.dispatched = Dispatched.YES
 
     def page_error(self, message: str, hint: str) -> None:
         """The tool ran and its operation completes, but the page's own code failed (a

@@ -1,25 +1,54 @@
-"""Every tool's handler, loaded: the tool modules register themselves with
-`registry.implements` as they are imported; those whose tool takes a target get its
-locators bound first. Apart from `registry` because the locators use tool modules (the
-snapshot's script) that register through it: one module doing both was an import cycle."""
+"""Every tool's handler, loaded: a tool's handler is the function under
+`@implements("<tool name>")` (tools/registry.py) in one of `MODULES`, imported here like
+any module; those whose tool takes a target get its locators bound first. Apart from
+`registry` because the locators use tool modules (the snapshot's script) that register
+through it: one module doing both was an import cycle.
+
+Invariant: every catalog tool has exactly one handler, and every handler is a catalog
+tool's (`registry.implements` refuses a second or an unknown name; `load` a missing one;
+tests/test_handlers.py checks the source too)."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from browserskill.browser.tab import DialogOpened
 from browserskill.errors import BskError
-from browserskill.tools import effects, policy_check
+from browserskill.tools import (
+    borrow,
+    dialogs,
+    downloads,
+    effects,
+    emulation,
+    evaluate,
+    evidence,
+    forms,
+    help,
+    input,
+    keyboard,
+    mouse,
+    navigation,
+    network,
+    observe,
+    policy_check,
+    recording,
+    routes,
+    screenshot,
+    session,
+    snapshot,
+    state,
+    tabs,
+    webmcp,
+)
 from browserskill.tools.catalog import ACTING_TOOLS, BY_NAME, TARGET_PARAMS
 from browserskill.tools.context import ToolContext
 from browserskill.tools.locators import bind_locators
 from browserskill.tools.registry import HANDLERS, Handler, implements
 
-_MODULES = ("navigation", "evaluate", "snapshot", "screenshot", "input", "tabs", "session",
-            "dialogs", "forms", "keyboard", "observe", "emulation", "webmcp", "borrow",
-            "state", "downloads", "mouse", "network", "routes", "help",
-            "recording", "evidence")
+# The modules that implement tools, each registering its own as it is imported (above).
+MODULES = (navigation, evaluate, snapshot, screenshot, input, tabs, session, dialogs, forms,
+           keyboard, observe, emulation, webmcp, borrow, state, downloads, mouse, network,
+           routes, help, recording, evidence)
 
 
 @implements("batch")
@@ -32,8 +61,6 @@ async def _batch(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 
 def load() -> dict[str, Handler]:
     """Every tool's handler; those that take a target also take a locator for it."""
-    for module in _MODULES:
-        importlib.import_module(f"browserskill.tools.{module}")
     missing = set(BY_NAME) - set(HANDLERS)
     if missing:
         raise RuntimeError(f"tools without an implementation: {sorted(missing)}")

@@ -1,5 +1,7 @@
-"""Tool implementations by name; every catalog entry must have exactly one (`handlers.load`
-checks it)."""
+"""Tool implementations by name: `@implements("click")` marks click's handler (find a
+tool's with `grep -rn 'implements("click")' browserskill/tools`). Every catalog entry
+must have exactly one (`implements` refuses a second or an unknown name, `handlers.load`
+a missing one; the modules that register are listed in tools/handlers.py)."""
 
 from __future__ import annotations
 
