@@ -707,6 +707,10 @@
       out.joinable = false;
       return;
     }
+    // A drop target holding refs (a board's column of cards, a page-wide drop area) is
+    // named by its label or its first line (the column's heading), not by all it holds.
+    if (why === "drop" && !nameOf(el, role) && actionableIn(kids, null))
+      name = clean((el.innerText || "").split("\n").find(line => line.trim()), 80);
     const node = [shownRole, name, valueOf(el, role), states(el, shownRole), ref, kids];
     if (guess) node[3].unshift("guessed name");
     INFERRED.add(node);
