@@ -247,3 +247,6 @@ def test_drop_targets_get_refs(bsk: Bsk, site: str) -> None:
     assert bsk("eval", "document.getElementById('dropped').textContent").value == "card"
     # Locators reach them by the same role and name.
     assert bsk.ok("click", 'role=droppable[name="Trash"]')
+    assert bsk.ok("hover", 'role=droppable[name="To do"]')
+    # ... the column's name as shown: a card's text does not name it.
+    assert bsk("hover", 'role=droppable[name="Write the report"]').code != 0

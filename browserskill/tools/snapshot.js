@@ -264,6 +264,10 @@
     return value.replace(/\r?\n/g, "\\n");
   }
 
+  function firstLine(el) {
+    return clean((el.innerText || "").split("\n").find(line => line.trim()), 80);
+  }
+
   function textOf(el) {
     // A leaf's text is its textContent (no layout needed); innerText only when there
     // are child elements, some of which may be hidden.
@@ -709,8 +713,7 @@
     }
     // A drop target holding refs (a board's column of cards, a page-wide drop area) is
     // named by its label or its first line (the column's heading), not by all it holds.
-    if (why === "drop" && !nameOf(el, role) && actionableIn(kids, null))
-      name = clean((el.innerText || "").split("\n").find(line => line.trim()), 80);
+    if (why === "drop" && !nameOf(el, role) && actionableIn(kids, null)) name = firstLine(el);
     const node = [shownRole, name, valueOf(el, role), states(el, shownRole), ref, kids];
     if (guess) node[3].unshift("guessed name");
     INFERRED.add(node);
@@ -836,9 +839,13 @@
     }
     if (want !== undefined && shown !== want) return null;
     const name = nameOf(el, shown === "link" ? "link" : role) ||
-                 (why ? textOf(el) || clean(contentName(el, null, 0)) : "");
+                 (why === "drop" && el.querySelector(CONTROLS) ? firstLine(el) :
+                  why ? textOf(el) || clean(contentName(el, null, 0)) : "");
     return [shown, name || (GUESS_ROLES.has(shown) ? guessedName(el) : "")];
   }
+  // What a drop target holding refs holds, as a locator tells it without a walk.
+  const CONTROLS = "a[href], button, input, select, textarea, [tabindex], [role], " +
+                   "[draggable=true], [contenteditable]";
 
   function byRole(want, name) {
     const hits = [];
