@@ -31,8 +31,6 @@ import playwright_peer as peer
 
 N, N_PEER, WARMUP = 30, 10, 3
 Sample = tuple[float, float]  # wall ms, cpu ms
-AGENT_BROWSER = peer.BENCH_DIR / "node_modules" / "agent-browser" / "bin" / \
-    "agent-browser-linux-x64"
 PIP_WRAPPER = """#!{python}
 # -*- coding: utf-8 -*-
 import re
@@ -54,9 +52,8 @@ def main(n: int = N, n_peer: int = N_PEER) -> int:
     wrapper.write_text(PIP_WRAPPER.format(python=common.PYTHON))
     wrapper.chmod(0o755)
     ab_session = f"bsk-bench-{os.getpid()}"
-    ab_env = {**peer._env(), "AGENT_BROWSER_EXECUTABLE_PATH": peer.DEFAULT_CHROMIUM,
-              "AGENT_BROWSER_ARGS": "--no-sandbox,--disable-gpu"}
-    ab = [str(AGENT_BROWSER), "--session", ab_session]
+    ab_env = peer.agent_browser_env()
+    ab = [str(peer.AGENT_BROWSER), "--session", ab_session]
     runs: dict[str, list[Sample]] = {}
     try:
         with common.page_server() as url, common.BskDaemon() as bsk:
@@ -64,7 +61,7 @@ def main(n: int = N, n_peer: int = N_PEER) -> int:
             opened = peer.run(["open", url], workdir)
             if opened.returncode != 0:
                 raise RuntimeError(f"playwright-cli open failed:\n{opened.stdout}{opened.stderr}")
-            has_ab = AGENT_BROWSER.exists()
+            has_ab = peer.AGENT_BROWSER.exists()
             if has_ab:
                 _, _, cp = common.timed_ms([*ab, "open", url], env=ab_env)
                 if cp.returncode != 0:
@@ -103,7 +100,7 @@ def main(n: int = N, n_peer: int = N_PEER) -> int:
                                                     and len(runs[kind]) < n_peer):
                         runs[kind].append(once())
     finally:
-        if AGENT_BROWSER.exists():
+        if peer.AGENT_BROWSER.exists():
             common.timed_ms([*ab, "close"], env=ab_env)  # this run's session only
         peer.close_all()
         shutil.rmtree(workdir, ignore_errors=True)

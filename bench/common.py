@@ -13,6 +13,7 @@ import json
 import math
 import os
 import platform
+import re
 import resource
 import shutil
 import signal
@@ -39,6 +40,52 @@ PYTHON = ROOT / ".venv" / "bin" / "python"
 PAGE = b"""<!doctype html><html><head><title>Bench</title><link rel="icon" href="data:,">
 </head><body><h1>Bench page</h1><p id="out">ready</p></body></html>
 """
+
+
+# -- what an agent reads ------------------------------------------------------------------
+
+
+class ToolFailed(RuntimeError):
+    """A tool's command exited non-zero (what it printed is in the message)."""
+
+
+def printed(cp: subprocess.CompletedProcess[str], argv: list[str]) -> str:
+    """What a command printed (stdout and stderr: an agent reads both); ToolFailed if it
+    failed."""
+    if cp.returncode != 0:
+        raise ToolFailed(f"{' '.join(argv[-3:])}: exit {cp.returncode}: "
+                         f"{(cp.stdout + cp.stderr).strip()[:300]}")
+    return cp.stdout + cp.stderr
+
+
+Step = tuple[str, str]  # a command as typed, what it printed
+
+
+class Recorder:
+    """Runs commands through `run(*args)` (what it printed), keeping each as a Step."""
+
+    def __init__(self, run: Callable[..., str]) -> None:
+        self.run = run
+        self.steps: list[Step] = []
+
+    def __call__(self, *args: str) -> str:
+        out = self.run(*args)
+        self.steps.append((" ".join(args), out))
+        return out
+
+
+def tokens(text: str) -> float:
+    """Tokens an agent reads, estimated as characters / 4 (no tokenizer: the same rule
+    for every tool)."""
+    return len(text) / 4
+
+
+def ref_of(text: str, role: str, name: str) -> str:
+    """The ref of the node `role "name"` in a snapshot's text (bsk's and the peers')."""
+    match = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=([\w-]+)\]', text)
+    if not match:
+        raise RuntimeError(f"no {role} {name!r} with a ref in:\n{text}")
+    return match.group(1)
 
 
 # -- processes ---------------------------------------------------------------------------

@@ -41,73 +41,31 @@ import common
 import playwright_peer as peer
 
 sys.path.insert(0, str(common.ROOT / "tests"))
-from support.agent_steps import TaskResult, run_task
+from support.agent_steps import BskDriver, CliDriver, TaskResult, run_task
 from support.django_admin import running_django_admin
 from support.django_tasks import DJANGO_TASKS
 
-AGENT_BROWSER = peer.BENCH_DIR / "node_modules" / "agent-browser" / "bin" / \
-    "agent-browser-linux-x64"
 TOOLS = ("bsk", "playwright-cli", "agent-browser")
 FIND_SECONDS = 3  # how long a step looks again for its target (widgets open, animate)
 
 
-class ToolFailed(RuntimeError):
-    pass
-
-
-def _checked(cp: subprocess.CompletedProcess[str], argv: list[str]) -> str:
-    if cp.returncode != 0:
-        raise ToolFailed(f"{' '.join(argv[-3:])}: exit {cp.returncode}: "
-                         f"{(cp.stdout + cp.stderr).strip()[:300]}")
-    return cp.stdout + cp.stderr
-
-
-class BskTool:
+def bsk_tool(daemon: common.BskDaemon) -> BskDriver:
     """bsk through its CLI, as an agent types it (plain output; --json for eval)."""
 
-    name = "bsk"
+    def run(*args: str) -> str:
+        return common.printed(daemon.run(*args, check=False), daemon.argv(*args))
 
-    def __init__(self, daemon: common.BskDaemon) -> None:
-        self.daemon = daemon
-
-    def run(self, *args: str) -> str:
-        argv = self.daemon.argv(*args)
-        return _checked(subprocess.run(argv, env=self.daemon.env, capture_output=True,
-                                       text=True, timeout=120), argv)
-
-    def open(self, url: str) -> None:
-        self.run("open", url)
-
-    def snapshot(self, interactive: bool) -> str:
-        return self.run("snapshot", *(["--interactive"] if interactive else []))
-
-    def act(self, action: str, ref: str, value: str | None, to_ref: str | None) -> None:
-        if action == "drag":
-            self.run("drag", ref, to_ref or "")
-        elif action == "scroll":
-            self.run("scroll", ref, "--dy", value or "0")
-        elif action in ("fill", "select"):
-            self.run(action, ref, value or "")
-        else:
-            self.run(action, ref)
-
-    def keys(self, action: str, value: str) -> None:
-        self.run(action, value)
-
-    def eval(self, expression: str) -> Any:
-        return json.loads(self.run("--json", "eval", expression))["result"]["value"]
+    return BskDriver(run)
 
 
-class PlaywrightCliTool:
+class PlaywrightCliTool(CliDriver):
     """playwright-cli (bench/playwright_peer.py), from its own workspace folder."""
 
     name = "playwright-cli"
 
     def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-
-    def run(self, *args: str) -> str:
-        return _checked(peer.run(list(args), self.workdir), list(args))
+        super().__init__(lambda *args: common.printed(peer.run(list(args), workdir),
+                                                      ["playwright-cli", *args]))
 
     def open(self, url: str) -> None:
         self.run("goto", url)
@@ -115,19 +73,9 @@ class PlaywrightCliTool:
     def snapshot(self, interactive: bool) -> str:
         return self.run("snapshot")  # it has no interactive-only mode
 
-    def act(self, action: str, ref: str, value: str | None, to_ref: str | None) -> None:
-        if action == "drag":
-            self.run("drag", ref, to_ref or "")
-        elif action == "scroll":  # the wheel over the element: hover it first
-            self.run("hover", ref)
-            self.run("mousewheel", "0", value or "0")
-        elif action in ("fill", "select"):
-            self.run(action, ref, value or "")
-        else:
-            self.run(action, ref)
-
-    def keys(self, action: str, value: str) -> None:
-        self.run(action, value)
+    def scroll(self, at: str, dy: str) -> None:  # the wheel over the element: hover it
+        self.run("hover", at)
+        self.run("mousewheel", "0", dy)
 
     def eval(self, expression: str) -> Any:
         out = self.run("eval", expression)
@@ -135,44 +83,37 @@ class PlaywrightCliTool:
         return json.loads(result)
 
 
-class AgentBrowserTool:
+class AgentBrowserTool(CliDriver):
     """agent-browser's Linux binary (inside its npm package) on Debian's Chromium; after
     an action it waits for the page's load, since its click answers before a navigation
     it starts has loaded (an agent following its skill does the same)."""
 
     name = "agent-browser"
+    ref_prefix = "@"
 
     def __init__(self, session: str) -> None:
-        self.argv = [str(AGENT_BROWSER), "--session", session]
-        self.env = {**peer._env(), "AGENT_BROWSER_EXECUTABLE_PATH": peer.DEFAULT_CHROMIUM,
-                    "AGENT_BROWSER_ARGS": "--no-sandbox,--disable-gpu"}
+        self.argv = [str(peer.AGENT_BROWSER), "--session", session]
+        self.env = peer.agent_browser_env()
+        super().__init__(self.command)
 
-    def run(self, *args: str) -> str:
+    def command(self, *args: str) -> str:
         argv = [*self.argv, *args]
-        return _checked(subprocess.run(argv, env=self.env, capture_output=True, text=True,
-                                       timeout=120), argv)
+        return common.printed(subprocess.run(argv, env=self.env, capture_output=True,
+                                             text=True, timeout=120), argv)
 
     def settle(self) -> None:
         self.run("wait", "--load", "load")
-
-    def open(self, url: str) -> None:
-        self.run("open", url)
 
     def snapshot(self, interactive: bool) -> str:
         return self.run("snapshot", *(["-i"] if interactive else []))
 
     def act(self, action: str, ref: str, value: str | None, to_ref: str | None) -> None:
-        at = "@" + ref
-        if action == "drag":
-            self.run("drag", at, "@" + (to_ref or ""))
-        elif action == "scroll":  # the wheel over the element: hover it first
-            self.run("hover", at)
-            self.run("mouse", "wheel", value or "0")
-        elif action in ("fill", "select"):
-            self.run(action, at, value or "")
-        else:
-            self.run(action, at)
+        super().act(action, ref, value, to_ref)
         self.settle()
+
+    def scroll(self, at: str, dy: str) -> None:  # the wheel over the element: hover it
+        self.run("hover", at)
+        self.run("mouse", "wheel", dy)
 
     def keys(self, action: str, value: str) -> None:
         if action == "type":
@@ -184,7 +125,7 @@ class AgentBrowserTool:
     def eval(self, expression: str) -> Any:
         answer = json.loads(self.run("--json", "eval", expression))
         if not answer.get("success"):
-            raise ToolFailed(str(answer.get("error")))
+            raise common.ToolFailed(str(answer.get("error")))
         return answer["data"]["result"]
 
     def close(self) -> None:
@@ -194,25 +135,25 @@ class AgentBrowserTool:
 
 
 @contextlib.contextmanager
-def tools(names: list[str]) -> Iterator[list[Any]]:
+def tools(names: list[str]) -> Iterator[list[CliDriver]]:
     """Each tool with a browser of its own, open on about:blank; closed after."""
-    made: list[Any] = []
+    made: list[CliDriver] = []
     daemon: common.BskDaemon | None = None
     workdir: Path | None = None
     try:
         for name in names:
             if name == "bsk":
                 daemon = common.BskDaemon().start()
-                made.append(BskTool(daemon))
+                made.append(bsk_tool(daemon))
             elif name == "playwright-cli":
                 peer.ensure_installed()
                 workdir = peer.write_config()
-                tool: Any = PlaywrightCliTool(workdir)
+                tool: CliDriver = PlaywrightCliTool(workdir)
                 tool.run("open", "about:blank")
                 made.append(tool)
             elif name == "agent-browser":
-                if not AGENT_BROWSER.exists():
-                    raise RuntimeError(f"no {AGENT_BROWSER}: (cd bench && npm ci)")
+                if not peer.AGENT_BROWSER.exists():
+                    raise RuntimeError(f"no {peer.AGENT_BROWSER}: (cd bench && npm ci)")
                 tool = AgentBrowserTool(f"bsk-conformance-{os.getpid()}")
                 tool.run("open", "about:blank")
                 made.append(tool)

@@ -53,12 +53,7 @@ BIG_PAGE = (common.TEST_PAGES / "diff.html").read_bytes().replace(b"</main>", b"
     b'<button>Add product %d</button><p>Price %d.00 EUR, in stock.</p></section>'
     % (i, i, i, i, 10 + i) for i in range(1, 41)) + b"</main>")
 
-AGENT_BROWSER = common.BENCH_DIR / "node_modules/agent-browser/bin/agent-browser-linux-x64"
-Step = tuple[str, str]  # the command as typed, what it printed
-
-
-def tokens(text: str) -> float:
-    return len(text) / 4
+Step = common.Step
 
 
 # -- (a) the settle window's latency ---------------------------------------------------
@@ -77,16 +72,7 @@ def _click(sock: str, sid: str, ref: str, settle: int | None) -> tuple[float, di
 def _open_and_ref(sock: str, sid: str, url: str) -> str:
     common.api(sock, "POST", f"/v1/sessions/{sid}/tools/open", {"url": url})
     snap = common.api(sock, "POST", f"/v1/sessions/{sid}/tools/snapshot", {})[2]
-    return common_ref(snap["result"]["snapshot"], "button", "Go")
-
-
-def common_ref(text: str, role: str, name: str) -> str:
-    import re
-
-    found = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=([\w-]+)\]', text)
-    if not found:
-        raise RuntimeError(f"no {role} {name!r} in:\n{text}")
-    return found.group(1)
+    return common.ref_of(snap["result"]["snapshot"], "button", "Go")
 
 
 def settle_latency(bsk: common.BskDaemon, base: str, rounds: int) -> bool:
@@ -159,31 +145,22 @@ def _action_args(action: tuple[str, str, str], ref: str) -> list[str]:
 def task(run: Callable[..., str], url: str, look: list[str] | None,
          ref_prefix: str = "", first: list[str] | None = None) -> list[Step]:
     """open, a first snapshot, then each action followed by `look` (if any)."""
-    steps: list[Step] = []
-
-    def step(*args: str) -> str:
-        out = run(*args)
-        steps.append((" ".join(args), out))
-        return out
-
+    step = common.Recorder(run)
     step("open", url)
     snap = step(*(first or ["snapshot"]))
-    refs = [ref_prefix + common_ref(snap, role, name) for _, role, name in ACTIONS]
+    refs = [ref_prefix + common.ref_of(snap, role, name) for _, role, name in ACTIONS]
     for action, ref in zip(ACTIONS, refs, strict=True):
         step(*_action_args(action, ref))
         if look:
             step(*look)
-    return steps
+    return step.steps
 
 
 def bsk_runner(bsk: common.BskDaemon, sid: str) -> Callable[..., str]:
     bsk.run("session", "start", sid)
 
     def run(*args: str) -> str:
-        cp = bsk.run("-s", sid, *args, check=False)
-        if cp.returncode != 0:
-            raise RuntimeError(f"bsk {' '.join(args)}: rc={cp.returncode}\n{cp.stdout}{cp.stderr}")
-        return cp.stdout + cp.stderr
+        return common.printed(bsk.run("-s", sid, *args, check=False), ["bsk", *args])
 
     return run
 
@@ -197,7 +174,7 @@ def bsk_batch_task(bsk: common.BskDaemon, url: str,
     snap = steps[-1][1]
     import shlex
 
-    commands = [shlex.join(_action_args(a, common_ref(snap, a[1], a[2]))) for a in ACTIONS]
+    commands = [shlex.join(_action_args(a, common.ref_of(snap, a[1], a[2]))) for a in ACTIONS]
     steps.append(("batch " + " ".join(map(shlex.quote, commands)), run("batch", *commands)))
     steps.append(("snapshot --diff", run("snapshot", "--diff")))
     return steps, run
@@ -205,28 +182,16 @@ def bsk_batch_task(bsk: common.BskDaemon, url: str,
 
 def pw_runner(workdir: Path) -> Callable[..., str]:
     def run(*args: str) -> str:
-        cp = peer.run(list(args), workdir)
-        if cp.returncode != 0:
-            raise RuntimeError(f"playwright-cli {' '.join(args)}: rc={cp.returncode}\n"
-                               f"{cp.stdout}{cp.stderr}")
-        return cp.stdout + cp.stderr
+        return common.printed(peer.run(list(args), workdir), ["playwright-cli", *args])
 
     return run
 
 
-def ab_env() -> dict[str, str]:
-    return {**os.environ, "AGENT_BROWSER_EXECUTABLE_PATH": "/usr/bin/chromium",
-            "AGENT_BROWSER_ARGS": "--no-sandbox,--disable-gpu"}
-
-
 def ab_runner(session: str) -> Callable[..., str]:
     def run(*args: str) -> str:
-        cp = subprocess.run([str(AGENT_BROWSER), "--session", session, *args], env=ab_env(),
-                            capture_output=True, text=True, timeout=120)
-        if cp.returncode != 0:
-            raise RuntimeError(f"agent-browser {' '.join(args)}: rc={cp.returncode}\n"
-                               f"{cp.stdout}{cp.stderr}")
-        return cp.stdout + cp.stderr
+        argv = [str(peer.AGENT_BROWSER), "--session", session, *args]
+        return common.printed(subprocess.run(argv, env=peer.agent_browser_env(),
+                                             capture_output=True, text=True, timeout=120), argv)
 
     return run
 
@@ -240,7 +205,7 @@ def ab_baseline_task(session: str, url: str, scratch: Path) -> list[Step]:
     snap = run("snapshot")
     steps.append(("snapshot", snap))
     base.write_text(snap)
-    refs = ["@" + common_ref(snap, role, name) for _, role, name in ACTIONS]
+    refs = ["@" + common.ref_of(snap, role, name) for _, role, name in ACTIONS]
     for action, ref in zip(ACTIONS, refs, strict=True):
         steps.append((" ".join(_action_args(action, ref)), run(*_action_args(action, ref))))
         steps.append(("diff snapshot --baseline FILE",
@@ -250,10 +215,10 @@ def ab_baseline_task(session: str, url: str, scratch: Path) -> list[Step]:
 
 
 def report(name: str, steps: list[Step], show: bool) -> float:
-    total = sum(tokens(out) for _, out in steps)
+    total = sum(common.tokens(out) for _, out in steps)
     print(f"\n  {name}: {total:.0f} tokens in {len(steps)} commands")
     for command, out in steps:
-        print(f"    {command[:56]:<56} {len(out):>6} chars  {tokens(out):>7.1f} tokens")
+        print(f"    {command[:56]:<56} {len(out):>6} chars  {common.tokens(out):>7.1f} tokens")
         if show:
             print("      | " + out.rstrip().replace("\n", "\n      | "))
     return total
@@ -275,7 +240,8 @@ def peers() -> Iterator[tuple[Path, list[str]]]:
         peer.close_all()
         shutil.rmtree(workdir, ignore_errors=True)
         for session in sessions:
-            subprocess.run([str(AGENT_BROWSER), "--session", session, "close"], env=ab_env(),
+            subprocess.run([str(peer.AGENT_BROWSER), "--session", session, "close"],
+                           env=peer.agent_browser_env(),
                            capture_output=True, timeout=60)
 
 

@@ -24,8 +24,6 @@ import common
 import playwright_peer as peer
 
 PLAYWRIGHT_MCP = peer.BENCH_DIR / "node_modules" / "@playwright" / "mcp" / "cli.js"
-AGENT_BROWSER = peer.BENCH_DIR / "node_modules" / "agent-browser" / "bin" / \
-    "agent-browser-linux-x64"
 TARGET_CHARS = 21_000
 
 
@@ -73,14 +71,13 @@ def main() -> int:
     node = shutil.which("node") or "node"
     home = tempfile.mkdtemp(prefix="bsk-mcp-bench-")
     bsk_env = {**os.environ, "BSK_HOME": home}
-    peer_env = {**peer._env(), "AGENT_BROWSER_EXECUTABLE_PATH": peer.DEFAULT_CHROMIUM,
-                "AGENT_BROWSER_ARGS": "--no-sandbox,--disable-gpu"}
+    peer_env = peer.agent_browser_env()
     servers = {
         "bsk mcp": ([str(common.BSK), "mcp"], bsk_env),
         "bsk mcp --caps all": ([str(common.BSK), "mcp", "--caps", "all"], bsk_env),
         "Playwright MCP": ([node, str(PLAYWRIGHT_MCP), "--headless", "--executable-path",
                             peer.DEFAULT_CHROMIUM], peer_env),
-        "agent-browser mcp": ([str(AGENT_BROWSER), "mcp"], peer_env),
+        "agent-browser mcp": ([str(peer.AGENT_BROWSER), "mcp"], peer_env),
     }
     sizes: dict[str, int] = {}
     try:

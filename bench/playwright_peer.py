@@ -57,6 +57,16 @@ def _env() -> dict[str, str]:
     return env
 
 
+# agent-browser (npm, pinned in bench/package.json): its Linux binary ships in the package.
+AGENT_BROWSER = BENCH_DIR / "node_modules" / "agent-browser" / "bin" / "agent-browser-linux-x64"
+
+
+def agent_browser_env() -> dict[str, str]:
+    """agent-browser on Debian's Chromium (it downloads none)."""
+    return {**_env(), "AGENT_BROWSER_EXECUTABLE_PATH": DEFAULT_CHROMIUM,
+            "AGENT_BROWSER_ARGS": "--no-sandbox,--disable-gpu"}
+
+
 def ensure_installed(fast: bool = False) -> list[str]:
     """Install bench/node_modules if missing; return the argv prefix for playwright-cli.
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import http.server
-import re
 import shutil
 import sys
 import threading
@@ -32,18 +31,7 @@ import playwright_peer as peer
 
 PAGES = common.ROOT / "tests" / "pages"
 USER, PASSWORD, EXPECTED = "alice", "correct horse", "Welcome, alice"
-Step = tuple[str, str]  # the command as typed, what it printed
-
-
-def tokens(text: str) -> float:
-    return len(text) / 4
-
-
-def ref_of(output: str, role: str, name: str) -> str:
-    match = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=([\w-]+)\]', output)
-    if not match:
-        raise RuntimeError(f"no {role} {name!r} with a ref in:\n{output}")
-    return match.group(1)
+Step = common.Step
 
 
 @contextlib.contextmanager
@@ -64,41 +52,30 @@ def fixture_site() -> Iterator[str]:
 
 def run_task(run: Callable[..., str], url: str, first_snapshot: list[str]) -> list[Step]:
     """The task through one tool; `run(*args)` returns what the command printed."""
-    steps: list[Step] = []
-
-    def step(*args: str) -> str:
-        out = run(*args)
-        steps.append((" ".join(args), out))
-        return out
-
+    step = common.Recorder(run)
     step("open", url)
     snap = step(*first_snapshot)
-    step("fill", ref_of(snap, "textbox", "Username"), USER)
-    step("fill", ref_of(snap, "textbox", "Password"), PASSWORD)
-    step("click", ref_of(snap, "button", "Log in"))
+    step("fill", common.ref_of(snap, "textbox", "Username"), USER)
+    step("fill", common.ref_of(snap, "textbox", "Password"), PASSWORD)
+    step("click", common.ref_of(snap, "button", "Log in"))
     final = step("snapshot")
     if EXPECTED not in final:
         raise RuntimeError(f"the result {EXPECTED!r} is not in the final snapshot:\n{final}")
-    return steps
+    return step.steps
 
 
 def bsk_task(bsk: common.BskDaemon, url: str) -> list[Step]:
     bsk.run("session", "start", "tokens")
 
     def run(*args: str) -> str:
-        cp = bsk.run("-s", "tokens", *args)
-        return cp.stdout + cp.stderr
+        return common.printed(bsk.run("-s", "tokens", *args, check=False), list(args))
 
     return run_task(run, url, ["snapshot", "--interactive"])
 
 
 def peer_task(workdir: Path, url: str) -> list[Step]:
     def run(*args: str) -> str:
-        cp = peer.run(list(args), workdir)
-        if cp.returncode != 0:
-            raise RuntimeError(f"playwright-cli {' '.join(args)}: rc={cp.returncode}\n"
-                               f"{cp.stdout}{cp.stderr}")
-        return cp.stdout + cp.stderr
+        return common.printed(peer.run(list(args), workdir), ["playwright-cli", *args])
 
     return run_task(run, url, ["snapshot"])
 
@@ -107,8 +84,8 @@ def report(name: str, steps: list[Step], show: bool) -> float:
     total = 0.0
     print(f"\n{name}:")
     for command, out in steps:
-        total += tokens(out)
-        print(f"  {command[:44]:<44} {len(out):>6} chars  {tokens(out):>7.1f} tokens")
+        total += common.tokens(out)
+        print(f"  {command[:44]:<44} {len(out):>6} chars  {common.tokens(out):>7.1f} tokens")
         if show:
             print("    | " + out.rstrip().replace("\n", "\n    | "))
     print(f"  {'total':<44} {sum(len(o) for _, o in steps):>6} chars  {total:>7.1f} tokens")

@@ -15,46 +15,15 @@ One Django server and one bsk session (logged in once) for the module.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from support.agent_steps import TaskResult, run_task
+from support.agent_steps import BskDriver, TaskResult, run_task
 from support.cli import Bsk
 from support.django_admin import GROUP, MEMBER, DjangoAdmin, running_django_admin
 from support.django_tasks import DJANGO_TASKS
 from support.snapshot_text import find_node
 
 TASKS = {task["widget"].removeprefix("django: "): task for task in DJANGO_TASKS}
-
-
-class BskDriver:
-    """support.agent_steps.Driver through the `bsk` CLI, as an agent types it."""
-
-    def __init__(self, bsk: Bsk) -> None:
-        self.bsk = bsk
-
-    def open(self, url: str) -> None:
-        self.bsk.ok("open", url)
-
-    def snapshot(self, interactive: bool) -> str:
-        args = ("snapshot", "--interactive") if interactive else ("snapshot",)
-        return str(self.bsk.ok(*args)["result"]["snapshot"])
-
-    def act(self, action: str, ref: str, value: str | None, to_ref: str | None) -> None:
-        if action == "drag":
-            self.bsk.ok("drag", ref, to_ref or "")
-        elif action == "scroll":
-            self.bsk.ok("scroll", ref, "--dy", value or "0")
-        elif action in ("fill", "select"):
-            self.bsk.ok(action, ref, value or "")
-        else:
-            self.bsk.ok(action, ref)
-
-    def keys(self, action: str, value: str) -> None:
-        self.bsk.ok(action, value)
-
-    def eval(self, expression: str) -> Any:
-        return self.bsk.ok("eval", expression)["result"]["value"]
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +51,7 @@ def done(session: Bsk, site: DjangoAdmin, name: str) -> TaskResult:
     """Run one task through bsk; fail with what the snapshot offered, unless it is done."""
     # The admin's pages are static once loaded, and its pop-ups open at the click: an
     # agent that does not see its target at once will not see it later.
-    result = run_task(BskDriver(session), site.url, TASKS[name], find_seconds=2,
+    result = run_task(BskDriver(session.text), site.url, TASKS[name], find_seconds=2,
                       check_seconds=5)
     assert result.done, f"{result.describe()}\nlast snapshot:\n{result.last_snapshot}"
     return result

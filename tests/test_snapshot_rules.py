@@ -228,3 +228,25 @@ def test_a_listening_dialogs_ref_is_kept(bsk: Bsk, site: str) -> None:
     dialog = ref_of(first, "dialog", "Modal")
     assert ref_of(snap(bsk), "dialog", "Modal") == dialog
     assert "Save changes" in str(bsk.ok("snapshot", "--ref", dialog)["result"]["snapshot"])
+
+
+def test_drop_targets_get_refs(bsk: Bsk, site: str) -> None:
+    """A place to drop on is a target an agent names: a `drop` listener (HTML drag and
+    drop) or a library's mark (jQuery UI's `ui-droppable`, @hello-pangea/dnd's column)
+    gives it a ref, named by its text (its first line when it holds refs); a box that is
+    neither gets none."""
+    bsk.ok("open", f"{site}/snap_drop.html")
+    text = snap(bsk, "-i")
+    assert re.search(r'^- droppable "Drop files here" \[ref=e\d+\]$', text, re.M), text
+    assert re.search(r'^- droppable "Trash" \[ref=e\d+\]$', text, re.M), text
+    assert "Plain box" not in text, text
+    # A board's column holding cards: named by its first line, not all it holds.
+    assert re.search(r'^- droppable "To do" \[ref=e\d+\]$', text, re.M), text
+    bsk.ok("drag", ref_of(text, "draggable", "Report.pdf"),
+           ref_of(text, "droppable", "Drop files here"))
+    assert bsk("eval", "document.getElementById('dropped').textContent").value == "card"
+    # Locators reach them by the same role and name.
+    assert bsk.ok("click", 'role=droppable[name="Trash"]')
+    assert bsk.ok("hover", 'role=droppable[name="To do"]')
+    # ... the column's name as shown: a card's text does not name it.
+    assert bsk("hover", 'role=droppable[name="Write the report"]').code != 0

@@ -323,7 +323,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "snapshot", ("snapshot",), _R,
         "Accessibility tree of the current tab, one node per line, with refs (e12) to act on: "
-        "controls, links, and anything clickable, focusable, draggable or editable. Iframes "
+        "controls, links, and anything clickable, focusable, draggable, droppable or editable. "
+        "Iframes "
         "are included; their refs carry the frame (f1e7).",
         (Param("interactive", "boolean", "only actionable nodes, with the named containers "
                "around them", default=False, short="-i"),

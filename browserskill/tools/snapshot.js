@@ -7,12 +7,13 @@
 //
 // Anything a person could act on gets a ref whatever its tag (docs/contract-notes.md,
 // "Targets"): native controls and ARIA widget roles, and also elements that are
-// focusable (tabindex), draggable, editable, or clickable — a pointer-like cursor of
-// their own (not inherited from an element that already has a ref), an on* handler
-// attribute, or a click/mouse listener found with DOMDebugger.getEventListeners
+// focusable (tabindex), draggable, a drop target, editable, or clickable — a pointer-like
+// cursor of their own (not inherited from an element that already has a ref), an on*
+// handler attribute, or a click/mouse listener found with DOMDebugger.getEventListeners
 // (`__bskListened`, filled by snapshot.py before this runs). Those get a role-like name:
 // their own role if they have one, else "link" (<a> without href), "clickable",
-// "focusable" or "draggable".
+// "focusable", "draggable" or "droppable" (a `drop` listener, `__bskDropTargets`, or a
+// library's mark of a drop target).
 // A wrapper whose only interactive content already has a ref gets none; a container
 // whose listener serves its repeated, similar children gives them the refs instead.
 // Text is joined as rendered; icons without a name get one guessed from their hints,
@@ -30,6 +31,7 @@
   const REF_ROLES = new Set(refRoles);
   const ACTIONABLE = new Set(actionable);
   const listened = globalThis.__bskListened || new WeakSet();
+  const dropTargets = globalThis.__bskDropTargets || new WeakSet();
   // Nodes (their arrays) that got a ref for being interactive without an actionable role:
   // --interactive keeps them.
   const INFERRED = new Set();
@@ -120,13 +122,16 @@
     if (tag === "html" || tag === "body" || tag === "label" && el.control) return "";
     if (listened.has(el)) return "click";
     if (servedByParent(el)) return "item";
+    if (dropTargets.has(el)) return "drop";
     if (el.attributes.length) {
       if (HANDLER_ATTRS.some(a => el.hasAttribute(a))) return "click";
       if (el.getAttribute("draggable") === "true") return "drag";
       if (el.classList.length) {
         if (DRAG_CLASSES.some(c => el.classList.contains(c))) return "drag";
         if (PICK_CLASSES.some(c => el.classList.contains(c))) return "item";
+        if (DROP_CLASSES.some(c => el.classList.contains(c))) return "drop";
       }
+      if (DROP_ATTRS.some(a => el.hasAttribute(a))) return "drop";
       const tabindex = el.getAttribute("tabindex");
       if (tabindex !== null && tabindex.trim() !== "" && +tabindex >= 0 && !inActionable)
         return "focus";
@@ -143,6 +148,11 @@
   // selectable), whose listener sits on the container or the document.
   const DRAG_CLASSES = ["ui-sortable-handle", "ui-draggable", "ui-draggable-handle"];
   const PICK_CLASSES = ["ui-selectee"];
+  // ... and of a place to drop on, where no listener says so (jQuery UI's draggable
+  // finds its droppables itself; react-beautiful-dnd and its fork @hello-pangea/dnd;
+  // HTML's old `dropzone`). A `drop` listener (HTML drag and drop) is `__bskDropTargets`.
+  const DROP_CLASSES = ["ui-droppable"];
+  const DROP_ATTRS = ["dropzone", "data-rbd-droppable-id", "data-rfd-droppable-id"];
   const ROWGROUPS = new Set(["thead", "tbody", "tfoot"]);
 
   // The repeated, similar children of `el` that its listener serves: two or more of
@@ -187,6 +197,7 @@
     if (role && role !== "generic" && role !== "paragraph") return role;
     if (el.localName === "a") return "link";
     if (why === "drag") return "draggable";
+    if (why === "drop") return "droppable";
     if (why === "focus") return "focusable";
     return "clickable";
   }
@@ -251,6 +262,10 @@
   // A value shown whole, on one line: line breaks as \n (only --max-tokens cuts, visibly).
   function whole(value) {
     return value.replace(/\r?\n/g, "\\n");
+  }
+
+  function firstLine(el) {
+    return clean((el.innerText || "").split("\n").find(line => line.trim()), 80);
   }
 
   function textOf(el) {
@@ -696,6 +711,9 @@
       out.joinable = false;
       return;
     }
+    // A drop target holding refs (a board's column of cards, a page-wide drop area) is
+    // named by its label or its first line (the column's heading), not by all it holds.
+    if (why === "drop" && !nameOf(el, role) && actionableIn(kids, null)) name = firstLine(el);
     const node = [shownRole, name, valueOf(el, role), states(el, shownRole), ref, kids];
     if (guess) node[3].unshift("guessed name");
     INFERRED.add(node);
@@ -807,7 +825,7 @@
     return [...out];
   }
 
-  const INFERRED_ROLES = new Set(["clickable", "focusable", "draggable", "link"]);
+  const INFERRED_ROLES = new Set(["clickable", "focusable", "draggable", "droppable", "link"]);
 
   // [role as the snapshot shows it, name], or null when it is not `want` (if given).
   function roleAndName(el, want) {
@@ -821,9 +839,13 @@
     }
     if (want !== undefined && shown !== want) return null;
     const name = nameOf(el, shown === "link" ? "link" : role) ||
-                 (why ? textOf(el) || clean(contentName(el, null, 0)) : "");
+                 (why === "drop" && el.querySelector(CONTROLS) ? firstLine(el) :
+                  why ? textOf(el) || clean(contentName(el, null, 0)) : "");
     return [shown, name || (GUESS_ROLES.has(shown) ? guessedName(el) : "")];
   }
+  // What a drop target holding refs holds, as a locator tells it without a walk.
+  const CONTROLS = "a[href], button, input, select, textarea, [tabindex], [role], " +
+                   "[draggable=true], [contenteditable]";
 
   function byRole(want, name) {
     const hits = [];

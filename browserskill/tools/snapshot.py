@@ -38,6 +38,8 @@ REF_ROLES = ACTIONABLE | {"heading", "img", "image", "dialog", "alertdialog", "i
 # Listeners that make an element clickable (the page's own, in any world).
 CLICK_EVENTS = frozenset({"click", "dblclick", "auxclick", "contextmenu", "mousedown",
                           "mouseup", "pointerdown", "pointerup", "touchstart"})
+# Listeners that make an element a place to drop on (HTML drag and drop).
+DROP_EVENTS = frozenset({"drop"})
 MAX_REFS_PER_SESSION = 50_000
 # Documents (and views of them) whose last snapshot a session keeps for `--diff`.
 MAX_DIFF_BASES = 16
@@ -73,12 +75,15 @@ class Node:
 
 _SCRIPT = (Path(__file__).with_name("snapshot.js")).read_text()
 _LISTENED_GROUP = "bsk-listened"
-_MARK_LISTENED = ("function(...els) { globalThis.__bskListened = new WeakSet(els); "
+_MARK_LISTENED = ("function(drops, ...els) { const clicks = els.length - drops; "
+                  "globalThis.__bskListened = new WeakSet(els.slice(0, clicks)); "
+                  "globalThis.__bskDropTargets = new WeakSet(els.slice(clicks)); "
                   "return els.length; }")
 
 
 async def mark_listened(ctx: ToolContext, tab: Tab, world: int, sid: str) -> int:
-    """Tell snapshot.js which elements have click/mouse listeners of the page's own.
+    """Tell snapshot.js which elements have click/mouse listeners of the page's own, and
+    which `drop` listeners (places to drop on).
 
     Listeners added with addEventListener live in the page's world, out of the isolated
     world's sight; one DOMDebugger.getEventListeners over the whole document (depth -1)
@@ -103,18 +108,24 @@ async def mark_listened(ctx: ToolContext, tab: Tab, world: int, sid: str) -> int
         found = await ctx.inspect("DOMDebugger.getEventListeners", {
             "objectId": page_doc["object"]["objectId"], "depth": -1, "pierce": False},
             tab=tab, session_id=sid)
-        nodes = {listener["backendNodeId"] for listener in found.get("listeners", ())
-                 if listener.get("type") in CLICK_EVENTS and listener.get("backendNodeId")}
-        handles = await asyncio.gather(*(ctx.inspect("DOM.resolveNode", {
-            "backendNodeId": node, "executionContextId": world,
-            "objectGroup": _LISTENED_GROUP}, tab=tab, session_id=sid) for node in nodes),
-            return_exceptions=True)
-        args = [{"objectId": h["object"]["objectId"]} for h in handles
-                if isinstance(h, dict) and "objectId" in h.get("object", {})]
+        listeners = found.get("listeners", ())
+
+        async def handles(events: frozenset[str]) -> list[dict[str, str]]:
+            nodes = {listener["backendNodeId"] for listener in listeners
+                     if listener.get("type") in events and listener.get("backendNodeId")}
+            resolved = await asyncio.gather(*(ctx.inspect("DOM.resolveNode", {
+                "backendNodeId": node, "executionContextId": world,
+                "objectGroup": _LISTENED_GROUP}, tab=tab, session_id=sid) for node in nodes),
+                return_exceptions=True)
+            return [{"objectId": h["object"]["objectId"]} for h in resolved
+                    if isinstance(h, dict) and "objectId" in h.get("object", {})]
+
+        clicks, drops = await asyncio.gather(handles(CLICK_EVENTS), handles(DROP_EVENTS))
         await ctx.inspect("Runtime.callFunctionOn", {
             "functionDeclaration": _MARK_LISTENED, "executionContextId": world,
-            "arguments": args, "returnByValue": True}, tab=tab, session_id=sid)
-        return len(args)
+            "arguments": [{"value": len(drops)}, *clicks, *drops], "returnByValue": True},
+            tab=tab, session_id=sid)
+        return len(clicks) + len(drops)
     except (CdpError, KeyError):
         return 0  # a frame that went away: the script's own retry reads the new one
     finally:

@@ -66,6 +66,13 @@ class Bsk:
         assert r.code == 0, f"bsk {' '.join(args)} exited {r.code}: {r.stdout}{r.stderr}"
         return r.json
 
+    def text(self, *args: str) -> str:
+        """Run a command that must complete; return what it printed (plain, as an agent
+        reads it: stdout and stderr)."""
+        r = self(*args, as_json=False)
+        assert r.code == 0, f"bsk {' '.join(args)} exited {r.code}: {r.stdout}{r.stderr}"
+        return r.stdout + r.stderr
+
     def popen(self, *args: str, as_json: bool = True) -> subprocess.Popen[str]:
         return subprocess.Popen(self.argv(args, as_json), env=self.env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,

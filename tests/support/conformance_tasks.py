@@ -42,8 +42,6 @@ from typing import Any
 
 SCROLL_TRIES = 40
 
-_LIBRARY_MARKERS = ("refs for the libraries' own markers of sortable, draggable, selectable "
-                    "items (issue 24 item 3): the droppable (.ui-droppable) has no ref to drop on")
 _SHADOW_DOM = ("shadow DOM in one tree, names as Chromium computes them (issue 24 item 3): a "
                "control in an open shadow root, labelled by aria-labelledby or slotted text, "
                "shows unnamed")
@@ -87,7 +85,6 @@ TASKS: list[dict[str, Any]] = [
         ],
         "check": "$('#droppable').hasClass('ui-state-highlight')",
         "shows": "Dropped!",
-        "snapshot_fix": _LIBRARY_MARKERS,
     },
     {
         "widget": "jqueryui-autocomplete",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 from support.cli import Bsk
@@ -30,23 +29,3 @@ def clicks_report_the_state_they_left(s: Bsk, site: str) -> None:
     assert s("eval", "document.querySelectorAll('#rerender').length").value == 1
 
 
-_SNAPSHOT_LINE = re.compile(
-    r'^\s*- (?P<role>[^\s":]+)(?: (?P<name>"(?:[^"\\\n]|\\.)*"))?(?P<states>(?: \[[^\]\n]*\])*)')
-
-
-def find_ref(snapshot: str, role: str, name_pattern: str, nth: int = 0) -> str | None:
-    """The ref an agent would pick from a snapshot's text alone: the `nth` node (in
-    document order; -1 the last) that has a ref, whose role matches `role` whole and whose
-    accessible name matches `name_pattern` (re.search: "^$" is unnamed, "" any name); None
-    if there is none. Roles and names are read from the lines as rendered (`- role "name"
-    [state] [ref=e7]: value`), so whatever the snapshot does not show cannot be found."""
-    refs = []
-    for line in snapshot.splitlines():
-        match = _SNAPSHOT_LINE.match(line)
-        if not match or not re.fullmatch(role, match["role"]):
-            continue
-        ref = re.search(r"\[ref=(\w+)\]", match["states"])
-        name = json.loads(match["name"]) if match["name"] else ""
-        if ref and re.search(name_pattern, name):
-            refs.append(ref.group(1))
-    return refs[nth] if -len(refs) <= nth < len(refs) else None

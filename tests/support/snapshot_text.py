@@ -6,8 +6,8 @@ The tools print one node a line, `- ROLE "NAME" … ref=REF …`, in brackets of
 bsk `[level=1] [ref=e12]` (frames `f1e7`), playwright-cli `[ref=e12] [cursor=pointer]`,
 agent-browser `[level=1, ref=e12]`; playwright-cli's YAML quotes a line holding ": "
 whole, in single quotes. A name is the JSON-quoted string the tool printed
-(empty when it printed none). The matching rules are support.pages.find_ref's (the
-widget suite's): the role matches whole, the name by `re.search` (`"^$"`: unnamed, `""`:
+(empty when it printed none). The matching rules (support/conformance_tasks.py's
+docstring): the role matches whole, the name by `re.search` (`"^$"`: unnamed, `""`:
 any), nodes without a ref are skipped, the `nth` (0-based; -1 the last) match is taken.
 """
 
