@@ -152,34 +152,107 @@ class FrameView:
 
 async def run_script(ctx: ToolContext, tab: Tab, frame_id: str,
                       options: dict[str, Any]) -> tuple[dict[str, Any], str, int, str]:
-    """Run snapshot.js in the frame's isolated world; retried if the document changes."""
+    """Run snapshot.js in the frame's isolated world; retried if the document changes,
+    and again (once per level of nesting) when it found closed shadow roots to enter."""
     sid = tab.session_for_frame(frame_id)
     for _attempt in range(3):
         loader = tab.frames.get(frame_id, "")
         world = await isolated_world(ctx, tab, frame_id)
         options["prefix"] = ("" if frame_id == tab.main_frame_id
                              else f"f{tab.frame_ordinal(frame_id)}")
-        options["next"] = ctx.session.ref_seq + 1
         await mark_listened(ctx, tab, world, sid)
-        try:
-            answer = await ctx.inspect("Runtime.evaluate", {
-                "expression": f"({_SCRIPT})({json.dumps(options)})", "contextId": world,
-                "returnByValue": True}, tab=tab, session_id=sid)
-        except CdpError:
+        value: dict[str, Any] | None = None
+        for _level in range(MAX_CLOSED_ROOT_LEVELS + 1):
+            value = await _walk(ctx, tab, world, sid, options)
+            if (value is None or not value.get("candidates")
+                    or not await read_closed_roots(ctx, tab, world, sid)):
+                break
+        if value is None:
             tab.worlds.pop((frame_id, loader), None)  # the document went away: read the new one
             continue
-        if "exceptionDetails" in answer:
-            details = answer["exceptionDetails"]
-            raise RuntimeError("snapshot script failed: "
-                               + (details.get("exception", {}).get("description")
-                                  or details.get("text", "")))
-        head, _, text = answer["result"]["value"].partition("\n")
-        value = json.loads(head)
-        value["text"] = text
-        ctx.session.ref_seq = max(ctx.session.ref_seq, value["next"] - 1)
         if tab.frames.get(frame_id, "") == loader:
             return value, loader, world, sid
     raise CdpError("snapshot", 0, "the frame kept navigating while it was read")
+
+
+async def _walk(ctx: ToolContext, tab: Tab, world: int, sid: str,
+                options: dict[str, Any]) -> dict[str, Any] | None:
+    """One run of snapshot.js: its head (refs, next, …) with the text; None if the
+    document went away meanwhile."""
+    options["next"] = ctx.session.ref_seq + 1
+    try:
+        answer = await ctx.inspect("Runtime.evaluate", {
+            "expression": f"({_SCRIPT})({json.dumps(options)})", "contextId": world,
+            "returnByValue": True}, tab=tab, session_id=sid)
+    except CdpError:
+        return None
+    if "exceptionDetails" in answer:
+        details = answer["exceptionDetails"]
+        raise RuntimeError("snapshot script failed: "
+                           + (details.get("exception", {}).get("description")
+                              or details.get("text", "")))
+    head, _, text = answer["result"]["value"].partition("\n")
+    value: dict[str, Any] = json.loads(head)
+    value["text"] = text
+    ctx.session.ref_seq = max(ctx.session.ref_seq, value["next"] - 1)
+    return value
+
+
+# Closed roots inside closed roots are found one level per walk: at most this many more.
+MAX_CLOSED_ROOT_LEVELS = 3
+_CLOSED_GROUP = "bsk-closed-roots"
+_KEEP_CLOSED = """function(...pairs) {
+  const bsk = globalThis.__bsk;
+  for (const host of bsk.candidates) bsk.asked.set(host, host.matches(":defined"));
+  for (let i = 0; i < pairs.length; i += 2) bsk.closed.set(pairs[i], pairs[i + 1]);
+  bsk.candidates = [];
+  return pairs.length / 2;
+}"""
+
+
+async def read_closed_roots(ctx: ToolContext, tab: Tab, world: int, sid: str) -> int:
+    """Hand snapshot.js the closed shadow roots of the hosts its walk listed.
+
+    Page JS can't see a closed root (`el.shadowRoot` is null); CDP can:
+    `DOM.describeNode` of a host lists its shadow roots and their type, and
+    `DOM.resolveNode` gives the isolated world a handle on one. Only the candidates the
+    walk found are asked (custom elements without an open root, each once per document),
+    so a page without them pays nothing; describing the whole document with `pierce`
+    costs seconds on a big table. Returns how many closed roots were new."""
+    try:
+        listed = await ctx.inspect("Runtime.evaluate", {
+            "expression": "globalThis.__bsk.candidates", "contextId": world,
+            "objectGroup": _CLOSED_GROUP}, tab=tab, session_id=sid)
+        props = await ctx.inspect("Runtime.getProperties", {
+            "objectId": listed["result"]["objectId"], "ownProperties": True},
+            tab=tab, session_id=sid)
+        hosts = [p["value"]["objectId"] for p in props.get("result", ())
+                 if p.get("name", "").isdigit() and "objectId" in p.get("value", {})]
+        described = await asyncio.gather(*(ctx.inspect(
+            "DOM.describeNode", {"objectId": host, "depth": 0}, tab=tab, session_id=sid)
+            for host in hosts), return_exceptions=True)
+        closed = [(host, root["backendNodeId"]) for host, found in zip(hosts, described,
+                                                                       strict=True)
+                  if isinstance(found, dict)
+                  for root in found.get("node", {}).get("shadowRoots", ())
+                  if root.get("shadowRootType") == "closed"]
+        roots = await asyncio.gather(*(ctx.inspect("DOM.resolveNode", {
+            "backendNodeId": root, "executionContextId": world, "objectGroup": _CLOSED_GROUP},
+            tab=tab, session_id=sid) for _host, root in closed), return_exceptions=True)
+        args = [{"objectId": oid}
+                for (host, _root), found in zip(closed, roots, strict=True)
+                if isinstance(found, dict) and "objectId" in found.get("object", {})
+                for oid in (host, found["object"]["objectId"])]
+        kept = await ctx.inspect("Runtime.callFunctionOn", {
+            "functionDeclaration": _KEEP_CLOSED, "executionContextId": world,
+            "arguments": args, "returnByValue": True}, tab=tab, session_id=sid)
+        return int(kept.get("result", {}).get("value") or 0)
+    except (CdpError, KeyError):
+        return 0  # a frame that went away: the script's own retry reads the new one
+    finally:
+        with contextlib.suppress(CdpError):
+            await ctx.inspect("Runtime.releaseObjectGroup", {"objectGroup": _CLOSED_GROUP},
+                              tab=tab, session_id=sid)
 
 
 async def read_frame(ctx: ToolContext, tab: Tab, frame_id: str, *, root_ref: str | None,
