@@ -132,7 +132,7 @@ def test_refs_are_kept_across_snapshots_of_one_document(bsk: Bsk, site: str) -> 
 # Roles whose names the snapshot computes itself and Chromium computes too: they must
 # agree (accname), checked against Chromium's own accessibility tree.
 NAMED_ROLES = ("textbox", "searchbox", "button", "link", "option", "listbox", "heading",
-               "gridcell", "checkbox", "radio", "combobox", "img")
+               "gridcell", "checkbox", "radio", "combobox", "img", "switch")
 # Chromium's internal names for some of those roles.
 CHROMIUM_ROLES = {"img": ("image",), "button": ("button", "ColorWell"),
                   "combobox": ("combobox", "ComboBoxSelect", "ComboBoxMenuButton")}
@@ -146,6 +146,7 @@ def own_chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]
 
 
 @pytest.mark.parametrize("page", ["snap_admin.html", "snap_icons.html", "snap_virtual.html",
+                                  "snap_shadow.html",
                                   "form.html", "reach_fidelity.html", "login.html"])
 def test_names_agree_with_chromiums_accessibility_tree(bsk: Bsk, site: str,
                                                        own_chromium: Chromium, page: str) -> None:

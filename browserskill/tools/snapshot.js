@@ -27,12 +27,13 @@
   const {prefix, next: firstRef, refRoles, actionable, rootRef} = options;
   const bsk = globalThis.__bsk || (globalThis.__bsk = {refs: new Map(), byEl: new WeakMap()});
   // Closed shadow roots (host → root): page JS can't reach them (`el.shadowRoot` is
-  // null), so snapshot.py asks CDP about the hosts this walk lists in `candidates` (custom
-  // elements without an open root, not asked before) and hands their roots back here;
-  // the walk then enters them as it does open ones. `asked` remembers each host asked
-  // (and whether it was defined then: an element upgraded since may have attached one).
+  // null), so snapshot.py asks CDP about the hosts this walk lists in `candidates` and
+  // hands their roots back here; the walk then enters them as it does open ones. A
+  // candidate is a defined custom element without an open root, not asked before: a
+  // page's own elements attach their roots when defined (an undefined one, Angular's
+  // components, has none to find), and each is asked once per document.
   const CLOSED = bsk.closed || (bsk.closed = new WeakMap());
-  const ASKED = bsk.asked || (bsk.asked = new WeakMap());
+  const ASKED = bsk.asked || (bsk.asked = new WeakSet());
   bsk.candidates = [];
   const shadowOf = el => el.shadowRoot || CLOSED.get(el) || null;
   let next = firstRef;
@@ -587,8 +588,8 @@
         }
         continue;
       }
-      if (el.localName.includes("-") && !el.shadowRoot && !CLOSED.has(el) &&
-          ASKED.get(el) !== true && !(ASKED.has(el) && !el.matches(":defined")))
+      if (el.localName.includes("-") && !el.shadowRoot && !CLOSED.has(el) && !ASKED.has(el)
+          && el.matches(":defined"))
         bsk.candidates.push(el);
       const why = ACTIONABLE.has(role) ? "" : interactiveWhy(el, role, inActionable);
       const from = out.length;

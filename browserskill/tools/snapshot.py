@@ -165,7 +165,7 @@ async def run_script(ctx: ToolContext, tab: Tab, frame_id: str,
         for _level in range(MAX_CLOSED_ROOT_LEVELS + 1):
             value = await _walk(ctx, tab, world, sid, options)
             if (value is None or not value.get("candidates")
-                    or not await read_closed_roots(ctx, tab, world, sid)):
+                    or not await read_closed_roots(ctx, tab, world, sid, value["candidates"])):
                 break
         if value is None:
             tab.worlds.pop((frame_id, loader), None)  # the document went away: read the new one
@@ -200,59 +200,87 @@ async def _walk(ctx: ToolContext, tab: Tab, world: int, sid: str,
 
 # Closed roots inside closed roots are found one level per walk: at most this many more.
 MAX_CLOSED_ROOT_LEVELS = 3
+# Up to this many candidate hosts are described one by one (a round trip each, in
+# parallel); more, and the whole document is described once (its cost grows with the
+# document, not with the hosts: a page of a thousand light-DOM custom elements).
+DESCRIBE_EACH_MAX = 40
 _CLOSED_GROUP = "bsk-closed-roots"
 _KEEP_CLOSED = """function(...pairs) {
   const bsk = globalThis.__bsk;
-  for (const host of bsk.candidates) bsk.asked.set(host, host.matches(":defined"));
-  for (let i = 0; i < pairs.length; i += 2) bsk.closed.set(pairs[i], pairs[i + 1]);
+  for (const host of bsk.candidates) bsk.asked.add(host);
   bsk.candidates = [];
-  return pairs.length / 2;
+  let added = 0;
+  for (let i = 0; i < pairs.length; i += 2) {
+    if (bsk.closed.get(pairs[i]) !== pairs[i + 1]) added++;
+    bsk.closed.set(pairs[i], pairs[i + 1]);
+  }
+  return added;
 }"""
 
 
-async def read_closed_roots(ctx: ToolContext, tab: Tab, world: int, sid: str) -> int:
-    """Hand snapshot.js the closed shadow roots of the hosts its walk listed.
+def _closed_pairs(node: dict[str, Any]) -> list[tuple[int, int]]:
+    """(host, closed root) backend node ids in a described DOM subtree, in its shadow
+    roots too (not in iframes' documents: each frame is read in its own world)."""
+    out = []
+    for root in node.get("shadowRoots", ()):
+        if root.get("shadowRootType") == "closed":
+            out.append((node["backendNodeId"], root["backendNodeId"]))
+        out.extend(_closed_pairs(root))
+    for child in node.get("children", ()):
+        out.extend(_closed_pairs(child))
+    return out
+
+
+async def read_closed_roots(ctx: ToolContext, tab: Tab, world: int, sid: str,
+                            count: int) -> int:
+    """Hand snapshot.js the closed shadow roots of the `count` hosts its walk listed.
 
     Page JS can't see a closed root (`el.shadowRoot` is null); CDP can:
     `DOM.describeNode` of a host lists its shadow roots and their type, and
-    `DOM.resolveNode` gives the isolated world a handle on one. Only the candidates the
-    walk found are asked (custom elements without an open root, each once per document),
-    so a page without them pays nothing; describing the whole document with `pierce`
-    costs seconds on a big table. Returns how many closed roots were new."""
+    `DOM.resolveNode` gives the isolated world a handle on one. Only pages where the walk
+    found candidates pay (defined custom elements without an open root, each asked once
+    per document: snapshot.js); a page without them pays nothing. Returns how many
+    closed roots were new."""
+    async def send(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await ctx.inspect(method, params, tab=tab, session_id=sid)
+
     try:
-        listed = await ctx.inspect("Runtime.evaluate", {
-            "expression": "globalThis.__bsk.candidates", "contextId": world,
-            "objectGroup": _CLOSED_GROUP}, tab=tab, session_id=sid)
-        props = await ctx.inspect("Runtime.getProperties", {
-            "objectId": listed["result"]["objectId"], "ownProperties": True},
-            tab=tab, session_id=sid)
-        hosts = [p["value"]["objectId"] for p in props.get("result", ())
-                 if p.get("name", "").isdigit() and "objectId" in p.get("value", {})]
-        described = await asyncio.gather(*(ctx.inspect(
-            "DOM.describeNode", {"objectId": host, "depth": 0}, tab=tab, session_id=sid)
-            for host in hosts), return_exceptions=True)
-        closed = [(host, root["backendNodeId"]) for host, found in zip(hosts, described,
-                                                                       strict=True)
-                  if isinstance(found, dict)
-                  for root in found.get("node", {}).get("shadowRoots", ())
-                  if root.get("shadowRootType") == "closed"]
-        roots = await asyncio.gather(*(ctx.inspect("DOM.resolveNode", {
-            "backendNodeId": root, "executionContextId": world, "objectGroup": _CLOSED_GROUP},
-            tab=tab, session_id=sid) for _host, root in closed), return_exceptions=True)
-        args = [{"objectId": oid}
-                for (host, _root), found in zip(closed, roots, strict=True)
-                if isinstance(found, dict) and "objectId" in found.get("object", {})
-                for oid in (host, found["object"]["objectId"])]
-        kept = await ctx.inspect("Runtime.callFunctionOn", {
+        if count > DESCRIBE_EACH_MAX:
+            doc = await send("Runtime.evaluate", {
+                "expression": "document", "contextId": world, "objectGroup": _CLOSED_GROUP})
+            whole = await send("DOM.describeNode", {
+                "objectId": doc["result"]["objectId"], "depth": -1, "pierce": True})
+            pairs = _closed_pairs(whole["node"])
+        else:
+            listed = await send("Runtime.evaluate", {
+                "expression": "globalThis.__bsk.candidates", "contextId": world,
+                "objectGroup": _CLOSED_GROUP})
+            props = await send("Runtime.getProperties", {
+                "objectId": listed["result"]["objectId"], "ownProperties": True})
+            hosts = [p["value"]["objectId"] for p in props.get("result", ())
+                     if p.get("name", "").isdigit() and "objectId" in p.get("value", {})]
+            described = await asyncio.gather(*(send("DOM.describeNode", {
+                "objectId": host, "depth": 0}) for host in hosts), return_exceptions=True)
+            pairs = [pair for found in described if isinstance(found, dict)
+                     for pair in _closed_pairs(found["node"])]
+        handles = await asyncio.gather(*(send("DOM.resolveNode", {
+            "backendNodeId": node, "executionContextId": world,
+            "objectGroup": _CLOSED_GROUP}) for pair in pairs for node in pair),
+            return_exceptions=True)
+        args = []
+        for host, root in zip(handles[::2], handles[1::2], strict=True):
+            if isinstance(host, dict) and isinstance(root, dict):
+                args += [{"objectId": host["object"]["objectId"]},
+                         {"objectId": root["object"]["objectId"]}]
+        kept = await send("Runtime.callFunctionOn", {
             "functionDeclaration": _KEEP_CLOSED, "executionContextId": world,
-            "arguments": args, "returnByValue": True}, tab=tab, session_id=sid)
+            "arguments": args, "returnByValue": True})
         return int(kept.get("result", {}).get("value") or 0)
     except (CdpError, KeyError):
         return 0  # a frame that went away: the script's own retry reads the new one
     finally:
         with contextlib.suppress(CdpError):
-            await ctx.inspect("Runtime.releaseObjectGroup", {"objectGroup": _CLOSED_GROUP},
-                              tab=tab, session_id=sid)
+            await send("Runtime.releaseObjectGroup", {"objectGroup": _CLOSED_GROUP})
 
 
 async def read_frame(ctx: ToolContext, tab: Tab, frame_id: str, *, root_ref: str | None,
