@@ -16,7 +16,9 @@
 // A wrapper whose only interactive content already has a ref gets none; a container
 // whose listener serves its repeated, similar children gives them the refs instead.
 // Text is joined as rendered; icons without a name get one guessed from their hints,
-// marked "[guessed name]". docs/snapshot.md gives each rule with an example.
+// marked "[guessed name]". Shadow roots are walked in place of their hosts' children,
+// closed ones too once snapshot.py has handed them over (`candidates`, below).
+// docs/snapshot.md gives each rule with an example.
 //
 // Returns a JSON line {refs, next} (+ `tree` with `asTree`: nodes are
 // [role, name, value, states, ref, children], text nodes ["text", text]), then the text.

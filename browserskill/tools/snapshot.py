@@ -4,7 +4,9 @@ Each frame's tree is computed in the page by `snapshot.js`, in BrowserSkill's is
 world of that frame (in the CDP session that owns it: the page's, or an out-of-process
 iframe's), and spliced in under its <iframe>. Refs are bound to tab, frame, document
 (loader) and element; refs inside iframes carry the frame's number (`f1e7`). The same
-element keeps its ref across snapshots of one document.
+element keeps its ref across snapshots of one document. Closed shadow roots, which the
+page's JavaScript can't reach, are found through CDP and handed to the script
+(`read_closed_roots`): only when its walk met hosts that may hold one.
 """
 
 from __future__ import annotations
