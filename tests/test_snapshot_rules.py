@@ -121,12 +121,14 @@ def test_shadow_roots_labels_resolve_in_their_own_tree(bsk: Bsk, site: str) -> N
     """Shoelace's select: the combobox in an open root is labelled by the <label id="label">
     beside it, whose <slot> shows the host's `label` attribute or slotted light DOM; an
     id resolves in the element's own root (the document has a "label" too), and an id
-    only in the document names nothing inside a root (its placeholder does)."""
+    only in the document names nothing inside a root (its placeholder does). The
+    combobox's `cursor: pointer` box, unnamed, gets no ref of its own."""
     bsk.ok("open", f"{site}/snap_shadow.html")
     text = snap(bsk)
     for name in ("Favourite colour", "Shipping country", "Own root first"):
         assert re.search(rf'- combobox "{name}" \[expanded=false\] \[ref=', text), text
     assert '"Document label"' not in text, text
+    assert "clickable" not in text, text  # the cursor box around each combobox: no ref
     assert re.search(r'- textbox "Orphaned label" \[ref=', text), text
 
 

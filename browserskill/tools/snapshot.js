@@ -706,7 +706,10 @@
     const wraps = why === "click" && name !== "" && !shadowOf(el) &&
                   actionableIn(kids, null) === 1 &&
                   actionableIn(kids, name) === 1;
-    if ((why === "cursor" && actionableIn(kids, name)) || delegating || wraps ||
+    // A cursor on a wrapper with no name of its own around one control (Shoelace's
+    // select draws its combobox in a `cursor: pointer` box): the control covers it.
+    const bare = why === "cursor" && guess !== "" && actionableIn(kids, null) === 1;
+    if ((why === "cursor" && actionableIn(kids, name)) || bare || delegating || wraps ||
         (why === "item" && actionableIn(kids, null))) {
       const shown = role && role !== "generic" && role !== "paragraph" && role !== "rowgroup";
       // A ref shown (a dialog's, Bootstrap's modal listening for backdrop clicks) stays
