@@ -117,6 +117,58 @@ def test_virtualized_rows_are_counted_and_shadow_roots_read(bsk: Bsk, site: str)
     assert bsk("eval", "window.shadowClicked").value is True
 
 
+def test_shadow_roots_labels_resolve_in_their_own_tree(bsk: Bsk, site: str) -> None:
+    """Shoelace's select: the combobox in an open root is labelled by the <label id="label">
+    beside it, whose <slot> shows the host's `label` attribute or slotted light DOM; an
+    id resolves in the element's own root (the document has a "label" too), and an id
+    only in the document names nothing inside a root (its placeholder does). The
+    combobox's `cursor: pointer` box, unnamed, gets no ref of its own."""
+    bsk.ok("open", f"{site}/snap_shadow.html")
+    text = snap(bsk)
+    for name in ("Favourite colour", "Shipping country", "Own root first"):
+        assert re.search(rf'- combobox "{name}" \[expanded=false\] \[ref=', text), text
+    assert '"Document label"' not in text, text
+    assert "clickable" not in text, text  # the cursor box around each combobox: no ref
+    assert re.search(r'- textbox "Orphaned label" \[ref=', text), text
+
+
+def test_closed_shadow_roots_are_read_and_acted_on(bsk: Bsk, site: str,
+                                                   cross_site: str) -> None:
+    """Controls in closed shadow roots (page JS can't reach them) are read through CDP:
+    named, with refs that click and fill, a closed root inside a closed root too, and in
+    same- and cross-origin (out-of-process) iframes."""
+    bsk.ok("open", f"{site}/snap_shadow.html")
+    text = snap(bsk)
+    assert "- text: Email notifications" not in text, text  # the switch, not its label text
+    switch = ref_of(text, "switch", "Email notifications")
+    bsk.ok("click", switch)
+    assert bsk("eval", "document.getElementById('notify').on").value is True
+    bsk.ok("fill", ref_of(text, "textbox", "Closed caption"), "hello")
+    assert bsk("eval", "document.getElementById('log').textContent").value == "field=hello;"
+    # A closed root inside a closed root; the same refs next time; a locator reaches it.
+    assert re.search(r'- heading "Panel" \[level=2\] \[ref=e\d+\]\n- switch "Nested switch"',
+                     text), text
+    again = snap(bsk)
+    assert ref_of(again, "switch", "Email notifications") == switch
+    assert '- switch "Email notifications" [checked] [ref=' in again, again
+    assert '- textbox "Closed caption" [focused] [ref=' in again, again  # focus inside it
+    bsk.ok("click", 'role=switch[name="Nested switch"]')
+    assert "[checked]" in snap(bsk, "--ref", ref_of(again, "switch", "Nested switch"))
+    # In iframes: the same page same-origin and from another site.
+    port = cross_site.rsplit(":", 1)[1]
+    bsk.ok("open", f"{site}/snap_shadow_frames.html?cross={port}")
+    wait_until(lambda: snap(bsk).count('switch "Nested switch"') == 2, 10,
+               "both frames' closed roots")
+    text = snap(bsk)
+    for frame in ("f1", "f2"):
+        assert re.search(rf'- switch "Email notifications" \[ref={frame}e\d+\]', text), text
+    cross = re.search(r'- switch "Nested switch" \[ref=(f2e\d+)\]', text)
+    assert cross, text
+    bsk.ok("click", cross.group(1))  # its own click handler sets aria-checked
+    assert re.search(rf'- switch "Nested switch" \[checked\][^\n]* \[ref={cross.group(1)}\]',
+                     snap(bsk))
+
+
 def test_refs_are_kept_across_snapshots_of_one_document(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/snap_delegated.html")
     first = snap(bsk)
@@ -132,7 +184,7 @@ def test_refs_are_kept_across_snapshots_of_one_document(bsk: Bsk, site: str) -> 
 # Roles whose names the snapshot computes itself and Chromium computes too: they must
 # agree (accname), checked against Chromium's own accessibility tree.
 NAMED_ROLES = ("textbox", "searchbox", "button", "link", "option", "listbox", "heading",
-               "gridcell", "checkbox", "radio", "combobox", "img")
+               "gridcell", "checkbox", "radio", "combobox", "img", "switch")
 # Chromium's internal names for some of those roles.
 CHROMIUM_ROLES = {"img": ("image",), "button": ("button", "ColorWell"),
                   "combobox": ("combobox", "ComboBoxSelect", "ComboBoxMenuButton")}
@@ -146,6 +198,7 @@ def own_chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]
 
 
 @pytest.mark.parametrize("page", ["snap_admin.html", "snap_icons.html", "snap_virtual.html",
+                                  "snap_shadow.html",
                                   "form.html", "reach_fidelity.html", "login.html"])
 def test_names_agree_with_chromiums_accessibility_tree(bsk: Bsk, site: str,
                                                        own_chromium: Chromium, page: str) -> None:

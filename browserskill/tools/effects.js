@@ -20,8 +20,11 @@
                         return s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) + "…" : s; };
 
   function deepActive() {
+    // Into closed shadow roots too, those a snapshot found (snapshot.js: `closed`).
+    const closed = globalThis.__bsk && globalThis.__bsk.closed;
+    const rootOf = el => el.shadowRoot || (closed && closed.get(el));
     let el = document.activeElement;
-    while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+    while (el && rootOf(el) && rootOf(el).activeElement) el = rootOf(el).activeElement;
     return el;
   }
   const NO_FOCUS = new Set(["body", "html", "iframe", "frame"]);

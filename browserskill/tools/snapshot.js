@@ -17,7 +17,9 @@
 // A wrapper whose only interactive content already has a ref gets none; a container
 // whose listener serves its repeated, similar children gives them the refs instead.
 // Text is joined as rendered; icons without a name get one guessed from their hints,
-// marked "[guessed name]". docs/snapshot.md gives each rule with an example.
+// marked "[guessed name]". Shadow roots are walked in place of their hosts' children,
+// closed ones too once snapshot.py has handed them over (`candidates`, below).
+// docs/snapshot.md gives each rule with an example.
 //
 // Returns a JSON line {refs, next} (+ `tree` with `asTree`: nodes are
 // [role, name, value, states, ref, children], text nodes ["text", text]), then the text.
@@ -27,6 +29,16 @@
 (options) => {
   const {prefix, next: firstRef, refRoles, actionable, rootRef} = options;
   const bsk = globalThis.__bsk || (globalThis.__bsk = {refs: new Map(), byEl: new WeakMap()});
+  // Closed shadow roots (host → root): page JS can't reach them (`el.shadowRoot` is
+  // null), so snapshot.py asks CDP about the hosts this walk lists in `candidates` and
+  // hands their roots back here; the walk then enters them as it does open ones. A
+  // candidate is a defined custom element without an open root, not asked before: a
+  // page's own elements attach their roots when defined (an undefined one, Angular's
+  // components, has none to find), and each is asked once per document.
+  const CLOSED = bsk.closed || (bsk.closed = new WeakMap());
+  const ASKED = bsk.asked || (bsk.asked = new WeakSet());
+  bsk.candidates = [];
+  const shadowOf = el => el.shadowRoot || CLOSED.get(el) || null;
   let next = firstRef;
   const REF_ROLES = new Set(refRoles);
   const ACTIONABLE = new Set(actionable);
@@ -82,7 +94,7 @@
 
   function deepActive(doc) {
     let el = doc.activeElement;
-    while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+    while (el && shadowOf(el) && shadowOf(el).activeElement) el = shadowOf(el).activeElement;
     return el === doc.body || el === doc.documentElement ? null : el;
   }
 
@@ -276,15 +288,8 @@
   }
 
   function nameOf(el, role) {
-    const by = el.getAttribute("aria-labelledby");
-    if (by) {
-      const doc = el.ownerDocument;
-      const text = by.split(/\s+/).map(id => {
-        const ref = doc.getElementById(id);
-        return ref ? textOf(ref) : "";
-      }).join(" ").trim();
-      if (text) return clean(text);
-    }
+    const by = labelledBy(el);
+    if (by) return by;
     const label = el.getAttribute("aria-label");
     if (label && label.trim()) return clean(label);
     const tag = el.localName;
@@ -310,6 +315,24 @@
     if (NAME_FROM_CONTENT.has(role))
       return textOf(el) || clean(contentName(el, null, 0)) || clean(el.title);
     return clean(el.title);
+  }
+
+  // aria-labelledby's ids name elements of the element's own tree: its shadow root's
+  // (Shoelace's combobox, labelled by the <label id="label"> beside it), else the
+  // document's; as in Chromium, an id in another tree names nothing. Each referenced
+  // element gives its aria-label, else its content as rendered, slotted text included
+  // (the label's <slot> shows the host's `label` attribute or light-DOM text).
+  function labelledBy(el) {
+    const by = el.getAttribute("aria-labelledby");
+    if (!by) return "";
+    const root = el.getRootNode();
+    if (!root.getElementById) return "";
+    return clean(by.trim().split(/\s+/).map(id => {
+      const ref = root.getElementById(id);
+      if (!ref) return "";
+      return clean(ref.getAttribute("aria-label")) || textOf(ref) ||
+             clean(contentName(ref, null, 0));
+    }).join(" "));
   }
 
   function labelText(label, control) {
@@ -508,7 +531,8 @@
   }
 
   function children(el) {
-    if (el.shadowRoot) return el.shadowRoot.childNodes;
+    const root = shadowOf(el);
+    if (root) return root.childNodes;
     if (el.localName === "slot") return el.assignedNodes({flatten: true});
     return el.childNodes;
   }
@@ -581,6 +605,9 @@
         }
         continue;
       }
+      if (el.localName.includes("-") && !el.shadowRoot && !CLOSED.has(el) && !ASKED.has(el)
+          && el.matches(":defined"))
+        bsk.candidates.push(el);
       const why = ACTIONABLE.has(role) ? "" : interactiveWhy(el, role, inActionable);
       const from = out.length;
       if (why) {
@@ -691,10 +718,13 @@
     // <td> around its link): the control is what a person clicks, and the click reaches
     // the listener; two refs of one name for one thing only make an agent guess. Not a
     // custom element's host (Shoelace's <sl-button>): it is the control its page uses.
-    const wraps = why === "click" && name !== "" && !el.shadowRoot &&
+    const wraps = why === "click" && name !== "" && !shadowOf(el) &&
                   actionableIn(kids, null) === 1 &&
                   actionableIn(kids, name) === 1;
-    if ((why === "cursor" && actionableIn(kids, name)) || delegating || wraps ||
+    // A cursor on a wrapper with no name of its own around one control (Shoelace's
+    // select draws its combobox in a `cursor: pointer` box): the control covers it.
+    const bare = why === "cursor" && guess !== "" && actionableIn(kids, null) === 1;
+    if ((why === "cursor" && actionableIn(kids, name)) || bare || delegating || wraps ||
         (why === "item" && actionableIn(kids, null))) {
       const shown = role && role !== "generic" && role !== "paragraph" && role !== "rowgroup";
       // A ref shown (a dialog's, Bootstrap's modal listening for backdrop clicks) stays
@@ -767,7 +797,7 @@
   function* elementsIn(root) {
     for (const el of root.querySelectorAll("*")) {
       yield el;
-      if (el.shadowRoot) yield* elementsIn(el.shadowRoot);
+      if (shadowOf(el)) yield* elementsIn(shadowOf(el));
     }
   }
 
@@ -791,7 +821,7 @@
       const inside = squash(own).toLowerCase().includes(lower);
       if (inside) yield el;
       if (inside) yield* textCandidates(el, lower);
-      if (el.shadowRoot) yield* textCandidates(el.shadowRoot, lower);
+      if (shadowOf(el)) yield* textCandidates(shadowOf(el), lower);
     }
   }
 
@@ -938,6 +968,6 @@
   const text = render(tree, 0, [], refs).join("\n");
   // One string, the protocol serializes it far faster than a deep value: a JSON head
   // line, then the text as it is (not escaped a second time inside the JSON).
-  return JSON.stringify({refs, next, title: document.title,
+  return JSON.stringify({refs, next, title: document.title, candidates: bsk.candidates.length,
                          tree: options.asTree ? tree : undefined}) + "\n" + text;
 }

@@ -4,7 +4,9 @@ Each frame's tree is computed in the page by `snapshot.js`, in BrowserSkill's is
 world of that frame (in the CDP session that owns it: the page's, or an out-of-process
 iframe's), and spliced in under its <iframe>. Refs are bound to tab, frame, document
 (loader) and element; refs inside iframes carry the frame's number (`f1e7`). The same
-element keeps its ref across snapshots of one document.
+element keeps its ref across snapshots of one document. Closed shadow roots, which the
+page's JavaScript can't reach, are found through CDP and handed to the script
+(`read_closed_roots`): only when its walk met hosts that may hold one.
 """
 
 from __future__ import annotations
@@ -163,34 +165,135 @@ class FrameView:
 
 async def run_script(ctx: ToolContext, tab: Tab, frame_id: str,
                       options: dict[str, Any]) -> tuple[dict[str, Any], str, int, str]:
-    """Run snapshot.js in the frame's isolated world; retried if the document changes."""
+    """Run snapshot.js in the frame's isolated world; retried if the document changes,
+    and again (once per level of nesting) when it found closed shadow roots to enter."""
     sid = tab.session_for_frame(frame_id)
     for _attempt in range(3):
         loader = tab.frames.get(frame_id, "")
         world = await isolated_world(ctx, tab, frame_id)
         options["prefix"] = ("" if frame_id == tab.main_frame_id
                              else f"f{tab.frame_ordinal(frame_id)}")
-        options["next"] = ctx.session.ref_seq + 1
         await mark_listened(ctx, tab, world, sid)
-        try:
-            answer = await ctx.inspect("Runtime.evaluate", {
-                "expression": f"({_SCRIPT})({json.dumps(options)})", "contextId": world,
-                "returnByValue": True}, tab=tab, session_id=sid)
-        except CdpError:
+        value: dict[str, Any] | None = None
+        for _level in range(MAX_CLOSED_ROOT_LEVELS + 1):
+            value = await _walk(ctx, tab, world, sid, options)
+            if (value is None or not value.get("candidates")
+                    or not await read_closed_roots(ctx, tab, world, sid, value["candidates"])):
+                break
+        if value is None:
             tab.worlds.pop((frame_id, loader), None)  # the document went away: read the new one
             continue
-        if "exceptionDetails" in answer:
-            details = answer["exceptionDetails"]
-            raise RuntimeError("snapshot script failed: "
-                               + (details.get("exception", {}).get("description")
-                                  or details.get("text", "")))
-        head, _, text = answer["result"]["value"].partition("\n")
-        value = json.loads(head)
-        value["text"] = text
-        ctx.session.ref_seq = max(ctx.session.ref_seq, value["next"] - 1)
         if tab.frames.get(frame_id, "") == loader:
             return value, loader, world, sid
     raise CdpError("snapshot", 0, "the frame kept navigating while it was read")
+
+
+async def _walk(ctx: ToolContext, tab: Tab, world: int, sid: str,
+                options: dict[str, Any]) -> dict[str, Any] | None:
+    """One run of snapshot.js: its head (refs, next, …) with the text; None if the
+    document went away meanwhile."""
+    options["next"] = ctx.session.ref_seq + 1
+    try:
+        answer = await ctx.inspect("Runtime.evaluate", {
+            "expression": f"({_SCRIPT})({json.dumps(options)})", "contextId": world,
+            "returnByValue": True}, tab=tab, session_id=sid)
+    except CdpError:
+        return None
+    if "exceptionDetails" in answer:
+        details = answer["exceptionDetails"]
+        raise RuntimeError("snapshot script failed: "
+                           + (details.get("exception", {}).get("description")
+                              or details.get("text", "")))
+    head, _, text = answer["result"]["value"].partition("\n")
+    value: dict[str, Any] = json.loads(head)
+    value["text"] = text
+    ctx.session.ref_seq = max(ctx.session.ref_seq, value["next"] - 1)
+    return value
+
+
+# Closed roots inside closed roots are found one level per walk: at most this many more.
+MAX_CLOSED_ROOT_LEVELS = 3
+# Up to this many candidate hosts are described one by one (a round trip each, in
+# parallel); more, and the whole document is described once (its cost grows with the
+# document, not with the hosts: a page of a thousand light-DOM custom elements).
+DESCRIBE_EACH_MAX = 40
+_CLOSED_GROUP = "bsk-closed-roots"
+_KEEP_CLOSED = """function(...pairs) {
+  const bsk = globalThis.__bsk;
+  for (const host of bsk.candidates) bsk.asked.add(host);
+  bsk.candidates = [];
+  let added = 0;
+  for (let i = 0; i < pairs.length; i += 2) {
+    if (bsk.closed.get(pairs[i]) !== pairs[i + 1]) added++;
+    bsk.closed.set(pairs[i], pairs[i + 1]);
+  }
+  return added;
+}"""
+
+
+def _closed_pairs(node: dict[str, Any]) -> list[tuple[int, int]]:
+    """(host, closed root) backend node ids in a described DOM subtree, in its shadow
+    roots too (not in iframes' documents: each frame is read in its own world)."""
+    out = []
+    for root in node.get("shadowRoots", ()):
+        if root.get("shadowRootType") == "closed":
+            out.append((node["backendNodeId"], root["backendNodeId"]))
+        out.extend(_closed_pairs(root))
+    for child in node.get("children", ()):
+        out.extend(_closed_pairs(child))
+    return out
+
+
+async def read_closed_roots(ctx: ToolContext, tab: Tab, world: int, sid: str,
+                            count: int) -> int:
+    """Hand snapshot.js the closed shadow roots of the `count` hosts its walk listed.
+
+    Page JS can't see a closed root (`el.shadowRoot` is null); CDP can:
+    `DOM.describeNode` of a host lists its shadow roots and their type, and
+    `DOM.resolveNode` gives the isolated world a handle on one. Only pages where the walk
+    found candidates pay (defined custom elements without an open root, each asked once
+    per document: snapshot.js); a page without them pays nothing. Returns how many
+    closed roots were new."""
+    async def send(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await ctx.inspect(method, params, tab=tab, session_id=sid)
+
+    try:
+        if count > DESCRIBE_EACH_MAX:
+            doc = await send("Runtime.evaluate", {
+                "expression": "document", "contextId": world, "objectGroup": _CLOSED_GROUP})
+            whole = await send("DOM.describeNode", {
+                "objectId": doc["result"]["objectId"], "depth": -1, "pierce": True})
+            pairs = _closed_pairs(whole["node"])
+        else:
+            listed = await send("Runtime.evaluate", {
+                "expression": "globalThis.__bsk.candidates", "contextId": world,
+                "objectGroup": _CLOSED_GROUP})
+            props = await send("Runtime.getProperties", {
+                "objectId": listed["result"]["objectId"], "ownProperties": True})
+            hosts = [p["value"]["objectId"] for p in props.get("result", ())
+                     if p.get("name", "").isdigit() and "objectId" in p.get("value", {})]
+            described = await asyncio.gather(*(send("DOM.describeNode", {
+                "objectId": host, "depth": 0}) for host in hosts), return_exceptions=True)
+            pairs = [pair for found in described if isinstance(found, dict)
+                     for pair in _closed_pairs(found["node"])]
+        handles = await asyncio.gather(*(send("DOM.resolveNode", {
+            "backendNodeId": node, "executionContextId": world,
+            "objectGroup": _CLOSED_GROUP}) for pair in pairs for node in pair),
+            return_exceptions=True)
+        args = []
+        for host, root in zip(handles[::2], handles[1::2], strict=True):
+            if isinstance(host, dict) and isinstance(root, dict):
+                args += [{"objectId": host["object"]["objectId"]},
+                         {"objectId": root["object"]["objectId"]}]
+        kept = await send("Runtime.callFunctionOn", {
+            "functionDeclaration": _KEEP_CLOSED, "executionContextId": world,
+            "arguments": args, "returnByValue": True})
+        return int(kept.get("result", {}).get("value") or 0)
+    except (CdpError, KeyError):
+        return 0  # a frame that went away: the script's own retry reads the new one
+    finally:
+        with contextlib.suppress(CdpError):
+            await send("Runtime.releaseObjectGroup", {"objectGroup": _CLOSED_GROUP})
 
 
 async def read_frame(ctx: ToolContext, tab: Tab, frame_id: str, *, root_ref: str | None,
