@@ -133,7 +133,6 @@ def diff(old: list[str], new: list[str]) -> Diff:
     matcher = difflib.SequenceMatcher(None, old_keys, new_keys, autojunk=False)
     # Each event sits at a position in the new list (removed lines: where they were cut).
     events: list[tuple[int, int, Change, int | None, int | None]] = []  # pos, order, …
-    old_to_new: dict[int, int] = {}
     removed: list[int] = []
     added: list[int] = []
     result = Diff()
@@ -141,7 +140,6 @@ def diff(old: list[str], new: list[str]) -> Diff:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                old_to_new[i] = j
                 if old[i] != new[j]:
                     events.append((j, 1, Change(CHANGED, new[j], old[i]), None, j))
                     result.changed += 1
@@ -174,11 +172,12 @@ def diff(old: list[str], new: list[str]) -> Diff:
     shown: set[int] = set()  # new-side lines already printed (as context or as events)
     for _pos, _order, change, old_index, new_index in events:
         if new_index is not None:
-            chain = [j for j in _ancestors(new, new_index) if j not in reported_new]
-        else:  # a removed line: its ancestors as they stand now, where they still do
+            chain = _above(new, new_index, depth(new[new_index]))
+        else:  # a removed line: the new lines that hold the place it was cut from (its
+            # old parent may now sit above lines already printed: order comes first)
             assert old_index is not None
-            chain = [old_to_new[i] for i in _ancestors(old, old_index) if i in old_to_new]
-            chain = [j for j in chain if j not in reported_new]
+            chain = _above(new, _pos, depth(old[old_index]))
+        chain = [j for j in chain if j not in reported_new]
         for j in sorted(chain):
             if j not in shown:
                 shown.add(j)
@@ -189,11 +188,11 @@ def diff(old: list[str], new: list[str]) -> Diff:
     return result
 
 
-def _ancestors(lines: list[str], index: int) -> list[int]:
-    """Indexes of the nearest shallower line above `index`, then its, up to the top."""
+def _above(lines: list[str], pos: int, want: int) -> list[int]:
+    """Indexes of the nearest line above `pos` shallower than depth `want`, then the
+    nearest shallower than that one, up to the top: what holds a line at `pos`."""
     out = []
-    want = depth(lines[index])
-    for k in range(index - 1, -1, -1):
+    for k in range(pos - 1, -1, -1):
         if want == 0:
             break
         d = depth(lines[k])
