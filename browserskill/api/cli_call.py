@@ -45,7 +45,7 @@ from browserskill.tools.catalog import ToolSpec
 log = logging.getLogger(__name__)
 
 MAX_BODY = 4 << 20  # a command line, not a payload: `eval` scripts up to 1 MB, as JSON
-HEAD_WITHIN_S = 5.0  # the head waits this long for the answer (launcher: 30 s for a head)
+HEAD_WITHIN_S = 1.0  # the head waits this long for the answer (launcher: 30 s for a head)
 
 
 def tool_of(rest: list[str]) -> tuple[ToolSpec | None, list[str]]:
