@@ -243,6 +243,7 @@ def test_launch_ends_an_answered_call_without_teardown(
         fast.launch()
     thread.join(10)
     assert exits == [4]
+    (tmp_path / "bsk.sock").unlink()
     thread = _one_answer(tmp_path / "bsk.sock", b"HTTP/1.1 204 No Content\r\n\r\n")
     monkeypatch.setattr(fast, "_whole_cli", lambda argv, resume=None: 3)
     with pytest.raises(SystemExit) as ended:
