@@ -9,7 +9,10 @@ Alternated round-robin so machine noise hits every kind alike:
   * playwright-cli (npm @playwright/cli) and agent-browser (npm agent-browser, a Rust
     binary), both pinned in bench/package.json, on Debian's Chromium.
 Wall time from process start to exit, and CPU time (user+sys) per call, which a busy
-machine inflates far less than wall time.
+machine inflates far less than wall time. Where bsk's time goes, in the same rounds: the
+daemon's side of the call (`POST /v1/cli` with the launcher's own request, and the same
+tool over `POST …/tools/eval`, each from this warm process on a new connection, connect
+to the last byte) and the daemon's CPU per call of each kind (/proc/PID/stat).
 Targets: bsk <= 1.3x the floor in wall and CPU medians; bsk <= 80 ms and <= 1/8 of
 playwright-cli's.
 
@@ -20,14 +23,19 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import common
 import playwright_peer as peer
+
+from browserskill import __version__, http1
+from browserskill.cli import fast
 
 N, N_PEER, WARMUP = 30, 10, 3
 Sample = tuple[float, float]  # wall ms, cpu ms
@@ -40,6 +48,27 @@ if __name__ == '__main__':
     sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
     sys.exit(main())
 """
+
+
+def _round_trip_ms(sock_path: str, request: bytes) -> tuple[float, bytes]:
+    """One request on a new connection, as the launcher sends it: wall ms, the answer."""
+    t0 = time.perf_counter()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(sock_path)
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    finally:
+        sock.close()
+    return 1000 * (time.perf_counter() - t0), data
+
+
+def _daemon_cpu_ms(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def main(n: int = N, n_peer: int = N_PEER) -> int:
@@ -76,6 +105,16 @@ def main(n: int = N, n_peer: int = N_PEER) -> int:
             def is_two(out: str) -> bool:
                 return out.strip() == "2"
 
+            line = fast._command_line(["eval", "1+1"], {})
+
+            def daemon_side(path: str, headers: tuple[tuple[str, str], ...], body: bytes,
+                            ok: Callable[[bytes], bool]) -> Sample:
+                wall, answer = _round_trip_ms(bsk.socket, http1.request(
+                    "POST", path, (("Connection", "close"), *headers), body))
+                if not ok(answer):
+                    raise RuntimeError(f"POST {path}: {answer[-400:]!r}")
+                return wall, 0.0
+
             kinds: dict[str, Callable[[], Sample]] = {
                 "floor": lambda: checked([str(common.PYTHON), "-I", "-S", "-c", "pass"],
                                          lambda out: True, env=bsk.env),
@@ -83,6 +122,13 @@ def main(n: int = N, n_peer: int = N_PEER) -> int:
                 "bsk (pip wrapper)": lambda: checked([str(wrapper), "eval", "1+1"], is_two,
                                                      env=bsk.env),
             }
+            kinds["daemon /v1/cli"] = lambda: daemon_side(
+                "/v1/cli", (("X-Op-Id", "op_" + os.urandom(6).hex()),
+                            ("X-Bsk-Version", __version__)), line,
+                lambda answer: answer.endswith(b"\r\n\r\n0 2 0\n2\n"))
+            kinds["daemon tools/eval"] = lambda: daemon_side(
+                "/v1/sessions/default/tools/eval", (("Content-Type", "application/json"),),
+                b'{"expression":"1+1"}', lambda answer: b'"value":2}' in answer)
             if has_ab:
                 kinds["agent-browser"] = lambda: checked([*ab, "eval", "1+1"], is_two,
                                                          env=ab_env)
@@ -90,6 +136,8 @@ def main(n: int = N, n_peer: int = N_PEER) -> int:
                 [*peer_argv, "eval", "1+1"], lambda out: "### Result\n2\n" in out,
                 cwd=workdir, env=peer._env())
             runs = {k: [] for k in kinds}
+            daemon_cpu: dict[str, list[float]] = {k: [] for k in kinds}
+            assert bsk.pid is not None
             for once in kinds.values():
                 for _ in range(WARMUP):
                     once()
@@ -98,7 +146,9 @@ def main(n: int = N, n_peer: int = N_PEER) -> int:
                 for kind, once in kinds.items():
                     if kind != "playwright-cli" or ((i + 1) % every == 0
                                                     and len(runs[kind]) < n_peer):
+                        before = _daemon_cpu_ms(bsk.pid)
                         runs[kind].append(once())
+                        daemon_cpu[kind].append(_daemon_cpu_ms(bsk.pid) - before)
     finally:
         if peer.AGENT_BROWSER.exists():
             common.timed_ms([*ab, "close"], env=ab_env)  # this run's session only
@@ -106,8 +156,9 @@ def main(n: int = N, n_peer: int = N_PEER) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
 
-    wall = {k: [w for w, _ in v] for k, v in runs.items() if v}
-    cpu = {k: [c for _, c in v] for k, v in runs.items() if v}
+    in_process = ("daemon /v1/cli", "daemon tools/eval")
+    wall = {k: [w for w, _ in v] for k, v in runs.items() if v and k not in in_process}
+    cpu = {k: [c for _, c in v] for k, v in runs.items() if v and k not in in_process}
     names = {"floor": "(floor) python -I -S -c pass", "bsk": "bsk eval 1+1 (launcher)",
              "bsk (pip wrapper)": "bsk eval 1+1 (pip wrapper, whole CLI)",
              "agent-browser": "agent-browser eval 1+1",
@@ -118,6 +169,13 @@ def main(n: int = N, n_peer: int = N_PEER) -> int:
     print("CPU time (user+sys) of the process:")
     for k in cpu:
         print("  " + common.describe(names[k], cpu[k]))
+    print("the daemon's side, from this warm process (new connection, connect to last byte):")
+    for k in in_process:
+        print("  " + common.describe(f"POST {k.split()[1]} (eval 1+1)",
+                                     [w for w, _ in runs[k]]))
+    print("daemon CPU per call (mean; /proc clock ticks):")
+    for k in ("bsk", "bsk (pip wrapper)", *in_process):
+        print(f"  {k}: {sum(daemon_cpu[k]) / max(1, len(daemon_cpu[k])):.2f} ms")
     ours = common.median(wall["bsk"])
     for k in wall:
         if k != "bsk":

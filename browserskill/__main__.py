@@ -1,5 +1,3 @@
-import sys
+from browserskill.cli.fast import launch
 
-from browserskill.cli.fast import main
-
-sys.exit(main())
+launch()

@@ -7,6 +7,7 @@ everything it does not do still goes to the whole CLI."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -27,7 +28,7 @@ from browserskill.tools import catalog
 # What a tool call imports beyond the bare interpreter (`python -I -S -c pass`). Adding
 # to this set slows down every agent action: measure it (bench/cli_roundtrip.py) first.
 TOOL_CALL_IMPORTS = {"browserskill", "browserskill.cli", "browserskill.cli.fast",
-                     "browserskill.http1", "_socket", "_json"}
+                     "browserskill.http1", "_socket"}
 
 
 def imported(argv: list[str], env: dict[str, str], cwd: Path | None = None,
@@ -83,7 +84,7 @@ def test_the_daemon_leaves_what_is_not_a_tool_call_to_the_cli(bsk: Bsk) -> None:
         conn = http.client.HTTPConnection("localhost")
         conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.sock.connect(str(bsk.home / "bsk.sock"))
-        body = fast._command_line(argv)
+        body = fast._command_line(argv, {})
         conn.request("POST", "/v1/cli", body, {"X-Bsk-Version": version})
         return conn.getresponse().status
 
@@ -119,8 +120,7 @@ def test_the_launcher_finds_the_socket_paths_finds(env: dict[str, str],
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     # posix.environ is the process's at start: hand the same mapping to both.
-    monkeypatch.setattr(fast, "_environ", lambda: dict(os.environ))
-    assert fast._socket_path() == paths.socket_file()
+    assert fast._socket_path(dict(os.environ)) == paths.socket_file()
 
 
 def _one_answer(sock_path: Path, answer: bytes) -> threading.Thread:
@@ -172,3 +172,81 @@ def test_the_launcher_hands_the_call_on_as_the_daemon_answers(
     else:
         op_id, what = handed[0][1] or ("", "")
         assert op_id.startswith("op_") and what == resumed
+
+
+@pytest.mark.parametrize("text", [
+    "plain", "", 'quote " and back\\slash', "\\u0041 is not A", "tab\tnew\nline\x00\x1f\x7f",
+    "héllo ☃ 😀", "\u2028\u2029", "lone \udcff surrogate \\\udcfe", "\ud800"])
+def test_the_command_line_reads_back_exactly(text: str) -> None:
+    """The launcher writes JSON by hand (no `_json`): the daemon's `json.loads` must give
+    back every argument, directory and variable as they were, bytes that are not UTF-8
+    (surrogates) included."""
+    line = fast._command_line(["eval", text], {"BSK_X": text, "OTHER": "x"})
+    assert json.loads(line) == {"argv": ["eval", text], "cwd": os.getcwd(),
+                                "env": {"BSK_X": text}}
+
+
+def _post_cli(sock_path: Path, argv: list[str]) -> tuple[bytes, bytes]:
+    """(head, body) of a launcher's call, read as the launcher reads it."""
+    from browserskill import __version__, http1
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(60)
+    sock.connect(str(sock_path))
+    sock.sendall(http1.request("POST", "/v1/cli", (
+        ("Connection", "close"), ("X-Op-Id", "op_" + os.urandom(6).hex()),
+        ("X-Bsk-Version", __version__)),
+        fast._command_line(argv, {})))
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    sock.close()
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head.lower(), http1.body(http1.parse_head(head)[1], rest, closed=True)
+
+
+def test_a_short_call_answers_in_one_piece_a_long_one_names_its_deadline_first(
+        bsk: Bsk, site: str) -> None:
+    """A call that ends within `HEAD_WITHIN_S` answers with one head and body (its
+    length given: one write, one wake-up of `bsk`); a longer one gets the head with the
+    wire deadline first, the body when it ends (chunked)."""
+    bsk.ok("open", f"{site}/counter.html")
+    sock_path = bsk.home / "bsk.sock"
+    head, body = _post_cli(sock_path, ["-s", bsk.session, "eval", "1+1"])
+    assert b"content-length: 8" in head and b"transfer-encoding" not in head, head
+    assert b"x-bsk-wire-timeout: 60" in head and body == b"0 2 0\n2\n"
+    slow_s = cli_call.HEAD_WITHIN_S + 1.5
+    head, body = _post_cli(sock_path, ["-s", bsk.session, "eval",
+                                       f"(await slow('late', {slow_s * 1000:.0f})).tag"])
+    assert b"transfer-encoding: chunked" in head and b"x-bsk-wire-timeout: 60" in head, body
+    assert body == b"0 5 0\nlate\n", body
+
+
+def test_launch_ends_an_answered_call_without_teardown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """`launch` (the launcher's entry) ends a call the daemon answered with `_exit` and its
+    exit code, after its output is out; anything else exits as Python does."""
+    exits: list[int] = []
+
+    def _exit(code: int) -> None:
+        assert capfd.readouterr() == ("2\n", "nope\n")  # flushed before the exit
+        exits.append(code)
+        raise SystemExit("_exit")
+
+    monkeypatch.setattr(fast.posix, "_exit", _exit)
+    monkeypatch.setattr(fast, "_environ", lambda: {"BSK_HOME": str(tmp_path)})
+    monkeypatch.setattr(sys, "argv", ["bsk", "eval", "1+1"])
+    thread = _one_answer(tmp_path / "bsk.sock",
+                         b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n4 2 5\n2\nnope\n")
+    with pytest.raises(SystemExit, match="_exit"):
+        fast.launch()
+    thread.join(10)
+    assert exits == [4]
+    (tmp_path / "bsk.sock").unlink()
+    thread = _one_answer(tmp_path / "bsk.sock", b"HTTP/1.1 204 No Content\r\n\r\n")
+    monkeypatch.setattr(fast, "_whole_cli", lambda argv, resume=None: 3)
+    with pytest.raises(SystemExit) as ended:
+        fast.launch()
+    thread.join(10)
+    assert ended.value.code == 3 and exits == [4]

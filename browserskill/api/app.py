@@ -407,11 +407,12 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
                 hint="see GET /v1/openapi.json", details={"field": "path"}))
         return error_response(BskError("internal", str(exc)))
 
+    cli_call = CliCall(dispatcher)
     routes = [
         # First: the router tries routes in order, and nearly every request is a tool call
         # (the clients', or bsk's launcher's).
         Route("/v1/sessions/{sid}/tools/{tool}", call_tool, methods=["POST"]),
-        Route("/v1/cli", CliCall(dispatcher), methods=["POST"]),  # bsk's launcher only
+        Route("/v1/cli", cli_call, methods=["POST"]),  # bsk's launcher only
         Route("/v1/health", health, methods=["GET"]),
         Route("/v1/status", status, methods=["GET"]),
         Route("/v1/daemon", daemon_info, methods=["GET"]),
@@ -436,22 +437,24 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
     ]
     routes += daemon.test_routes  # a test hook's (docs/design.md, test hooks); none otherwise
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
-    return _Activity(app, daemon, call_tool)
+    return _Activity(app, daemon, call_tool, cli_call)
 
 
 class _Activity:
     """Counts requests in flight, so the idle timer never stops a daemon mid-call.
 
-    A tool call (`POST /v1/sessions/{sid}/tools/{tool}`, nearly every request) goes
-    straight to its handler: it is `guarded` (every error already answers by the table),
-    so Starlette's middleware and router add only CPU to it. Every other request, and any
-    path Starlette would treat otherwise (a trailing slash, a root path), goes through
-    the app."""
+    A tool call (`POST /v1/sessions/{sid}/tools/{tool}`, nearly every request, and
+    `POST /v1/cli`, bsk's) goes straight to its handler: it is `guarded` (every error
+    already answers by the table), so Starlette's middleware and router add only CPU to
+    it. Every other request, and any path Starlette would treat otherwise (a trailing
+    slash, a root path), goes through the app."""
 
-    def __init__(self, app: Any, daemon: Daemon, call_tool: Handler) -> None:
+    def __init__(self, app: Any, daemon: Daemon, call_tool: Handler, cli_call: CliCall,
+                 ) -> None:
         self.app = app
         self.daemon = daemon
         self.call_tool = call_tool
+        self.cli_call = cli_call
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -465,6 +468,9 @@ class _Activity:
                 scope["path_params"] = {"sid": parts[3], "tool": parts[5]}
                 response = await self.call_tool(Request(scope, receive, send))
                 await response(scope, receive, send)
+            elif scope["path"] == "/v1/cli" and scope["method"] == "POST" \
+                    and not scope.get("root_path"):  # bsk's launcher: every agent action
+                await self.cli_call(scope, receive, send)
             else:
                 await self.app(scope, receive, send)
         finally:

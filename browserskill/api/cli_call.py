@@ -12,9 +12,11 @@ Invariants:
 - Only tool calls are run here. Anything else — help, control commands, an unknown
   command, a launcher of another version — answers 204 before anything runs, and the
   launcher runs the whole CLI instead.
-- The answer's head goes out before the operation runs, naming the wire deadline
-  (`X-Bsk-Wire-Timeout`: the call's deadline plus a margin, as `bsk` waits today); the
-  body comes when the operation ends: `b"EXIT OUT_BYTES ERR_BYTES\\n"`, stdout, stderr.
+- The answer's head names the wire deadline (`X-Bsk-Wire-Timeout`: the call's deadline
+  plus a margin, as `bsk` waits today). It goes out with the body when the operation
+  ends within `HEAD_WITHIN_S` (most calls: one write, one wake-up of the caller), else
+  at `HEAD_WITHIN_S`, well inside the launcher's wait for a head (`fast.HEAD_TIMEOUT_S`);
+  the body is `b"EXIT OUT_BYTES ERR_BYTES\\n"`, stdout, stderr.
 - The caller hanging up cancels the operation (as a dropped `POST …/tools/{tool}` does);
   the launcher's Ctrl-C then asks how it ended, by the op id it named (`X-Op-Id`).
 - Unix socket only: over TCP (another machine's caller) the paths would mean nothing.
@@ -32,6 +34,7 @@ from typing import Any
 from browserskill import __version__, contract
 from browserskill.api import wire
 from browserskill.api.batch import run_batch
+from browserskill.api.listeners import CONNECTION_LOST
 from browserskill.cli.args import Globals, split_globals, tool_params
 from browserskill.cli.render import outcome, show
 from browserskill.dispatch.dispatcher import Dispatcher
@@ -42,6 +45,7 @@ from browserskill.tools.catalog import ToolSpec
 log = logging.getLogger(__name__)
 
 MAX_BODY = 4 << 20  # a command line, not a payload: `eval` scripts up to 1 MB, as JSON
+HEAD_WITHIN_S = 1.0  # the head waits this long for the answer (launcher: 30 s for a head)
 
 
 def tool_of(rest: list[str]) -> tuple[ToolSpec | None, list[str]]:
@@ -104,14 +108,14 @@ class CliCall:
             wire.check_values(params)  # what the HTTP body's reading refuses (wire.py)
         except BskError as e:
             code = _print(outcome({"error": e.to_dict()}), (), g, out, err)
-            await _head(send, 200, contract.WIRE_MARGIN_S)
-            return await _body(send, code, out, err)
+            return await _answer(send, code, out, err, contract.WIRE_MARGIN_S)
         if spec.name == "batch":
             if params["commands"] in (None, [], ["-"]):
                 return await _head(send, 204)  # commands on stdin: the CLI reads them
             await _head(send, 200, contract.wire_timeout_s(spec, params, g.timeout))
-            return await self._batch(send, receive, g, params, op_id, cwd, out, err)
-        await _head(send, 200, contract.wire_timeout_s(spec, params, g.timeout))
+            return await self._batch(scope, send, receive, g, params, op_id, cwd, out, err)
+        wire_timeout = contract.wire_timeout_s(spec, params, g.timeout)
+        head_sent = False
         try:
             op = await self.dispatcher.submit(
                 g.session, spec.name, params, wait=g.wait,
@@ -125,7 +129,7 @@ class CliCall:
                                hint="any bsk command starts the daemon again")
             code = _print(outcome({"error": stopped.to_dict()}), (), g, out, err)
             with contextlib.suppress(Exception):
-                await _body(send, code, out, err)
+                await _answer(send, code, out, err, contract.WIRE_MARGIN_S)
             raise
         except Exception as e:  # no traceback reaches the caller (as api/app.py `guarded`)
             if not isinstance(e, BskError):
@@ -133,13 +137,20 @@ class CliCall:
                 e = BskError("internal", f"internal error: {e}",
                              hint="this is a bug; see the daemon log")
             code = _print(outcome({"error": e.to_dict()}), (), g, out, err)
-            return await _body(send, code, out, err)
-        hangup = asyncio.ensure_future(_disconnected(receive))
+            return await _answer(send, code, out, err, wire_timeout)
+        lost = scope.get(CONNECTION_LOST)  # our listeners' (a test's app: none)
+        hangup = lost if lost is not None else asyncio.ensure_future(_disconnected(receive))
         try:
-            await asyncio.wait({op.done.future, hangup}, return_when=asyncio.FIRST_COMPLETED)
+            ends = {op.done.future, hangup}
+            if not (await asyncio.wait(ends, timeout=HEAD_WITHIN_S,
+                                       return_when=asyncio.FIRST_COMPLETED))[0]:
+                await _head(send, 200, wire_timeout)  # a long call: the deadline first
+                head_sent = True
+                await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
             gone = hangup.done()
         finally:
-            hangup.cancel()
+            if hangup is not lost:
+                hangup.cancel()
         if not op.done.is_set():
             self.dispatcher.cancel(op.op_id, contract.CancelReason.CLIENT_DISCONNECTED)
         if gone:
@@ -147,22 +158,27 @@ class CliCall:
         # The answer as `bsk` received it over the wire: lone surrogates U+FFFD, NaN null.
         answer = json.loads(wire.render(op.to_result()))
         code = _print(outcome(answer), spec.words, g, out, err)
-        await _body(send, code, out, err)
+        if head_sent:
+            return await _body(send, code, out, err)
+        await _answer(send, code, out, err, wire_timeout)
 
 
-    async def _batch(self, send: Any, receive: Any, g: Globals, params: dict[str, Any],
-                     batch_id: str, cwd: str, out: io.StringIO, err: io.StringIO) -> None:
+    async def _batch(self, scope: Any, send: Any, receive: Any, g: Globals,
+                     params: dict[str, Any], batch_id: str, cwd: str, out: io.StringIO,
+                     err: io.StringIO) -> None:
         """`bsk batch …` (api/batch.py); the caller hanging up cancels the running step,
         and the launcher's Ctrl-C then reports each step by its op id (cli/batch.py)."""
         run = asyncio.ensure_future(run_batch(
             self.dispatcher, g.session, params, batch_id=batch_id, wait=g.wait,
             timeout_ms=int(g.timeout * 1000) if g.timeout else None,
             idempotency_key=g.key, cwd=cwd))
-        hangup = asyncio.ensure_future(_disconnected(receive))
+        lost = scope.get(CONNECTION_LOST)
+        hangup = lost if lost is not None else asyncio.ensure_future(_disconnected(receive))
         try:
             await asyncio.wait({run, hangup}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            hangup.cancel()
+            if hangup is not lost:
+                hangup.cancel()
             if not run.done():
                 run.cancel()
                 await asyncio.gather(run, return_exceptions=True)
@@ -201,10 +217,24 @@ async def _head(send: Any, status: int, wire_timeout: float | None = None) -> No
         await send({"type": "http.response.body", "body": b""})
 
 
-async def _body(send: Any, code: int, out: io.StringIO, err: io.StringIO) -> None:
+def _printed(code: int, out: io.StringIO, err: io.StringIO) -> bytes:
     o, e = (_utf8(x.getvalue()) for x in (out, err))
-    await send({"type": "http.response.body", "body": b"%d %d %d\n" % (code, len(o), len(e))
-                + o + e})
+    return b"%d %d %d\n" % (code, len(o), len(e)) + o + e
+
+
+async def _body(send: Any, code: int, out: io.StringIO, err: io.StringIO) -> None:
+    await send({"type": "http.response.body", "body": _printed(code, out, err)})
+
+
+async def _answer(send: Any, code: int, out: io.StringIO, err: io.StringIO,
+                  wire_timeout: float) -> None:
+    """Head and body at once, the body's length given (no chunked framing)."""
+    body = _printed(code, out, err)
+    await send({"type": "http.response.start", "status": 200, "headers": [
+        (b"content-type", b"application/octet-stream"),
+        (b"content-length", b"%d" % len(body)),
+        (b"x-bsk-wire-timeout", f"{wire_timeout:g}".encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _utf8(text: str) -> bytes:

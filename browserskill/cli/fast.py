@@ -1,11 +1,12 @@
 """`bsk`'s first step: hand a tool call's command line to the daemon and print the answer.
 
 Every agent action is one `bsk` process, so what it imports is paid on every call. This
-module imports only C modules (`posix`, not `os`): no `json`, `re`, `enum`, `socket`,
-`dataclasses`, nor the catalog (tests/test_cli_startup.py lists what a tool
-call imports and fails when that grows). The daemon, which has the catalog and the
-renderer loaded, reads the command line with the CLI's own code and answers with the
-text and exit code `bsk` would print (`POST /v1/cli`, browserskill/api/cli_call.py).
+module imports only built-in modules and `_socket` (`posix`, not `os`): no `json` (not
+even `_json`), `re`, `enum`, `socket`, `dataclasses`, nor the catalog
+(tests/test_cli_startup.py lists what a tool call imports and fails when that grows).
+The daemon, which has the catalog and the renderer loaded, reads the command line with
+the CLI's own code and answers with the text and exit code `bsk` would print
+(`POST /v1/cli`, browserskill/api/cli_call.py).
 
 Invariants:
 - Whatever this path does not do, the whole CLI (`browserskill.cli.main`) does, with
@@ -16,13 +17,16 @@ Invariants:
   runs, the daemon going away, or no answer by the wire deadline the daemon named go to
   the whole CLI with that op id, which cancels it or asks how it ended and prints that
   (browserskill/cli/calls.py), exactly as `bsk` always has.
+- A call the daemon answered ends the process with `posix._exit` once its output is
+  flushed (`launch`): the interpreter's own teardown costs ~1.7 ms, a tenth of the call,
+  and there is nothing to tear down — no thread, no `atexit`, no file but the two
+  flushed streams. Every other way out (the whole CLI ran) exits normally.
 """
 
 import _signal  # type: ignore[import-not-found]  # (no stub; `signal` costs enum)
 import _socket
 import posix
 import sys
-from _json import encode_basestring_ascii as _quote
 
 from browserskill import __version__, http1
 
@@ -33,6 +37,10 @@ if TYPE_CHECKING:
 LOCAL = {"-", "-h", "--help"}  # stdin and help: the whole CLI, in this process
 HEAD_TIMEOUT_S = 30.0  # the daemon answers its head before running anything
 READ = 65536
+# JSON string escapes (RFC 8259 §7) for `_quote`; everything else is sent as UTF-8, and a
+# lone surrogate (an argv or environment byte that is not UTF-8) as `\udcXX` by the
+# encoder's "backslashreplace" — what `json.dumps` would send for each.
+_ESCAPES = {i: f"\\u{i:04x}" for i in range(32)} | {34: '\\"', 92: "\\\\"}
 
 
 class _Lost(Exception):
@@ -43,21 +51,34 @@ def _interrupt(signum: int, frame: object) -> "NoReturn":
     raise KeyboardInterrupt
 
 
+def launch() -> "NoReturn":
+    """The launcher's entry point (and `python -m browserskill`'s): `main`, then exit."""
+    code, answered = _main(sys.argv[1:])
+    if answered:
+        posix._exit(code)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    return _main(sys.argv[1:] if argv is None else argv)[0]
+
+
+def _main(argv: list[str]) -> tuple[int, bool]:
+    """(exit code, whether the daemon answered and its output is out and flushed)."""
     if not argv or not LOCAL.isdisjoint(argv):
-        return _whole_cli(argv)
+        return _whole_cli(argv), False
     try:
         return _call(argv)
     except KeyboardInterrupt:  # before the call went out, or while printing its answer
-        return 130
+        return 130, False
 
 
-def _call(argv: list[str]) -> int:
+def _call(argv: list[str]) -> tuple[int, bool]:
+    env = _environ()
     try:
-        line = _command_line(argv)
+        line = _command_line(argv, env)
     except OSError:  # the working directory is gone: the CLI says what it can
-        return _whole_cli(argv)
+        return _whole_cli(argv), False
     _signal.signal(_signal.SIGTERM, _interrupt)
     op_id = "op_" + posix.urandom(6).hex()  # contract.new_op_id's form, without its imports
     request = http1.request("POST", "/v1/cli", (
@@ -67,32 +88,32 @@ def _call(argv: list[str]) -> int:
     try:
         sock.settimeout(HEAD_TIMEOUT_S)
         try:
-            sock.connect(_socket_path())
+            sock.connect(_socket_path(env))
         except OSError:  # no daemon (yet), or a state dir it can't use: the CLI's to say
             sock.close()
-            return _whole_cli(argv)
+            return _whole_cli(argv), False
         try:
             sock.sendall(request)
             status, headers, rest = _head(sock)
             if status != 200:
                 sock.close()
-                return _whole_cli(argv)
+                return _whole_cli(argv), False
             sock.settimeout(float(headers.get("x-bsk-wire-timeout", "630")))
             body = http1.body(headers, _rest(sock, rest), closed=True)
         except KeyboardInterrupt:
             sock.close()  # as `bsk` always has: hang up, then cancel by op id
-            return _whole_cli(argv, (op_id, "interrupted"))
+            return _whole_cli(argv, (op_id, "interrupted")), False
         except TimeoutError:
-            return _whole_cli(argv, (op_id, "timeout"))
+            return _whole_cli(argv, (op_id, "timeout")), False
         except (_Lost, ConnectionError, ValueError):
-            return _whole_cli(argv, (op_id, "lost"))
+            return _whole_cli(argv, (op_id, "lost")), False
     finally:
         sock.close()
     first, _, rest = body.partition(b"\n")
     try:
         code, out_len, err_len = (int(x) for x in first.split())
     except ValueError:
-        return _whole_cli(argv, (op_id, "lost"))
+        return _whole_cli(argv, (op_id, "lost")), False
     try:
         if out_len:
             sys.stdout.buffer.write(rest[:out_len])
@@ -101,8 +122,8 @@ def _call(argv: list[str]) -> int:
             sys.stderr.buffer.write(rest[out_len:out_len + err_len])
             sys.stderr.flush()
     except BrokenPipeError:  # `bsk snapshot | head -1`
-        return 0
-    return code
+        return 0, False
+    return code, True
 
 
 def _environ() -> dict[str, str]:
@@ -110,12 +131,11 @@ def _environ() -> dict[str, str]:
             for k, v in posix.environ.items()}
 
 
-def _socket_path() -> str:
+def _socket_path(env: dict[str, str]) -> str:
     """`paths.socket_file()` without `os` (tests/test_cli_startup.py checks they agree):
     BSK_HOME, else the platform's state dir. Where `paths` would resolve more (`~user`,
     symlinks) the kernel resolves the same path; a path that fails sends the call to the
     whole CLI, which says what is wrong."""
-    env = _environ()
     home = env.get("BSK_HOME")
     if home:
         if home == "~" or home.startswith("~/"):
@@ -129,12 +149,17 @@ def _socket_path() -> str:
     return base + "/browserskill/bsk.sock"
 
 
-def _command_line(argv: list[str]) -> bytes:
-    """{"argv", "cwd", "env"} as JSON, by hand (`json` costs ms of imports)."""
-    env = ",".join(f"{_quote(k)}:{_quote(v)}" for k, v in _environ().items()
-                   if k.startswith("BSK_"))
+def _quote(text: str) -> str:
+    return '"' + text.translate(_ESCAPES) + '"'
+
+
+def _command_line(argv: list[str], env: dict[str, str]) -> bytes:
+    """{"argv", "cwd", "env"} as JSON, by hand (`json` costs ms of imports, `_json` a
+    shared library to load)."""
+    bsk_env = ",".join(f"{_quote(k)}:{_quote(v)}" for k, v in env.items()
+                       if k.startswith("BSK_"))
     return (f'{{"argv":[{",".join(map(_quote, argv))}],"cwd":{_quote(posix.getcwd())},'
-            f'"env":{{{env}}}}}').encode()
+            f'"env":{{{bsk_env}}}}}').encode("utf-8", "backslashreplace")
 
 
 def _head(sock: _socket.socket) -> tuple[int, dict[str, str], bytes]:

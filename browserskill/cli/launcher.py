@@ -5,7 +5,8 @@ before bsk runs at all: milliseconds on every agent action. The launcher runs th
 interpreter isolated and without `site` (`-I -S`: no user site, no `PYTHON*`
 variables, no `.pth` files) and puts on `sys.path` only what bsk needs: the directory
 the package is in and the venv's site-packages (for `bsk mcp`'s `mcp`; a tool call
-imports nothing from it). Then browserskill/cli/fast.py runs.
+imports nothing from it). Then browserskill/cli/fast.py runs (`launch`: a call the
+daemon answered skips the interpreter's teardown).
 
 `python -m browserskill.cli.launcher PATH` writes it (scripts/install.sh does, over pip's
 wrapper, so the README's install gets it); a plain `pip install` keeps pip's wrapper,
@@ -24,8 +25,8 @@ TEMPLATE = """\
 # bsk: BrowserSkill's launcher (browserskill/cli/launcher.py wrote it; docs/cli.md).
 import sys
 sys.path[len(sys.path):] = {paths!r}
-from browserskill.cli.fast import main
-sys.exit(main())
+from browserskill.cli.fast import launch
+launch()
 """
 
 
