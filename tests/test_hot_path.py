@@ -1,7 +1,8 @@
 """What every operation pays for in the daemon, kept to once (issue 23, item 2): a result
 serialized once for the cap, the journal and the memory bound; a session row serialized
-only when it changed; a timestamp formatted without a datetime per entry; one timer per
-CDP command's deadline. bench/daemon_cpu.py measures the whole; these pin the parts."""
+only when it changed; a timestamp formatted without a datetime per entry; a command's
+deadline gone with its reply. bench/daemon_cpu.py measures the whole; these pin the
+parts."""
 
 from __future__ import annotations
 

@@ -44,21 +44,15 @@ class CdpError(LinkError):
 
 
 async def await_reply(method: str, fut: asyncio.Future[T], timeout: float) -> T:
-    """Await a reply future with a deadline; a late reply is then dropped. The deadline
-    is one timer that fails the future itself (`CommandTimeout`): every command of
-    every call passes here, and a timeout scope per command costs several times that."""
-    timer = asyncio.get_running_loop().call_later(timeout, _expire, fut, method, timeout)
+    """Await a reply future with a deadline; a late reply is then dropped."""
     try:
-        return await fut
+        async with asyncio.timeout(timeout):
+            return await fut
+    except TimeoutError:
+        raise CommandTimeout(f"{method}: no answer within {timeout:g}s") from None
     finally:
-        timer.cancel()
         if not fut.done():
             fut.cancel()
-
-
-def _expire(fut: asyncio.Future[Any], method: str, timeout: float) -> None:
-    if not fut.done():
-        fut.set_exception(CommandTimeout(f"{method}: no answer within {timeout:g}s"))
 
 
 SendObserver = Callable[[str, str | None], None]  # (method, link session id)
