@@ -184,12 +184,28 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         wait, detach = _flag(body, "wait"), _flag(body, "detach")
         marked = _flag(body, "boundaries")
         timeout_ms = body.pop("timeout_ms", None)
-        op = await dispatcher.submit(
-            sid, tool, body, wait=wait, timeout_ms=timeout_ms,
-            idempotency_key=_one_header(request, "Idempotency-Key"),
-            op_id=_one_header(request, "X-Op-Id"),
-        )
-        return await finish(op, detach, request, marked)
+        key, op_id = _one_header(request, "Idempotency-Key"), _one_header(request, "X-Op-Id")
+        lost = request.scope.get(CONNECTION_LOST)  # our listeners' (a test's app: none)
+        if detach or lost is None:
+            op = await dispatcher.submit(sid, tool, body, wait=wait, timeout_ms=timeout_ms,
+                                         idempotency_key=key, op_id=op_id)
+            return await finish(op, detach, request, marked)
+        # The caller waits for the end: the operation runs in this request's task.
+        op, run = await dispatcher.prepare(sid, tool, body, wait=wait, timeout_ms=timeout_ms,
+                                           idempotency_key=key, op_id=op_id)
+        if run is None:  # the key named an earlier operation
+            return await finish(op, False, request, marked)
+
+        def hung_up(_: object) -> None:
+            op.request_cancel("client_disconnected")
+
+        lost.add_done_callback(hung_up)
+        try:
+            await run
+        finally:
+            lost.remove_done_callback(hung_up)
+        answer = op.to_result()
+        return op_response(boundaries.mark(answer) if marked else answer)
 
     async def call_batch(request: Request, sid: str, body: dict[str, Any]) -> Response:
         wait, marked = _flag(body, "wait"), _flag(body, "boundaries")

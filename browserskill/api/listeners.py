@@ -24,6 +24,9 @@ KEEP_ALIVE_S = 5  # an idle connection between requests (uvicorn's timeout_keep_
 # A request's scope key: a future done when its connection is lost (a caller that hung
 # up), so an answer in wait needs no task of its own reading `receive` (api/app.py).
 CONNECTION_LOST = "bsk.connection_lost"
+# A request's scope key: True once its whole body has arrived (wire.read_body then reads
+# it without a deadline of its own: nothing is left to wait for).
+BODY_COMPLETE = "bsk.body_complete"
 
 
 def bounded_protocol(admission: Admission) -> type[HttpToolsProtocol]:
@@ -87,6 +90,11 @@ def bounded_protocol(admission: Admission) -> type[HttpToolsProtocol]:
         def on_headers_complete(self) -> None:
             self._admitted()
             super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            if self.cycle is not None:  # the request this is the end of (not a pipelined next)
+                self.cycle.scope[BODY_COMPLETE] = True  # type: ignore[literal-required]
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._admitted()

@@ -22,6 +22,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from browserskill.api.listeners import BODY_COMPLETE
 from browserskill.errors import BskError
 
 MAX_BODY_BYTES = 16 * 1024 * 1024  # eval's 1,000,000 characters, \u-escaped, fit
@@ -47,9 +48,20 @@ async def read_body(request: Request) -> bytes:
             raise _body_error(f"Content-Length {declared!r} is not a number of bytes")
         if int(declared) > MAX_BODY_BYTES:
             raise _body_error(f"{declared} bytes is more than the {MAX_BODY_BYTES} allowed")
+    receive = request.receive  # the ASGI messages themselves: no generator per request
     chunks: list[bytes] = []
     size = 0
-    receive = request.receive  # the ASGI messages themselves: no generator per request
+    if request.scope.get(BODY_COMPLETE):  # all here (our listeners say): no timer to arm
+        message = await receive()  # answers at once
+        if message["type"] != "http.request":  # http.disconnect
+            raise BodyAbandoned
+        body: bytes = message.get("body", b"")
+        if len(body) > MAX_BODY_BYTES:
+            raise _body_error(f"more than the {MAX_BODY_BYTES} bytes allowed")
+        if not message.get("more_body", False):
+            return body
+        chunks.append(body)
+        size = len(body)
     try:
         async with asyncio.timeout(BODY_READ_S):
             while True:

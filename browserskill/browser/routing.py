@@ -234,6 +234,8 @@ class RouteTable:
 
     def _wanted(self) -> tuple[str, ...]:
         """The Chromium patterns the routes need (empty: Fetch off)."""
+        if not self.routes and not self.policy.restricts_urls:  # every call asks: most have none
+            return ()
         return tuple(p["urlPattern"] for p in self.patterns())
 
     async def _apply(self, tab: Tab, sid: str, timeout: float) -> None:

@@ -1,9 +1,11 @@
 """Running operations: validate, journal, queue, dispatch, end with an honest outcome.
 
 Invariants:
-- Each operation runs in its own task (so a caller can detach), under its own
-  `OperationScope`: a cancel, a lost link or its deadline trips exactly that scope, and
-  the scope's one deadline bounds the queue wait, the dispatch and every command.
+- Each operation runs in a task of its own (`submit`: a caller can detach), or in the
+  task of a caller that waits for its end anyway (`prepare`: the HTTP answer, where a
+  hang-up trips the scope), under its own `OperationScope`: a cancel, a lost link or
+  its deadline trips exactly that scope, and the scope's one deadline bounds the queue
+  wait, the dispatch and every command.
 - Every ending path ends here, once: the handler's own ending (`_settle`), or, when the
   scope tripped, the verdict of `outcome.decide` on the facts recorded meanwhile
   (`_end_tripped`), worded by `_word`.
@@ -17,7 +19,7 @@ import asyncio
 import json
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -90,8 +92,33 @@ class Dispatcher:
         op_id: str | None = None,
         validated: bool = False,
     ) -> Operation:
-        """`validated`: `raw_params` is what `spec.validate` returned already (bsk's
+        """Start an operation in a task of its own (a caller may leave it running: detach,
+        `op wait`); the operation, live or (an idempotent repeat) already ended.
+        `validated`: `raw_params` is what `spec.validate` returned already (bsk's
         launcher reads its command line against the catalog): not checked twice."""
+        op, run = await self.prepare(session_id, tool, raw_params, wait=wait,
+                                     timeout_ms=timeout_ms, idempotency_key=idempotency_key,
+                                     op_id=op_id, validated=validated)
+        if run is not None:
+            op.task = asyncio.create_task(run, name=op.op_id)
+        return op
+
+    async def prepare(
+        self,
+        session_id: str,
+        tool: str,
+        raw_params: Any,
+        *,
+        wait: bool = False,
+        timeout_ms: int | None = None,
+        idempotency_key: str | None = None,
+        op_id: str | None = None,
+        validated: bool = False,
+    ) -> tuple[Operation, Coroutine[Any, Any, None] | None]:
+        """`submit` without the task: the new operation and what runs it to its end, for
+        a caller that waits for the end anyway to run in its own task (the HTTP answer:
+        one task per call, not two); None instead when an idempotency key named an
+        earlier operation (live or ended), which is returned."""
         spec = catalog.get(tool)
         params = raw_params if validated else spec.validate(raw_params)
         timeout_ms = contract.check_timeout_ms(timeout_ms, tool, spec.timeout_range_s)
@@ -99,7 +126,7 @@ class Dispatcher:
         if idempotency_key is not None:
             earlier, claim = await self._claim_key(session_id, idempotency_key, tool, params)
             if earlier is not None:
-                return earlier
+                return earlier, None
         try:
             if op_id is not None and (not contract.valid_op_id(op_id) or op_id in self.ops
                                       or self.journal.has(op_id)):
@@ -120,8 +147,7 @@ class Dispatcher:
                 claim.set_result(None)
         # Journaled when it starts waiting, or when it is dispatched (most calls find the
         # session free: one write instead of two).
-        op.task = asyncio.create_task(self._run(op, session, wait), name=op.op_id)
-        return op
+        return op, self._run(op, session, wait)
 
     async def _session_for_call(self, session_id: str, deadline: float) -> Session:
         """The session a call names. Calls that arrive while the default session is
@@ -313,6 +339,7 @@ class Dispatcher:
         self._settle(op, work)
         if recovered and op.result is not None:
             op.result["browser_restarted"] = recovered
+            op.result_text = None  # serialized before this was added
 
     async def _record(self, session: Session, op: Operation) -> None:
         """A recording session notes what the page alone can't tell (tools/recording.py)

@@ -239,7 +239,7 @@ class Journal:
     def _write(self, op: Operation) -> None:
         changing = (
             op.idempotency_key, op.state, op.status, op.dispatched, int(op.retry_safe),
-            _kept_text(op.result),  # bounded
+            op.result_text if op.result_text is not None else _kept_text(op.result),
             None if op.error is None else json.dumps(op.error),
             op.ended_at, json.dumps(op.timeline),
         )

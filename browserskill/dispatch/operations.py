@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -69,10 +70,12 @@ def _cut(value: Any, max_string: int, max_items: int) -> Any:
 
 
 def _bounded(result: dict[str, Any], limit: int, max_string: int, max_items: int,
-             note: str) -> tuple[dict[str, Any], str | None]:
-    """`result` if its JSON text is at most `limit` characters, else its long strings and
-    lists cut (or, if that is still too big, only the start of the text) and a note."""
-    text = json.dumps(result, ensure_ascii=False)
+             note: str, text: str | None = None) -> tuple[dict[str, Any], str | None]:
+    """`result` if its JSON text (`text`, when the caller has it) is at most `limit`
+    characters, else its long strings and lists cut (or, if that is still too big, only
+    the start of the text) and a note."""
+    if text is None:
+        text = json.dumps(result, ensure_ascii=False)
     if len(text) <= limit:
         return result, None
     kept = _cut(result, max_string, max_items)
@@ -82,10 +85,11 @@ def _bounded(result: dict[str, Any], limit: int, max_string: int, max_items: int
                   f"the {limit:,} allowed")
 
 
-def capped_result(result: dict[str, Any]) -> dict[str, Any]:
-    """What a call answers: `result`, or past RESULT_MAX_CHARS a cut form with a `note`."""
+def capped_result(result: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+    """What a call answers: `result`, or past RESULT_MAX_CHARS a cut form with a `note`.
+    `text`: its JSON text (`ensure_ascii=False`), when the caller has it."""
     out, note = _bounded(result, RESULT_MAX_CHARS, RESULT_STRING_MAX_CHARS,
-                         RESULT_LIST_MAX_ITEMS, "cut")
+                         RESULT_LIST_MAX_ITEMS, "cut", text)
     if note is None:
         return result
     said = (f"{note}; strings over {RESULT_STRING_MAX_CHARS:,} characters and lists over "
@@ -109,12 +113,23 @@ def kept_form(result: dict[str, Any] | None) -> dict[str, Any] | None:
     return {**out, "kept_note": f"{note}; the call that ran it got it whole"}
 
 
+_second: list[Any] = [None, ""]  # the last whole second `iso` formatted, and its text
+
+
 def iso(ts: float | None) -> str | None:
+    """`ts` (epoch seconds) as UTC ISO 8601 to the millisecond (`…T07:03:12.345Z`), as
+    `datetime.isoformat(timespec="milliseconds")` writes it. Every timeline entry and
+    answer stamps times: the date and time of day are formatted once per second."""
     if ts is None:
         return None
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z"
-    )
+    whole = math.floor(ts)
+    micros = round((ts - whole) * 1e6)  # datetime rounds to the microsecond, then cuts
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    if _second[0] != whole:
+        _second[0] = whole
+        _second[1] = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{_second[1]}.{micros // 1000:03d}Z"
 
 
 @dataclass
@@ -145,6 +160,11 @@ class Operation:
     masked: tuple[str, ...] = ()
     params_changed: bool = False
     secret_digest: bytes | None = None  # of the concealed text, to compare a keyed repeat
+    # The journal's JSON text of `result`, made when it completed, if that text was ASCII
+    # and within KEPT_RESULT_MAX_CHARS (the journal keeps it whole): one serialization
+    # of a result serves the cap, the journal and `keep_bounded`. None: made when needed
+    # (and after any change to `result`).
+    result_text: str | None = field(default=None, repr=False)
     scope: OperationScope = field(default_factory=OperationScope, repr=False)
     done: Once = field(default_factory=lambda: Once(), repr=False)  # it has ended
     task: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -218,12 +238,17 @@ class Operation:
         self._end(Status.COMPLETED, Dispatched.YES, retry_safe)
         # A stored secret's value is masked in what every surface, the journal and the
         # dashboard get (browserskill/vault.py): the page may echo it anywhere.
-        self.result = capped_result(vault.scrub(result))
+        scrubbed = vault.scrub(result)
+        text = json.dumps(scrubbed, ensure_ascii=False)
+        self.result = capped_result(scrubbed, text)
+        if self.result is scrubbed and len(text) <= KEPT_RESULT_MAX_CHARS and text.isascii():
+            self.result_text = text  # what json.dumps writes for the journal, too
 
     def keep_bounded(self) -> None:
         """Hold only what the journal keeps of its result (`kept_form`), so the memory of
         a big one returns once its callers have it."""
-        self.result = kept_form(self.result)
+        if self.result_text is None:  # else it is within the bound already
+            self.result = kept_form(self.result)
 
     def fail(self, err: BskError) -> None:
         entry = CODES[err.code]

@@ -57,8 +57,9 @@ class StoredSession:
 class SessionStore:
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
-        # What each open session's row holds, as last written: a save that would write the
-        # same row again (most operations change no tab) is skipped.
+        # What each open session's row holds, as last written (before serialization): a
+        # save that would write the same row again (most operations change no tab) is
+        # skipped without serializing it.
         self._written: dict[str, tuple[Any, ...]] = {}
         self.db.executescript(_SCHEMA)
         columns = {r[1] for r in self.db.execute("PRAGMA table_info(sessions)")}
@@ -70,22 +71,26 @@ class SessionStore:
             self.db.execute("ALTER TABLE sessions ADD COLUMN narrowing TEXT")
 
     def save(self, session: Any) -> None:
-        tabs = [[t.tab_id, t.target_id, t.session_id] for t in session.tabs.values()]
-        browser = session.backend.stored()
+        tabs = tuple((t.tab_id, t.target_id, t.session_id) for t in session.tabs.values())
+        browser = session.backend.stored()  # a new dict each time: safe to keep and compare
         recordings = {kind: r.stored() for kind, r in session.recordings.items()}
+        # Rare, and possibly shared with their owner: compared as text.
+        recorded = json.dumps(recordings) if recordings else None
+        narrowing = json.dumps(session.narrowing) if session.narrowing else None
+        # Compared before the rest is serialized: most operations change none of it.
+        state = (session.label, session.created_at, tabs, session.current_tab_id,
+                 session.tab_seq, browser, recorded, narrowing)
+        if self._written.get(session.id) == state:
+            return
         row = (session.id, session.label, session.created_at, json.dumps(tabs),
                session.current_tab_id, session.tab_seq,
-               json.dumps(browser) if browser is not None else None,
-               json.dumps(recordings) if recordings else None,
-               json.dumps(session.narrowing) if session.narrowing else None)
-        if self._written.get(session.id) == row:
-            return
+               json.dumps(browser) if browser is not None else None, recorded, narrowing)
         if self._write(
             "INSERT OR REPLACE INTO sessions (session_id, label, created_at, tabs, current_tab,"
             " tab_seq, ended_at, ended_reason, browser, recordings, narrowing) "
             "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)", row,
         ):
-            self._written[session.id] = row
+            self._written[session.id] = state
 
     def end(self, session_id: str, reason: str) -> None:
         self._written.pop(session_id, None)

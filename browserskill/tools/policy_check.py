@@ -14,7 +14,7 @@ from typing import Any
 
 from browserskill.dispatch.sessions import Session
 from browserskill.errors import BskError
-from browserskill.policy import Verdict
+from browserskill.policy import ALLOW, Verdict
 from browserskill.tools.refs import check_ref, looks_like_ref
 
 # Params that name an element the operation acts on (a ref, or a locator).
@@ -26,10 +26,10 @@ def verdict_for(session: Session, tool: str, params: dict[str, Any]) -> Verdict:
     """What the session's policy says of this call (for a drag, of the stricter of its
     two elements)."""
     policy = session.policy
+    if not (policy.deny or policy.confirm):
+        return ALLOW
     tab = session.tabs.get(str(params.get("tab_id") or session.current_tab_id or ""))
     url = tab.url if tab else None
-    if not (policy.deny or policy.confirm):
-        return policy.verdict(tool=tool)
     targets = [params[k].strip() for k in TARGET_PARAMS if isinstance(params.get(k), str)]
     if not targets:
         return policy.verdict(tool=tool, url=url)
