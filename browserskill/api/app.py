@@ -197,7 +197,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
             return await finish(op, False, request, marked)
 
         def hung_up(_: object) -> None:
-            op.request_cancel("client_disconnected")
+            op.request_cancel(contract.CancelReason.CLIENT_DISCONNECTED)
 
         lost.add_done_callback(hung_up)
         try:
