@@ -149,6 +149,9 @@ class RelayingFakeLink(FakeLink):
                 if self.close_reason is not None:
                     raise LinkClosed(self.close_reason)
                 fut = self.deliver(command.method, command.params)
+                # Its failure is read from `answers` at the end, or by no one once the
+                # sequence was aborted: never an unretrieved exception at exit.
+                fut.add_done_callback(lambda f: f.cancelled() or f.exception())
                 answers.append(fut)
                 if command.answered_first:
                     in_flight[:] = [fut]
