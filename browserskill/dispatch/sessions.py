@@ -23,6 +23,7 @@ from browserskill.browser.routing import RouteTable
 from browserskill.browser.storage_state import load_state
 from browserskill.browser.tab import Tab, TabGone
 from browserskill.contract import DEFAULT_SESSION
+from browserskill.dispatch.features import FeatureStates
 from browserskill.dispatch.queue import SessionQueue
 from browserskill.dispatch.session_store import SessionStore, StoredSession
 from browserskill.errors import BskError, invalid
@@ -54,17 +55,6 @@ class RefBinding:
     loader_id: str
     role: str
     name: str
-
-
-@dataclass(frozen=True)
-class HoverState:
-    """Where `hover` left the pointer, to restore before reads that depend on it."""
-
-    tab_id: str
-    ref: str
-    x: float
-    y: float
-    navigations: int  # the tab's document count then: a new document drops the hover
 
 
 class Recording(Protocol):
@@ -102,7 +92,6 @@ class Session:
     current_tab_id: str | None = None
     refs: dict[str, RefBinding] = field(default_factory=dict)
     last_used: float = field(default_factory=time.monotonic)
-    hover: HoverState | None = None
     popups: dict[str, list[str]] = field(default_factory=dict)  # opener tab -> tabs it opened
     tab_seq: int = 0
     ref_seq: int = 0  # refs handed out so far (e1, e2, …; f1e3 in iframes)
@@ -136,6 +125,8 @@ class Session:
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
+        # Each feature's own state (hover, help, script recording, …): dispatch/features.py
+        self.features = FeatureStates()
         self.routes.policy = self.policy
 
     def set_policy(self, policy: Policy) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from browserskill.browser.link import CdpError, Command, CommandTimeout, await_reply
 from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from browserskill.dispatch.operations import Operation
     from browserskill.dispatch.sessions import Session, SessionManager
     from browserskill.policy import Verdict
+
+
+State = TypeVar("State")
 
 
 class Step(NamedTuple):
@@ -96,6 +99,12 @@ class ToolContext:
         self.wait_for_approval: Callable[[Verdict, dict[str, Any]], Awaitable[None]] = \
             _no_approvals
 
+
+    def feature(self, kind: type[State]) -> State:
+        """This session's state of a feature, by its class (made on first use):
+        `ctx.feature(Pointer)`. A feature keeps its state there, not on `Session`
+        (browserskill/dispatch/features.py)."""
+        return self.session.features.get(kind)
 
     @property
     def compensations(self) -> list[Compensation]:
