@@ -27,6 +27,7 @@ from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
 from browserskill.dispatch.scope import Once
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import BskError
+from browserskill.tools.help import HelpRequest
 
 TAKE_OVER_MAX_S = 3600.0  # a take-over forgotten in an open dashboard ends after an hour
 # Who took a session's tabs, as the agent's next refused change says it.
@@ -85,11 +86,12 @@ class PersonInTheLoop:
         """The person's Done or Decline to the session's running `request_help`; its op id."""
         session = self.sessions.get(session_id)
         holder = session.queue.holder
-        if (session.help_answer is None or session.help_answer.done() or holder is None
-                or holder.tool != "request_help"):
+        request = session.features.find(HelpRequest)
+        if (request is None or request.answer is None or request.answer.done()
+                or holder is None or holder.tool != "request_help"):
             raise BskError("invalid_params", f"session: {session_id} has no request for help "
                            "open", details={"field": "session"})
-        session.help_answer.set_result(answer)
+        request.answer.set_result(answer)
         return holder.op_id
 
     def answer_approval(self, op_id: str, answer: str, by: str) -> Operation:

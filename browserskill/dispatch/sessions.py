@@ -107,8 +107,6 @@ class Session:
     # refused once, saying so.
     user_interrupted: str | None = None
     routes: RouteTable = field(default_factory=RouteTable)  # `route add`: mocks, blocks
-    # The person's answer to the running `request_help` (done | decline), while it runs.
-    help_answer: asyncio.Future[str] | None = None
     # `record start` .. `record stop`: the replayable script being written (tools/recording.py)
     script_recording: Any = None
     # Long-running recordings (video, trace) by kind: shown in `session list`, stopped
