@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from browserskill.dispatch import approvals
 from browserskill.dispatch.journal import Journal
@@ -27,12 +28,21 @@ from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
 from browserskill.dispatch.scope import Once
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import BskError
+from browserskill.tools import catalog
 from browserskill.tools.help import HelpRequest
 
 TAKE_OVER_MAX_S = 3600.0  # a take-over forgotten in an open dashboard ends after an hour
 # Who took a session's tabs, as the agent's next refused change says it.
 STOP_PRESSED = "the user pressed Stop in the browser and took over this session's tabs"
 TAKEN_OVER = "a person took this session over from the dashboard (bsk show)"
+
+
+@dataclass
+class Interrupted:
+    """Who took a session's tabs (the extension's Stop, a take-over from the dashboard),
+    until the agent's next change is refused saying so."""
+
+    by: str | None = None
 
 
 class PersonInTheLoop:
@@ -54,9 +64,21 @@ class PersonInTheLoop:
         session = self.sessions.sessions.get(session_id)
         if session is None:
             return
-        session.user_interrupted = by
+        session.features.get(Interrupted).by = by
         self._cancel_live("user_interrupt", lambda op: (
             op.session_id == session_id and op.state != "queued" and not op.by_person))
+
+    def refuse_after_stop(self, session: Session, tool: str) -> None:
+        """The agent's first change after a person took the session's tabs is refused
+        (`user_interrupted`, saying who); the next one goes ahead."""
+        interrupted = session.features.find(Interrupted)
+        if interrupted is None or interrupted.by is None or catalog.BY_NAME[tool].effect \
+                not in (catalog.Effect.MUTATION, catalog.Effect.TRANSIENT_INPUT):
+            return
+        by, interrupted.by = interrupted.by, None
+        raise BskError("user_interrupted", by,
+                       hint="ask the user before acting again; the next call goes ahead",
+                       details={"session_id": session.id})
 
     def take_over(self, session_id: str) -> Operation:
         """A person becomes the session's holder: an operation (`take_over`) that goes

@@ -72,7 +72,7 @@ class SessionStore:
     def save(self, session: Any) -> None:
         tabs = [[t.tab_id, t.target_id, t.session_id] for t in session.tabs.values()]
         browser = session.backend.stored()
-        recordings = {kind: r.stored() for kind, r in session.recordings.items()}
+        recordings = {kind: r.stored() for kind, r in session.recordings().items()}
         row = (session.id, session.label, session.created_at, json.dumps(tabs),
                session.current_tab_id, session.tab_seq,
                json.dumps(browser) if browser is not None else None,

@@ -100,6 +100,11 @@ class ToolContext:
             _no_approvals
 
 
+    @property
+    def tool(self) -> str:
+        """The name of the tool this call runs."""
+        return self.op.tool
+
     def feature(self, kind: type[State]) -> State:
         """This session's state of a feature, by its class (made on first use):
         `ctx.feature(Pointer)`. A feature keeps its state there, not on `Session`
