@@ -105,6 +105,42 @@ class ToolContext:
         """The name of the tool this call runs."""
         return self.op.tool
 
+    @property
+    def op_id(self) -> str:
+        return self.op.op_id
+
+    @property
+    def effect_sent(self) -> bool:
+        """Has a command that may change the page gone out for this call?"""
+        return self.op.effect_sent
+
+    @property
+    def cancel_reason(self) -> str | None:
+        """Why the call's scope tripped (cancel, deadline, link_lost, …); None if not."""
+        return self.op.cancel_reason
+
+    def params_secret(self, secret: bool) -> None:
+        """The target is known: the call's maybe-secret params are masked for good
+        (`secret`), or shown as given (docs/safety.md, "Secrets")."""
+        if secret:
+            self.op.conceal()
+        else:
+            self.op.reveal()
+
+    def persist(self) -> None:
+        """Write the session's row now (a recording the next daemon must find), not only
+        when the call ends."""
+        self.sessions.persist(self.session)
+
+    def live_sessions(self) -> list[Session]:
+        """Every session of the daemon (a browser-wide resource: one trace at a time)."""
+        return list(self.sessions.sessions.values())
+
+    async def end_session(self) -> list[str]:
+        """Stop this call's session (`session stop`): its recordings saved, its tabs
+        closed; the ids of those tabs."""
+        return await self.sessions.close(self.session)
+
     def feature(self, kind: type[State]) -> State:
         """This session's state of a feature, by its class (made on first use):
         `ctx.feature(Pointer)`. A feature keeps its state there, not on `Session`

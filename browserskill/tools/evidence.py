@@ -528,19 +528,19 @@ async def video_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
     if size is None:
         view = await page_view(ctx, tab)
         size = _even(int(view.get("width") or 800)), _even(int(view.get("height") or 600))
-    file = _recordings_dir(ctx) / f"{ctx.session.id}-{ctx.op.op_id}.webm"
+    file = _recordings_dir(ctx) / f"{ctx.session.id}-{ctx.op_id}.webm"
     recording = VideoRecording(tab, size, file)
     ctx.mark_dispatched()
     await recording.spawn(ffmpeg)
     # In the store before the first frame: a daemon that dies from here on leaves a
     # video the next one finds (LeftoverVideo).
     ctx.feature(Recordings).running["video"] = recording
-    ctx.sessions.persist(ctx.session)
+    ctx.persist()
     try:
         await recording.start(ctx.remaining())
     except BaseException:
         ctx.feature(Recordings).running.pop("video", None)
-        ctx.sessions.persist(ctx.session)
+        ctx.persist()
         raise
     return {"recording": "video", "tab_id": tab.tab_id, "size": _wxh(size), "fps": FPS}
 
@@ -732,7 +732,7 @@ async def trace_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
     if params["screenshots"] and SCREENSHOT_CATEGORY not in categories:
         categories.append(SCREENSHOT_CATEGORY)
     _already(ctx, "trace", "trace stop")
-    for other in ctx.sessions.sessions.values():
+    for other in ctx.live_sessions():
         if "trace" in other.recordings() and other.backend.owner is ctx.backend.owner:
             raise BskError("action_failed", f"session {other.id} is tracing this browser; "
                            "Chromium runs one trace at a time",
@@ -741,17 +741,17 @@ async def trace_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
                            dispatched="no")
     tab = ctx.tab
     recording = TraceRecording(tab, categories, _recordings_dir(ctx),
-                               f"{ctx.session.id}-{ctx.op.op_id}")
+                               f"{ctx.session.id}-{ctx.op_id}")
     ctx.mark_dispatched()
     # In the store before the browser starts it: a daemon that dies from here on leaves a
     # trace the next one re-adopts (in the same CDP session).
     ctx.feature(Recordings).running["trace"] = recording
-    ctx.sessions.persist(ctx.session)
+    ctx.persist()
     try:
         await recording.start(ctx.remaining())
     except BaseException as e:
         ctx.feature(Recordings).running.pop("trace", None)
-        ctx.sessions.persist(ctx.session)
+        ctx.persist()
         if not isinstance(e, CdpError):
             raise
         raise BskError("action_failed", f"the browser did not start tracing: {e}",

@@ -12,7 +12,7 @@ from browserskill.tools.registry import implements
 @implements("session_stop")
 async def session_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     ctx.mark_dispatched()
-    closed = await ctx.sessions.close(ctx.session)
+    closed = await ctx.end_session()
     out: dict[str, Any] = {"session_id": ctx.session.id, "stopped": True, "tabs_closed": closed}
     saved = ctx.feature(Recordings).saved
     if saved:  # videos and traces it was still recording
