@@ -1,10 +1,11 @@
-"""What runs on every tool call besides its handler, declared here, by feature.
+"""What runs on a tool call besides its handler, declared here, by feature.
 
 Invariant: the dispatcher runs every `BEFORE_CALL` hook, in order, once a call is
 dispatched and before its handler, and every `AFTER_CALL` hook once the call completed;
 it names no feature itself. A before-call hook that raises ends the call like its handler
-would; an after-call hook's trouble is only logged (the call is done). A feature that
-needs to see every call adds its hook here, beside its own state (`ctx.feature`).
+would; an after-call hook's trouble is only logged (the call is done). `AROUND` wraps the
+handlers whose spec asks for it (`handlers.load`), innermost first. A feature that needs
+to see every call adds its hook here, beside its own state (`ctx.feature`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from browserskill.tools import downloads, recording, routes
+from browserskill.tools import downloads, effects, locators, recording, routes
+from browserskill.tools.catalog import ACTING_TOOLS, BY_NAME, TARGET_PARAMS, ToolSpec
 from browserskill.tools.context import ToolContext
+from browserskill.tools.registry import Handler
 
 BeforeCall = Callable[[ToolContext], Awaitable[None]]
 # (the call's context, its params, its result)
@@ -26,3 +29,18 @@ BEFORE_CALL: tuple[BeforeCall, ...] = (
 AFTER_CALL: tuple[AfterCall, ...] = (
     recording.after_call,  # `record start`: the script notes what the agent did
 )
+AROUND: tuple[tuple[Callable[[ToolSpec], bool], Callable[[str, Handler], Handler]], ...] = (
+    # its result says what the page was seen to do (`effects`)
+    (lambda spec: spec.name in ACTING_TOOLS, effects.watched),
+    # its target's locators resolved first; the policy's rules about targets checked
+    (lambda spec: any(p.name in TARGET_PARAMS for p in spec.params), locators.bound),
+)
+
+
+def around(name: str, fn: Handler) -> Handler:
+    """The tool's handler in the wrappers its spec asks for (`AROUND`)."""
+    spec = BY_NAME[name]
+    for applies, wrap in AROUND:
+        if applies(spec):
+            fn = wrap(name, fn)
+    return fn
