@@ -95,6 +95,10 @@ class Recordings:
 
 @dataclass
 class Session:
+    """What every session has: its tabs and refs, placement, queue and policy. A feature's
+    own state between calls is in `features`, by the feature's class (tests/
+    test_tool_context.py keeps these fields as they are)."""
+
     id: str
     label: str | None = None
     created_at: float = field(default_factory=time.time)
@@ -111,7 +115,9 @@ class Session:
     # Web origins its pages have been on (or whose storage it loaded): `state save` keeps
     # their localStorage even when no tab has them open any more.
     origins: set[str] = field(default_factory=set)
-    routes: RouteTable = field(default_factory=RouteTable)  # `route add`: mocks, blocks
+    # `route add`'s mocks and blocks; here, not in `features`, as the policy's URL rules
+    # ride on the same interception.
+    routes: RouteTable = field(default_factory=RouteTable)
     # The person's policy as it applies to this session: the daemon's, narrowed by the
     # session's start (browserskill/policy.py); nothing an agent calls changes it. Its
     # domain and scheme rules are enforced by `routes` (the same Fetch interception).
