@@ -308,6 +308,7 @@ class Dispatcher:
             await self._after_call(ctx, op)
 
     async def _after_call(self, ctx: ToolContext, op: Operation) -> None:
+        """What the features run once a call completed (tools/call_hooks.py)."""
         for hook in call_hooks.AFTER_CALL:  # tools/call_hooks.py
             try:
                 await hook(ctx, op.params, op.result or {})

@@ -6,6 +6,10 @@ registers, in the operation's scope (`OperationScope`), the compensation that un
 half-done step if the scope trips (a cancel or its deadline); the dispatcher runs it,
 bounded, and reports it. Every command's deadline is the scope's (`remaining`), so a
 command that times out on it is the deadline, never a separate timer.
+
+The context is all a tool reaches: its session's tabs and refs, its placement, a
+feature's own state (`feature`), and its operation only through these methods, never
+`op` itself — an operation ends in the dispatcher, once (tests/test_tool_context.py).
 """
 
 from __future__ import annotations
@@ -98,7 +102,6 @@ class ToolContext:
         # rule's verdict (dispatch/approvals.py); raises if they don't approve.
         self.wait_for_approval: Callable[[Verdict, dict[str, Any]], Awaitable[None]] = \
             _no_approvals
-
 
     @property
     def tool(self) -> str:
