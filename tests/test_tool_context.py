@@ -79,7 +79,8 @@ def test_the_dispatcher_names_no_feature() -> None:
     imported = {f"{node.module}.{a.name}" for node in ast.walk(tree)
                 if isinstance(node, ast.ImportFrom) for a in node.names}
     imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    for feature in ("downloads", "routes", "recording", "effects", "evidence"):
+    for feature in ("downloads", "routes", "recording", "effects", "locators",
+                    "policy_check"):
         assert f"browserskill.tools.{feature}" not in imported
 
 

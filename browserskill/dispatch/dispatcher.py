@@ -38,7 +38,7 @@ from browserskill.dispatch.person import PersonInTheLoop
 from browserskill.dispatch.queue import ACQUIRED, TIMED_OUT
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
-from browserskill.tools import call_hooks, catalog, handlers, policy_check
+from browserskill.tools import call_hooks, catalog, handlers
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -208,12 +208,9 @@ class Dispatcher:
                                                    "when this call's deadline passed")
                 raise _word(verdict, op, {"reason": reason}, session.backend.lost_hint())
             self.person.refuse_after_stop(session, op.tool)  # once, after a person's Stop
-            ruling = policy_check.verdict_for(session, op.tool, op.params)
-            if ruling.kind == "deny":  # the person's policy refuses it: nothing is sent
-                raise policy_check.denied(ruling, op.tool)
-            if ruling.kind == "confirm":  # a person answers before anything goes out
-                policy_check.check_refs(session, op.params)  # never ask about a stale ref
-                await self._await_approval(op, session, approvals.request(session, op, ruling))
+            for gate in call_hooks.BEFORE_DISPATCH:  # the person's policy: nothing sent yet
+                await gate(session, op.tool, op.params, lambda ruling: self._await_approval(
+                    op, session, approvals.request(session, op, ruling)))
             if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
                 session.backend.before_dispatch()
             await self._dispatch(op, session)
