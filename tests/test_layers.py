@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # What tools act on and the dispatcher runs: sessions with their queue and operations,
     # and each operation's cancel scope.
     ("session state", ("browserskill.dispatch.sessions", "browserskill.dispatch.queue",
+                       "browserskill.dispatch.features",
                        "browserskill.dispatch.operations", "browserskill.dispatch.session_store",
                        "browserskill.dispatch.scope")),
     ("browser", ("browserskill.browser", "browserskill.webmcp")),

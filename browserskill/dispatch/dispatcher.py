@@ -41,7 +41,7 @@ from browserskill.dispatch.person import PersonInTheLoop
 from browserskill.dispatch.queue import ACQUIRED, TIMED_OUT
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
-from browserskill.tools import catalog, downloads, handlers, policy_check
+from browserskill.tools import call_hooks, catalog, handlers
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -235,23 +235,13 @@ class Dispatcher:
                     raise session.queue.busy_error(f"session {session.id} was still busy "
                                                    "when this call's deadline passed")
                 raise _word(verdict, op, {"reason": reason}, session.backend.lost_hint())
-            if session.user_interrupted and catalog.BY_NAME[op.tool].effect in (
-                    catalog.Effect.MUTATION, catalog.Effect.TRANSIENT_INPUT):
-                by, session.user_interrupted = session.user_interrupted, None  # refused once
-                raise BskError("user_interrupted", by,
-                               hint="ask the user before acting again; the next call goes "
-                                    "ahead", details={"session_id": session.id})
-            ruling = policy_check.verdict_for(session, op.tool, op.params)
-            if ruling.kind == "deny":  # the person's policy refuses it: nothing is sent
-                raise policy_check.denied(ruling, op.tool)
-            if ruling.kind == "confirm":  # a person answers before anything goes out
-                policy_check.check_refs(session, op.params)  # never ask about a stale ref
-                await self._await_approval(op, session, approvals.request(session, op, ruling))
+            self.person.refuse_after_stop(session, op.tool)  # once, after a person's Stop
+            for gate in call_hooks.BEFORE_DISPATCH:  # the person's policy: nothing sent yet
+                await gate(session, op.tool, op.params, lambda ruling: self._await_approval(
+                    op, session, approvals.request(session, op, ruling)))
             if catalog.BY_NAME[op.tool].on_pages:  # stopping needs no browser
                 session.backend.before_dispatch()
             await self._dispatch(op, session)
-            if session.script_recording is not None and op.status == "completed":
-                await self._record(session, op)
         except BskError as e:
             op.fail(e)
             if op.idempotency_key and e.code in SHOULD_RETRY and op.dispatched == "no":
@@ -335,28 +325,25 @@ class Dispatcher:
         await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         if not work.done() or _lost_to_the_trip(op, work):
             await self._end_tripped(op, work)
-            return
-        self._settle(op, work)
-        if recovered and op.result is not None:
-            op.result["browser_restarted"] = recovered
-            op.result_text = None  # serialized before this was added
+        else:
+            self._settle(op, work)
+            if recovered and op.result is not None:
+                op.result["browser_restarted"] = recovered
+                op.result_text = None  # serialized before this was added
+        if op.status == "completed":
+            await self._after_call(ctx, op)
 
-    async def _record(self, session: Session, op: Operation) -> None:
-        """A recording session notes what the page alone can't tell (tools/recording.py)
-        and listens in the tabs the call opened."""
-        try:
-            session.script_recording.agent_did(op.tool, op.params, op.result or {})
-            await session.script_recording.follow(list(session.tabs.values()))
-        except Exception:  # the call itself is done: a recorder's trouble is only logged
-            log.exception("recording after %s", op.op_id)
+    async def _after_call(self, ctx: ToolContext, op: Operation) -> None:
+        """What the features run once a call completed (tools/call_hooks.py)."""
+        for hook in call_hooks.AFTER_CALL:  # tools/call_hooks.py
+            try:
+                await hook(ctx, op.params, op.result or {})
+            except Exception:  # the call itself is done: a hook's trouble is only logged
+                log.exception("%s after %s", hook.__qualname__, op.op_id)
 
     async def _handle(self, ctx: ToolContext, op: Operation) -> dict[str, Any]:
-        try:  # the session's downloads land in the state dir and are reported
-            await downloads.watch(ctx)
-        except (LinkError, OSError, BskError) as e:
-            log.warning("watching downloads of %s: %s", op.session_id, e)
-        for tab in list(ctx.session.tabs.values()):  # its routes reach every tab it has
-            await ctx.session.routes.attach(tab, ctx.remaining())
+        for hook in call_hooks.BEFORE_CALL:  # tools/call_hooks.py
+            await hook(ctx)
         return await self.handlers[op.tool](ctx, op.params)
 
     def _settle(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from browserskill.contract import CancelReason
 from browserskill.dispatch import approvals
@@ -28,11 +29,21 @@ from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
 from browserskill.dispatch.scope import Once
 from browserskill.dispatch.sessions import Session, SessionManager
 from browserskill.errors import BskError
+from browserskill.tools import catalog
+from browserskill.tools.help import HelpRequest
 
 TAKE_OVER_MAX_S = 3600.0  # a take-over forgotten in an open dashboard ends after an hour
 # Who took a session's tabs, as the agent's next refused change says it.
 STOP_PRESSED = "the user pressed Stop in the browser and took over this session's tabs"
 TAKEN_OVER = "a person took this session over from the dashboard (bsk show)"
+
+
+@dataclass
+class Interrupted:
+    """Who took a session's tabs (the extension's Stop, a take-over from the dashboard),
+    until the agent's next change is refused saying so."""
+
+    by: str | None = None
 
 
 class PersonInTheLoop:
@@ -55,9 +66,21 @@ class PersonInTheLoop:
         session = self.sessions.sessions.get(session_id)
         if session is None:
             return
-        session.user_interrupted = by
+        session.features.get(Interrupted).by = by
         self._cancel_live(CancelReason.USER_INTERRUPT, lambda op: (
             op.session_id == session_id and op.state != QUEUED and not op.by_person))
+
+    def refuse_after_stop(self, session: Session, tool: str) -> None:
+        """The agent's first change after a person took the session's tabs is refused
+        (`user_interrupted`, saying who); the next one goes ahead."""
+        interrupted = session.features.find(Interrupted)
+        if interrupted is None or interrupted.by is None or catalog.BY_NAME[tool].effect \
+                not in (catalog.Effect.MUTATION, catalog.Effect.TRANSIENT_INPUT):
+            return
+        by, interrupted.by = interrupted.by, None
+        raise BskError("user_interrupted", by,
+                       hint="ask the user before acting again; the next call goes ahead",
+                       details={"session_id": session.id})
 
     def take_over(self, session_id: str) -> Operation:
         """A person becomes the session's holder: an operation (`take_over`) that goes
@@ -87,11 +110,12 @@ class PersonInTheLoop:
         """The person's Done or Decline to the session's running `request_help`; its op id."""
         session = self.sessions.get(session_id)
         holder = session.queue.holder
-        if (session.help_answer is None or session.help_answer.done() or holder is None
-                or holder.tool != "request_help"):
+        request = session.features.find(HelpRequest)
+        if (request is None or request.answer is None or request.answer.done()
+                or holder is None or holder.tool != "request_help"):
             raise BskError("invalid_params", f"session: {session_id} has no request for help "
                            "open", details={"field": "session"})
-        session.help_answer.set_result(answer)
+        request.answer.set_result(answer)
         return holder.op_id
 
     def answer_approval(self, op_id: str, answer: str, by: str) -> Operation:

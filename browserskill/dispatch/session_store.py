@@ -73,7 +73,7 @@ class SessionStore:
     def save(self, session: Any) -> None:
         tabs = tuple((t.tab_id, t.target_id, t.session_id) for t in session.tabs.values())
         browser = session.backend.stored()  # a new dict each time: safe to keep and compare
-        recordings = {kind: r.stored() for kind, r in session.recordings.items()}
+        recordings = {kind: r.stored() for kind, r in session.recordings().items()}
         # Rare, and possibly shared with their owner: compared as text.
         recorded = json.dumps(recordings) if recordings else None
         narrowing = json.dumps(session.narrowing) if session.narrowing else None

@@ -23,6 +23,7 @@ from browserskill.browser.routing import RouteTable
 from browserskill.browser.storage_state import load_state
 from browserskill.browser.tab import Tab, TabGone
 from browserskill.contract import DEFAULT_SESSION
+from browserskill.dispatch.features import FeatureStates
 from browserskill.dispatch.queue import SessionQueue
 from browserskill.dispatch.session_store import SessionStore, StoredSession
 from browserskill.errors import BskError, invalid
@@ -56,17 +57,6 @@ class RefBinding:
     name: str
 
 
-@dataclass(frozen=True)
-class HoverState:
-    """Where `hover` left the pointer, to restore before reads that depend on it."""
-
-    tab_id: str
-    ref: str
-    x: float
-    y: float
-    navigations: int  # the tab's document count then: a new document drops the hover
-
-
 class Recording(Protocol):
     """Something a tool started that runs until stopped: a video, a trace."""
 
@@ -94,7 +84,21 @@ class RecordingRestorer(Protocol):
 
 
 @dataclass
+class Recordings:
+    """A session's long-running recordings (video, trace) by kind (its feature state,
+    `session.features.get(Recordings)`): shown in `session list`, kept in the session
+    store, stopped with the session (what they had is saved; `saved` says where)."""
+
+    running: dict[str, Recording] = field(default_factory=dict)
+    saved: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
 class Session:
+    """What every session has: its tabs and refs, placement, queue and policy. A feature's
+    own state between calls is in `features`, by the feature's class (tests/
+    test_tool_context.py keeps these fields as they are)."""
+
     id: str
     label: str | None = None
     created_at: float = field(default_factory=time.time)
@@ -102,30 +106,18 @@ class Session:
     current_tab_id: str | None = None
     refs: dict[str, RefBinding] = field(default_factory=dict)
     last_used: float = field(default_factory=time.monotonic)
-    hover: HoverState | None = None
     popups: dict[str, list[str]] = field(default_factory=dict)  # opener tab -> tabs it opened
     tab_seq: int = 0
     ref_seq: int = 0  # refs handed out so far (e1, e2, …; f1e3 in iframes)
-    # The last snapshot's lines of each document (and view of it): `snapshot --diff`'s base.
-    snapshot_lines: dict[tuple[Any, ...], list[str]] = field(default_factory=dict)
     # Where it runs (docs/design.md, placement): set by SessionManager as it is made.
     backend: Backend = field(init=False)
     download_dir: str | None = None  # default: $BSK_HOME/downloads/<session id>
     # Web origins its pages have been on (or whose storage it loaded): `state save` keeps
     # their localStorage even when no tab has them open any more.
     origins: set[str] = field(default_factory=set)
-    # Who took the tabs (the extension's Stop, a dashboard take-over): the next change is
-    # refused once, saying so.
-    user_interrupted: str | None = None
-    routes: RouteTable = field(default_factory=RouteTable)  # `route add`: mocks, blocks
-    # The person's answer to the running `request_help` (done | decline), while it runs.
-    help_answer: asyncio.Future[str] | None = None
-    # `record start` .. `record stop`: the replayable script being written (tools/recording.py)
-    script_recording: Any = None
-    # Long-running recordings (video, trace) by kind: shown in `session list`, stopped
-    # with the session (what they had is saved; `saved_recordings` says where).
-    recordings: dict[str, Recording] = field(default_factory=dict)
-    saved_recordings: list[dict[str, Any]] = field(default_factory=list)
+    # `route add`'s mocks and blocks; here, not in `features`, as the policy's URL rules
+    # ride on the same interception.
+    routes: RouteTable = field(default_factory=RouteTable)
     # The person's policy as it applies to this session: the daemon's, narrowed by the
     # session's start (browserskill/policy.py); nothing an agent calls changes it. Its
     # domain and scheme rules are enforced by `routes` (the same Fetch interception).
@@ -136,12 +128,18 @@ class Session:
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
+        # Each feature's own state (hover, help, script recording, …): dispatch/features.py
+        self.features = FeatureStates()
         self.routes.policy = self.policy
 
     def set_policy(self, policy: Policy) -> None:
         """The one place a session's policy is set (at its start or re-adoption)."""
         self.policy = policy
         self.routes.policy = policy
+
+    def recordings(self) -> dict[str, Recording]:
+        """Its running recordings by kind (the session store keeps them)."""
+        return self.features.get(Recordings).running
 
     def next_tab_id(self) -> str:
         self.tab_seq += 1
@@ -194,7 +192,7 @@ class Session:
             "queued": len(self.queue.queued),
             "placement": self.backend.describe(),
             "routes": self.routes.describe(),
-            "recordings": {kind: r.summary() for kind, r in self.recordings.items()},
+            "recordings": {kind: r.summary() for kind, r in self.recordings().items()},
             **({"policy_narrowed": self.narrowing} if self.narrowing else {}),
         }
 
@@ -379,9 +377,9 @@ class SessionManager:
             except Exception as e:  # the session is back; this recording is reported lost
                 why = f"its {kind} was lost at the daemon's restart: {describe_error(e)}"
                 log.warning("session %s: %s", session.id, why)
-                session.saved_recordings.append({"kind": kind, "error": why})
+                session.features.get(Recordings).saved.append({"kind": kind, "error": why})
                 continue
-            session.recordings[kind] = recording
+            session.recordings()[kind] = recording
 
     async def _detach_old(self, session: Session, row: StoredSession) -> None:
         """The dead daemon's CDP sessions in these tabs, which the browser keeper kept
@@ -391,7 +389,7 @@ class SessionManager:
         link = self.browser.link
         if link is None or link.closed:
             return
-        kept = {r.stored().get("cdp_session") for r in session.recordings.values()}
+        kept = {r.stored().get("cdp_session") for r in session.recordings().values()}
         for sid in row.cdp_sessions:
             if sid in kept:
                 continue
@@ -661,9 +659,10 @@ class SessionManager:
         remote.manager.on_lost(lost)
 
     async def close(self, session: Session, reason: str = "stopped") -> list[str]:
-        for recording in list(session.recordings.values()):
-            session.saved_recordings.append(await recording.stop_with_session())
-        session.recordings.clear()
+        recordings = session.features.get(Recordings)
+        for recording in list(recordings.running.values()):
+            recordings.saved.append(await recording.stop_with_session())
+        recordings.running.clear()
         closed = []
         for tab in list(session.tabs.values()):
             await session.backend.close_tab(tab)

@@ -6,13 +6,17 @@ registers, in the operation's scope (`OperationScope`), the compensation that un
 half-done step if the scope trips (a cancel or its deadline); the dispatcher runs it,
 bounded, and reports it. Every command's deadline is the scope's (`remaining`), so a
 command that times out on it is the deadline, never a separate timer.
+
+The context is all a tool reaches: its session's tabs and refs, its placement, a
+feature's own state (`feature`), and its operation only through these methods, never
+`op` itself — an operation ends in the dispatcher, once (tests/test_tool_context.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from browserskill.browser.link import CdpError, Command, CommandTimeout, await_reply
 from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
@@ -28,6 +32,9 @@ if TYPE_CHECKING:
     from browserskill.dispatch.operations import Operation
     from browserskill.dispatch.sessions import Session, SessionManager
     from browserskill.policy import Verdict
+
+
+State = TypeVar("State")
 
 
 class Step(NamedTuple):
@@ -97,6 +104,52 @@ class ToolContext:
         self.wait_for_approval: Callable[[Verdict, dict[str, Any]], Awaitable[None]] = \
             _no_approvals
 
+    @property
+    def tool(self) -> str:
+        """The name of the tool this call runs."""
+        return self.op.tool
+
+    @property
+    def op_id(self) -> str:
+        return self.op.op_id
+
+    @property
+    def effect_sent(self) -> bool:
+        """Has a command that may change the page gone out for this call?"""
+        return self.op.effect_sent
+
+    @property
+    def cancel_reason(self) -> str | None:
+        """Why the call's scope tripped (cancel, deadline, link_lost, …); None if not."""
+        return self.op.cancel_reason
+
+    def params_secret(self, secret: bool) -> None:
+        """The target is known: the call's maybe-secret params are masked for good
+        (`secret`), or shown as given (docs/safety.md, "Secrets")."""
+        if secret:
+            self.op.conceal()
+        else:
+            self.op.reveal()
+
+    def persist(self) -> None:
+        """Write the session's row now (a recording the next daemon must find), not only
+        when the call ends."""
+        self.sessions.persist(self.session)
+
+    def live_sessions(self) -> list[Session]:
+        """Every session of the daemon (a browser-wide resource: one trace at a time)."""
+        return list(self.sessions.sessions.values())
+
+    async def end_session(self) -> list[str]:
+        """Stop this call's session (`session stop`): its recordings saved, its tabs
+        closed; the ids of those tabs."""
+        return await self.sessions.close(self.session)
+
+    def feature(self, kind: type[State]) -> State:
+        """This session's state of a feature, by its class (made on first use):
+        `ctx.feature(Pointer)`. A feature keeps its state there, not on `Session`
+        (browserskill/dispatch/features.py)."""
+        return self.session.features.get(kind)
 
     @property
     def compensations(self) -> list[Compensation]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from browserskill.browser.link import CdpError
+from browserskill.browser.link import CdpError, LinkError
 from browserskill.browser.tab import Tab
 
 if TYPE_CHECKING:
@@ -66,9 +66,9 @@ class Download:
 
 @dataclass
 class SessionDownloads:
-    """One session's downloads, oldest first."""
+    """One session's downloads, oldest first (its state: `ctx.feature`)."""
 
-    directory: Path | None
+    directory: Path | None = None  # set as it is made (`of_session`)
     items: list[Download] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -80,7 +80,6 @@ class SessionDownloads:
         self.changed = asyncio.Event()
 
 
-_SESSIONS: dict[str, tuple[Any, SessionDownloads]] = {}  # session id -> (session, its list)
 _WATCHED: weakref.WeakSet[Tab] = weakref.WeakSet()
 _BEHAVIOUR_SET: weakref.WeakKeyDictionary[Any, set[str | None]] = weakref.WeakKeyDictionary()
 
@@ -97,19 +96,23 @@ def download_dir(ctx: ToolContext) -> Path:
 
 
 def of_session(ctx: ToolContext) -> SessionDownloads:
-    entry = _SESSIONS.get(ctx.session.id)
-    if entry is None or entry[0] is not ctx.session:  # a new session under an old id
-        live = ctx.sessions.sessions
-        for sid in [s for s, (session, _) in _SESSIONS.items()
-                    if live.get(s) is not session]:
-            del _SESSIONS[sid]  # ended sessions' lists go with them
-        entry = (ctx.session, SessionDownloads(download_dir(ctx)))
-        _SESSIONS[ctx.session.id] = entry
-    return entry[1]
+    downloads = ctx.feature(SessionDownloads)
+    if downloads.directory is None:  # made just now
+        downloads.directory = download_dir(ctx)
+    return downloads
 
 
 def count(ctx: ToolContext) -> int:
     return len(of_session(ctx).items)
+
+
+async def before_call(ctx: ToolContext) -> None:
+    """Every call (tools/call_hooks.py): the session's downloads land in the state dir
+    and are reported; a tab that can't say so only costs its downloads' report."""
+    try:
+        await watch(ctx)
+    except (LinkError, OSError, BskError) as e:
+        log.warning("watching downloads of %s: %s", ctx.session.id, e)
 
 
 async def watch(ctx: ToolContext) -> None:

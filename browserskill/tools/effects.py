@@ -28,6 +28,7 @@ from browserskill.dispatch.sessions import RefBinding
 from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import isolated_world
+from browserskill.tools.registry import Handler
 from browserskill.tools.snapshot import _SCRIPT as SNAPSHOT_SCRIPT
 from browserskill.tools.snapshot import ACTIONABLE, REF_ROLES
 from browserskill.webmcp import client as webmcp
@@ -325,3 +326,22 @@ async def _until_network_quiet(window: Window, quiet_s: float, deadline: float) 
                 await asyncio.sleep(max(0.005, min(gap, left)))
         except (TimeoutError, DialogOpened, TabGone):
             return
+
+
+def watched(name: str, fn: Handler) -> Handler:
+    """The handler, watched (tools/call_hooks.py): its result gets `effects`, what the
+    page was seen to do. A dialog that ends the action carries them to the dispatcher."""
+
+    async def run(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+        window = await begin(ctx, name, params)
+        try:
+            result = await fn(ctx, params)
+        except DialogOpened as e:
+            if window is not None:
+                e.effects = await observe(ctx, window, None, params, dialog=e.dialog)
+            raise
+        if window is not None and isinstance(result, dict):
+            result["effects"] = await observe(ctx, window, result, params)
+        return result
+
+    return run

@@ -139,7 +139,7 @@ async def set_permissions(ctx: ToolContext, names: list[str], origin: str | None
         if context is not None:
             params["browserContextId"] = context
         # A refused command changed nothing, but what this call did before it stays done.
-        before = "yes" if ctx.op.effect_sent else "no"
+        before = "yes" if ctx.effect_sent else "no"
         ctx.mark_dispatched()
         try:
             await link.send("Browser.setPermission", params, timeout=ctx.remaining())
@@ -165,7 +165,7 @@ async def set_permissions(ctx: ToolContext, names: list[str], origin: str | None
             raise BskError("action_failed", f"can't set permissions here: {e}",
                            hint="permissions need the daemon's own browser (embedded)",
                            details={"reason": "unsupported"},
-                           dispatched="yes" if ctx.op.effect_sent else "no") from None
+                           dispatched="yes" if ctx.effect_sent else "no") from None
         done.append(name)
 
 
@@ -351,7 +351,7 @@ async def _resize_window_of(ctx: ToolContext, tab: Tab,
     except (CdpError, ExtensionOpError) as e:
         raise BskError("action_failed", f"can't resize the window of tab {tab.tab_id}: {e}",
                        details={"reason": "browser_error"},
-                       dispatched="yes" if ctx.op.effect_sent else "no") from None
+                       dispatched="yes" if ctx.effect_sent else "no") from None
     window_id = window["windowId"]
     try:
         if window.get("bounds", {}).get("windowState", "normal") != "normal":

@@ -42,7 +42,7 @@ from typing import Any
 from browserskill import user_files
 from browserskill.browser.link import CdpError, LinkError
 from browserskill.browser.tab import Tab, TabGone
-from browserskill.dispatch.sessions import Recording, Session
+from browserskill.dispatch.sessions import Recording, Recordings, Session
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.emulation import page_view
@@ -496,7 +496,7 @@ def _size(text: str | None) -> tuple[int, int] | None:
 
 
 def _already(ctx: ToolContext, kind: str, stop: str) -> None:
-    running = ctx.session.recordings.get(kind)
+    running = ctx.feature(Recordings).running.get(kind)
     if running is not None:
         summary = running.summary()
         if summary.get("state") == "interrupted":  # a LeftoverVideo
@@ -511,7 +511,7 @@ def _already(ctx: ToolContext, kind: str, stop: str) -> None:
 
 
 def _running(ctx: ToolContext, kind: str, start: str) -> Any:
-    running = ctx.session.recordings.get(kind)
+    running = ctx.feature(Recordings).running.get(kind)
     if running is None:
         raise BskError("action_failed", f"this session is not recording a {kind}",
                        hint=f"start one with: bsk {start}",
@@ -528,19 +528,19 @@ async def video_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
     if size is None:
         view = await page_view(ctx, tab)
         size = _even(int(view.get("width") or 800)), _even(int(view.get("height") or 600))
-    file = _recordings_dir(ctx) / f"{ctx.session.id}-{ctx.op.op_id}.webm"
+    file = _recordings_dir(ctx) / f"{ctx.session.id}-{ctx.op_id}.webm"
     recording = VideoRecording(tab, size, file)
     ctx.mark_dispatched()
     await recording.spawn(ffmpeg)
     # In the store before the first frame: a daemon that dies from here on leaves a
     # video the next one finds (LeftoverVideo).
-    ctx.session.recordings["video"] = recording
-    ctx.sessions.persist(ctx.session)
+    ctx.feature(Recordings).running["video"] = recording
+    ctx.persist()
     try:
         await recording.start(ctx.remaining())
     except BaseException:
-        ctx.session.recordings.pop("video", None)
-        ctx.sessions.persist(ctx.session)
+        ctx.feature(Recordings).running.pop("video", None)
+        ctx.persist()
         raise
     return {"recording": "video", "tab_id": tab.tab_id, "size": _wxh(size), "fps": FPS}
 
@@ -552,7 +552,7 @@ async def video_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
     ctx.mark_dispatched()
     if isinstance(recording, LeftoverVideo):
         return await _leftover_stop(ctx, recording, path)
-    del ctx.session.recordings["video"]
+    del ctx.feature(Recordings).running["video"]
     try:
         await recording.finish(ctx.remaining())
     except BaseException:  # failed, timed out or cancelled: nothing half-written stays
@@ -575,10 +575,10 @@ async def _leftover_stop(ctx: ToolContext, video: LeftoverVideo,
     try:
         await video.settle(min(LEFTOVER_ENCODER_S, ctx.remaining()))
     except BskError:  # nothing playable: said once, then the session is free of it
-        del ctx.session.recordings["video"]
+        del ctx.feature(Recordings).running["video"]
         video.file.unlink(missing_ok=True)
         raise
-    del ctx.session.recordings["video"]  # settled: nothing of it runs any more
+    del ctx.feature(Recordings).running["video"]  # settled: nothing of it runs any more
     if path.suffix.lower() == ".mp4":
         await _to_mp4(video.file, path, ctx.remaining())
         video.file.unlink()
@@ -732,8 +732,8 @@ async def trace_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
     if params["screenshots"] and SCREENSHOT_CATEGORY not in categories:
         categories.append(SCREENSHOT_CATEGORY)
     _already(ctx, "trace", "trace stop")
-    for other in ctx.sessions.sessions.values():
-        if "trace" in other.recordings and other.backend.owner is ctx.backend.owner:
+    for other in ctx.live_sessions():
+        if "trace" in other.recordings() and other.backend.owner is ctx.backend.owner:
             raise BskError("action_failed", f"session {other.id} is tracing this browser; "
                            "Chromium runs one trace at a time",
                            hint=f"wait for it, or: bsk -s {other.id} trace stop FILE",
@@ -741,17 +741,17 @@ async def trace_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
                            dispatched="no")
     tab = ctx.tab
     recording = TraceRecording(tab, categories, _recordings_dir(ctx),
-                               f"{ctx.session.id}-{ctx.op.op_id}")
+                               f"{ctx.session.id}-{ctx.op_id}")
     ctx.mark_dispatched()
     # In the store before the browser starts it: a daemon that dies from here on leaves a
     # trace the next one re-adopts (in the same CDP session).
-    ctx.session.recordings["trace"] = recording
-    ctx.sessions.persist(ctx.session)
+    ctx.feature(Recordings).running["trace"] = recording
+    ctx.persist()
     try:
         await recording.start(ctx.remaining())
     except BaseException as e:
-        ctx.session.recordings.pop("trace", None)
-        ctx.sessions.persist(ctx.session)
+        ctx.feature(Recordings).running.pop("trace", None)
+        ctx.persist()
         if not isinstance(e, CdpError):
             raise
         raise BskError("action_failed", f"the browser did not start tracing: {e}",
@@ -766,7 +766,7 @@ async def trace_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
     path = _target(params)
     recording: TraceRecording = _running(ctx, "trace", "trace start")
     ctx.mark_dispatched()
-    del ctx.session.recordings["trace"]
+    del ctx.feature(Recordings).running["trace"]
     size = await recording.finish(path, ctx.remaining())
     return {"path": str(path), "bytes": size, "tab_id": recording.tab.tab_id,
             "duration_s": round(time.time() - recording.started_at, 2)}

@@ -20,7 +20,7 @@ from browserskill.tools import secrets
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import Marks, after_input, click_at
 from browserskill.tools.keyboard import Keyboard
-from browserskill.tools.pointer import point_for
+from browserskill.tools.pointer import Pointer, point_for
 from browserskill.tools.refs import Resolved, call_on, element_handle, resolve
 from browserskill.tools.registry import implements
 
@@ -283,7 +283,7 @@ async def _set_checked(ctx: ToolContext, params: dict[str, Any], want: bool) -> 
     x, y = await _click_point(ctx, target)
     marks = Marks.take(ctx, tab)
     await click_at(ctx, tab, x, y, button="left", count=1, modifiers=0)
-    ctx.session.hover = None
+    ctx.feature(Pointer).hover = None
     result.update(await after_input(ctx, marks, "load"))
     if result.get("navigated"):
         return {**result, "changed": True}

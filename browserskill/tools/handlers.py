@@ -1,8 +1,9 @@
 """Every tool's handler, loaded: a tool's handler is the function under
 `@implements("<tool name>")` (tools/registry.py) in one of `MODULES`, imported here like
-any module; those whose tool takes a target get its locators bound first. Apart from
-`registry` because the locators use tool modules (the snapshot's script) that register
-through it: one module doing both was an import cycle.
+any module; each is wrapped in what its spec asks for (tools/call_hooks.py: its locators
+bound first, its effects watched). Apart from `registry` because the locators use tool
+modules (the snapshot's script) that register through it: one module doing both was an
+import cycle.
 
 Invariant: every catalog tool has exactly one handler, and every handler is a catalog
 tool's (`registry.implements` refuses a second or an unknown name; `load` a missing one;
@@ -12,13 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from browserskill.browser.tab import DialogOpened
 from browserskill.errors import BskError
 from browserskill.tools import (
     borrow,
+    call_hooks,
     dialogs,
     downloads,
-    effects,
     emulation,
     evaluate,
     evidence,
@@ -30,7 +30,6 @@ from browserskill.tools import (
     navigation,
     network,
     observe,
-    policy_check,
     recording,
     routes,
     screenshot,
@@ -40,9 +39,8 @@ from browserskill.tools import (
     tabs,
     webmcp,
 )
-from browserskill.tools.catalog import ACTING_TOOLS, BY_NAME, TARGET_PARAMS
+from browserskill.tools.catalog import BY_NAME
 from browserskill.tools.context import ToolContext
-from browserskill.tools.locators import bind_locators
 from browserskill.tools.registry import HANDLERS, Handler, implements
 
 # The modules that implement tools, each registering its own as it is imported (above).
@@ -60,52 +58,8 @@ async def _batch(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def load() -> dict[str, Handler]:
-    """Every tool's handler; those that take a target also take a locator for it."""
+    """Every tool's handler, wrapped as its spec asks (`call_hooks.around`)."""
     missing = set(BY_NAME) - set(HANDLERS)
     if missing:
         raise RuntimeError(f"tools without an implementation: {sorted(missing)}")
-    watched = {name: _with_effects(name, fn) if name in ACTING_TOOLS else fn
-               for name, fn in HANDLERS.items()}
-    return {name: _with_locators(name, fn) if any(
-        p.name in TARGET_PARAMS for p in BY_NAME[name].params) else fn
-        for name, fn in watched.items()}
-
-
-def _with_effects(name: str, fn: Handler) -> Handler:
-    """The handler, watched: its result gets `effects`, what the page was seen to do
-    (tools/effects.py). A dialog that ends the action carries them to the dispatcher."""
-
-    async def run(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-        window = await effects.begin(ctx, name, params)
-        try:
-            result = await fn(ctx, params)
-        except DialogOpened as e:
-            if window is not None:
-                e.effects = await effects.observe(ctx, window, None, params,
-                                                  dialog=e.dialog)
-            raise
-        if window is not None and isinstance(result, dict):
-            result["effects"] = await effects.observe(ctx, window, result, params)
-        return result
-
-    return run
-
-
-def _with_locators(name: str, fn: Handler) -> Handler:
-    """The handler, run on the refs its locators name (resolved once, before it starts)."""
-    spec = BY_NAME[name]
-
-    async def run(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-        params, located = await bind_locators(ctx, spec, params)
-        if located:  # now the policy's rules about targets can see the element
-            ruling = policy_check.verdict_for(ctx.session, name, params)
-            if ruling.kind == "deny":
-                raise policy_check.denied(ruling, name)
-            if ruling.kind == "confirm":  # a person answers before anything is sent
-                await ctx.wait_for_approval(ruling, params)
-        result = await fn(ctx, params)
-        if located and isinstance(result, dict):
-            result = {**result, "located": located}
-        return result
-
-    return run
+    return {name: call_hooks.around(name, fn) for name, fn in HANDLERS.items()}

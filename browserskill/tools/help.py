@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from typing import Any
 
 from browserskill.browser.tab import Tab
@@ -21,6 +22,17 @@ from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
 
 CONDITIONS = ("text", "url", "selector")
+
+
+@dataclass
+class HelpRequest:
+    """A session's open request for help: the person's answer (done | decline) to come,
+    while `request_help` runs (the dashboard answers it: dispatch/person.py)."""
+
+    answer: asyncio.Future[str] | None = None
+
+    def is_open(self) -> bool:
+        return self.answer is not None and not self.answer.done()
 
 
 def parse_until(raw: str) -> tuple[str, str]:
@@ -47,7 +59,8 @@ async def _holds(ctx: ToolContext, tab: Tab, kind: str, needle: str, end: float)
 @implements("request_help")
 async def request_help(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     until = parse_until(params["until"]) if params["until"] else None
-    if ctx.session.help_answer is not None and not ctx.session.help_answer.done():
+    request = ctx.feature(HelpRequest)
+    if request.is_open():
         raise invalid("session", "this session already asks for help")  # one holder: rare
     tab = ctx.tab
     url_before, title_before, tabs_before = tab.url, tab.title, set(ctx.session.tabs)
@@ -55,7 +68,7 @@ async def request_help(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
     started = loop.time()
     end = started + max(0.05, ctx.remaining() - observe.ANSWER_MARGIN_S)
     answer: asyncio.Future[str] = loop.create_future()
-    ctx.session.help_answer = answer
+    request.answer = answer
     condition: asyncio.Task[bool] | None = None
     await ctx.backend.ask_for_help(tab, params["reason"])
     try:
@@ -72,7 +85,7 @@ async def request_help(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
                 break
             watched -= done  # the condition's watch ran out: only the person is left
     finally:
-        ctx.session.help_answer = None
+        request.answer = None
         if condition is not None and not condition.done():
             condition.cancel()
             with contextlib.suppress(BaseException):

@@ -14,12 +14,12 @@ from typing import Any
 
 from browserskill.browser.link import CdpError, Command
 from browserskill.browser.tab import Tab
-from browserskill.dispatch.sessions import MAX_POPUPS_PER_ACTION, HoverState
+from browserskill.dispatch.sessions import MAX_POPUPS_PER_ACTION
 from browserskill.errors import BskError, invalid
 from browserskill.tools import downloads
 from browserskill.tools.context import Step, ToolContext
 from browserskill.tools.navigation import wait_for_document
-from browserskill.tools.pointer import point_for
+from browserskill.tools.pointer import HoverPoint, Pointer, point_for
 from browserskill.tools.refs import call_answer, call_on, call_request, resolve
 from browserskill.tools.registry import implements
 
@@ -233,7 +233,7 @@ async def click_ref(ctx: ToolContext, ref: str, *, button: str = "left", count: 
                                        session_id=target.session_id)
         except CdpError:
             answer = None
-    ctx.session.hover = None  # the mouse is here now
+    ctx.feature(Pointer).hover = None  # the mouse is here now
     result: dict[str, Any] = {"ref": ref, "tab_id": tab.tab_id}
     if count > 1:
         result["count"] = count
@@ -291,18 +291,18 @@ async def hover(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     target = resolve(ctx, params["ref"])
     x, y = await point_for(ctx, target)
     await mouse(ctx, target.tab, "move", x, y)
-    ctx.session.hover = HoverState(target.tab.tab_id, params["ref"], x, y,
-                                   target.tab.navigations)
+    ctx.feature(Pointer).hover = HoverPoint(target.tab.tab_id, params["ref"], x, y,
+                                      target.tab.navigations)
     return {"ref": params["ref"], "tab_id": target.tab.tab_id, "x": x, "y": y}
 
 
 async def restore_hover(ctx: ToolContext, tab: Tab) -> None:
     """Put the pointer back where `hover` left it, before a read that depends on it."""
-    state = ctx.session.hover
+    state = ctx.feature(Pointer).hover
     if state is None or state.tab_id != tab.tab_id:
         return
     if state.navigations != tab.navigations:
-        ctx.session.hover = None  # a new document: the hovered element is gone
+        ctx.feature(Pointer).hover = None  # a new document: the hovered element is gone
         return
     await ctx.inspect("Input.dispatchMouseEvent",
                       {"type": "mouseMoved", "x": state.x, "y": state.y}, tab=tab)
@@ -339,7 +339,7 @@ async def drag(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     finally:
         tab.drag_data = None
         await tab.send("Input.setInterceptDrags", {"enabled": False}, timeout=2)
-    ctx.session.hover = None
+    ctx.feature(Pointer).hover = None
     result = {"source": params["source"], "target": params["target"], "tab_id": tab.tab_id}
     result.update(await after_input(ctx, marks, "load"))
     return result

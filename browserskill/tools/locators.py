@@ -25,9 +25,11 @@ from typing import Any
 from browserskill.browser.link import CdpError
 from browserskill.dispatch.sessions import RefBinding
 from browserskill.errors import BskError
-from browserskill.tools.catalog import TARGET_PARAMS, ToolSpec
+from browserskill.tools import policy_check
+from browserskill.tools.catalog import BY_NAME, TARGET_PARAMS, ToolSpec
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import isolated_world
+from browserskill.tools.registry import Handler
 from browserskill.tools.snapshot import ACTIONABLE, REF_ROLES, run_script
 
 KINDS = ("css=", "text=", "role=")
@@ -161,3 +163,24 @@ async def bind_locators(ctx: ToolContext, spec: ToolSpec,
     if not located:
         return params, located
     return {**params, **located}, located
+
+
+def bound(name: str, fn: Handler) -> Handler:
+    """The handler, run on the refs its locators name (resolved once, before it starts;
+    tools/call_hooks.py); then the policy's rules about targets can see the element."""
+    spec = BY_NAME[name]
+
+    async def run(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+        params, located = await bind_locators(ctx, spec, params)
+        if located:
+            ruling = policy_check.verdict_for(ctx.session, name, params)
+            if ruling.kind == "deny":
+                raise policy_check.denied(ruling, name)
+            if ruling.kind == "confirm":  # a person answers before anything is sent
+                await ctx.wait_for_approval(ruling, params)
+        result = await fn(ctx, params)
+        if located and isinstance(result, dict):
+            result = {**result, "located": located}
+        return result
+
+    return run

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from browserskill.dispatch.sessions import HoverState
 from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import (
@@ -24,10 +23,8 @@ from browserskill.tools.input import (
     mouse,
     release_off_page,
 )
+from browserskill.tools.pointer import HoverPoint, Pointer
 from browserskill.tools.registry import implements
-
-# Buttons held by `mouse down`, per session id (the pointer is the session's).
-_HELD: dict[str, set[str]] = {}
 
 
 async def _point(ctx: ToolContext, params: dict[str, Any]) -> tuple[float, float]:
@@ -46,19 +43,19 @@ async def _point(ctx: ToolContext, params: dict[str, Any]) -> tuple[float, float
 
 def _held_mask(ctx: ToolContext) -> int:
     mask = 0
-    for button in _HELD.get(ctx.session.id, ()):
+    for button in ctx.feature(Pointer).buttons_held:
         mask |= BUTTONS[button]
     return mask
 
 
 def _moved(ctx: ToolContext, x: float, y: float) -> None:
     tab = ctx.tab
-    ctx.session.hover = HoverState(tab.tab_id, f"{x:g},{y:g}", x, y, tab.navigations)
+    ctx.feature(Pointer).hover = HoverPoint(tab.tab_id, f"{x:g},{y:g}", x, y, tab.navigations)
 
 
 def _base(ctx: ToolContext, x: float, y: float) -> dict[str, Any]:
     out: dict[str, Any] = {"x": x, "y": y, "tab_id": ctx.tab.tab_id}
-    held = sorted(_HELD.get(ctx.session.id, ()))
+    held = sorted(ctx.feature(Pointer).buttons_held)
     if held:
         out["buttons_held"] = held
     return out
@@ -70,7 +67,7 @@ async def mouse_move(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
     held = _held_mask(ctx)
     extra: dict[str, Any] = {"buttons": held} if held else {}
     if held:
-        extra["button"] = sorted(_HELD[ctx.session.id])[0]
+        extra["button"] = sorted(ctx.feature(Pointer).buttons_held)[0]
     await mouse(ctx, ctx.tab, "move", x, y, **extra)
     _moved(ctx, x, y)
     return _base(ctx, x, y)
@@ -80,7 +77,7 @@ async def mouse_move(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
 async def mouse_down(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     x, y = await _point(ctx, params)
     button = params["button"]
-    held = _HELD.setdefault(ctx.session.id, set())
+    held = ctx.feature(Pointer).buttons_held
     if button in held:
         raise BskError("action_failed", f"the {button} button is already down",
                        hint=f"release it first: bsk mouse up X Y --button {button}",
@@ -107,7 +104,7 @@ async def mouse_up(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     button = params["button"]
     tab = ctx.tab
     marks = Marks.take(ctx, tab)
-    held = _HELD.get(ctx.session.id, set())
+    held = ctx.feature(Pointer).buttons_held
     was_held = button in held
     mask = _held_mask(ctx)
     await mouse(ctx, tab, "move", x, y, **({"button": button, "buttons": mask} if mask else {}))

@@ -9,12 +9,32 @@ owners live in another session.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from browserskill.browser.tab import Tab
 from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import Resolved, call_on
+
+
+@dataclass(frozen=True)
+class HoverPoint:
+    tab_id: str
+    ref: str
+    x: float
+    y: float
+    navigations: int  # the tab's document count then: a new document drops the hover
+
+
+@dataclass
+class Pointer:
+    """A session's pointer (its state between calls)."""
+
+    # Where `hover` (or `mouse move`) left it, put back before reads that depend on it
+    # (`input.restore_hover`); None once an input moved it elsewhere.
+    hover: HoverPoint | None = None
+    buttons_held: set[str] = field(default_factory=set)  # by `mouse down`, until `mouse up`
 
 _LOCATE = """async function(viaLabel, enabledOnly) {
   // viaLabel: a hidden control (a styled checkbox) is reached through its label.

@@ -2,14 +2,16 @@
 
 What the rules see (browserskill/policy.py): the tool, the target's role and accessible
 name from its snapshot ref's binding, and the domain of the URL of the tab the operation
-acts in. The dispatcher asks before dispatch; a call whose target is a locator is asked
-again once the locator is bound to its element (tools/handlers.py), which sends nothing,
-so a locator can't slip past a rule about targets. `deny` is refused, nothing sent;
-`confirm` is for the approvals that hold an operation until a person answers.
+acts in. The dispatcher asks before dispatch (`before_dispatch`, tools/call_hooks.py); a
+call whose target is a locator is asked again once the locator is bound to its element
+(`locators.bound`), which sends nothing, so a locator can't slip past a rule about
+targets. `deny` is refused, nothing sent; `confirm` is for the approvals that hold an
+operation until a person answers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from browserskill.dispatch.sessions import Session
@@ -42,6 +44,19 @@ def verdict_for(session: Session, tool: str, params: dict[str, Any]) -> Verdict:
         else:  # a locator, judged once bound (or a ref that will be refused)
             verdicts.append(policy.verdict(tool=tool, url=url))
     return max(verdicts, key=lambda v: _STRICTNESS[v.kind])
+
+
+async def before_dispatch(session: Session, tool: str, params: dict[str, Any],
+                          ask: Callable[[Verdict], Awaitable[None]]) -> None:
+    """Before a call is dispatched (tools/call_hooks.py): a `deny` rule refuses it,
+    nothing sent; a `confirm` rule holds it until a person answers (`ask`, which raises
+    unless they approve), its refs checked current first."""
+    ruling = verdict_for(session, tool, params)
+    if ruling.kind == "deny":
+        raise denied(ruling, tool)
+    if ruling.kind == "confirm":
+        check_refs(session, params)  # never ask about a stale ref
+        await ask(ruling)
 
 
 def check_refs(session: Session, params: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -207,10 +208,28 @@ async def _install(tab: Tab) -> str:
     return str(added["identifier"])
 
 
+@dataclass
+class ScriptRecording:
+    """A session's script being recorded, from `record start` to `record stop`."""
+
+    script: Recording | None = None
+
+
+async def after_call(ctx: ToolContext, params: dict[str, Any],
+                     result: dict[str, Any]) -> None:
+    """Every completed call (tools/call_hooks.py): a recording session notes what the
+    page alone can't tell, and listens in the tabs the call opened."""
+    recording = ctx.feature(ScriptRecording).script
+    if recording is not None:
+        recording.agent_did(ctx.tool, params, result)
+        await recording.follow(list(ctx.session.tabs.values()))
+
+
 @implements("record_start")
 async def record_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     session = ctx.session
-    if session.script_recording is not None:
+    state = ctx.feature(ScriptRecording)
+    if state.script is not None:
         raise BskError("invalid_params", "session: this session is already recording",
                        hint="`bsk record stop FILE` writes what it has so far",
                        details={"field": "session"})
@@ -219,7 +238,7 @@ async def record_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
     if current is not None and current.url.split(":", 1)[0] in ("http", "https", "file"):
         # The page it starts on: a replay in another session (a fresh tab) begins there too.
         recording.agent_did("open", {"url": current.url}, {})
-    session.script_recording = recording
+    state.script = recording
     await recording.follow(list(session.tabs.values()))
     return {"recording": True, "tabs": sorted(recording.tabs)}
 
@@ -229,17 +248,18 @@ async def record_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
     session = ctx.session
     path = Path(params["path"])
     check_writable(path)
-    recording = session.script_recording
+    state = ctx.feature(ScriptRecording)
+    recording = state.script
     if recording is None:
         raise BskError("invalid_params", "session: this session is not recording",
                        hint="start with `bsk record start`", details={"field": "session"})
     await recording.finish(list(session.tabs.values()))
-    session.script_recording = None
+    state.script = None
     text = recording.script()
     try:
         await user_files.write_file(path, text.encode())
     except BaseException:  # refused, failed or past its deadline
-        session.script_recording = recording  # nothing lost: stop again with another path
+        state.script = recording  # nothing lost: stop again with another path
         raise
     commands = [line for line in recording.lines if not line.startswith("#")]
     return {"path": str(path), "commands": len(commands), "secrets": [

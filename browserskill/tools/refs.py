@@ -160,7 +160,7 @@ async def call_on(ctx: ToolContext, target: Resolved, function: str, *args: obje
 
     Raises `stale_ref` if the element is gone; if this operation already sent something
     that may have changed the page, `action_failed` (element_removed) instead, saying so."""
-    sent_before = ctx.op.effect_sent
+    sent_before = ctx.effect_sent
     send = ctx.act if act else ctx.inspect
     try:
         answer = await send("Runtime.evaluate", call_request(target, function, *args),

@@ -20,6 +20,13 @@ from browserskill.tools.registry import implements
 MAX_BODY_BYTES = 5_000_000  # a CDP message carries it base64'd: keep it well inside limits
 
 
+async def before_call(ctx: ToolContext) -> None:
+    """Every call (tools/call_hooks.py): the session's routes, and its policy's URL rules
+    that ride on them, reach every tab it has before anything is sent."""
+    for tab in list(ctx.session.tabs.values()):
+        await ctx.session.routes.attach(tab, ctx.remaining())
+
+
 def _headers(raw: list[str] | None) -> list[tuple[str, str]]:
     out = []
     for item in raw or []:

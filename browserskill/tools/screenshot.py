@@ -62,7 +62,7 @@ async def screenshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
     else:
         folder = Path(ctx.state_dir) / "screenshots"
         folder.mkdir(mode=0o700, exist_ok=True)
-        path = folder / f"{ctx.op.op_id}.png"
+        path = folder / f"{ctx.op_id}.png"
     await restore_hover(ctx, ctx.tab)
     extra = await _clip(ctx, params)
     shot = await ctx.inspect("Page.captureScreenshot", {"format": "png", **extra})

@@ -33,10 +33,7 @@ NO_AUTOCOMPLETE = '((el) => el.setAttribute && el.setAttribute("autocomplete", "
 
 def settle(ctx: ToolContext, secret: bool) -> None:
     """The target is known: mask the call's maybe-secret params for good, or show them."""
-    if secret:
-        ctx.op.conceal()
-    else:
-        ctx.op.reveal()
+    ctx.params_secret(secret)
 
 
 def masked(result: dict[str, Any], secret: bool, *fields: str) -> dict[str, Any]:
@@ -69,5 +66,5 @@ def wanted(ctx: ToolContext, params: dict[str, Any]) -> tuple[str, Stored | None
     if name is None:
         return str(text), None
     stored = Stored(name)
-    ctx.op.reveal()
+    ctx.params_secret(False)
     return stored.value, stored

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from browserskill.dispatch.sessions import Recordings
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
 
@@ -11,8 +12,9 @@ from browserskill.tools.registry import implements
 @implements("session_stop")
 async def session_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     ctx.mark_dispatched()
-    closed = await ctx.sessions.close(ctx.session)
+    closed = await ctx.end_session()
     out: dict[str, Any] = {"session_id": ctx.session.id, "stopped": True, "tabs_closed": closed}
-    if ctx.session.saved_recordings:  # videos and traces it was still recording
-        out["recordings_saved"] = ctx.session.saved_recordings
+    saved = ctx.feature(Recordings).saved
+    if saved:  # videos and traces it was still recording
+        out["recordings_saved"] = saved
     return out

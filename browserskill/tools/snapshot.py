@@ -45,6 +45,16 @@ DROP_EVENTS = frozenset({"drop"})
 MAX_REFS_PER_SESSION = 50_000
 # Documents (and views of them) whose last snapshot a session keeps for `--diff`.
 MAX_DIFF_BASES = 16
+
+
+@dataclass
+class DiffBases:
+    """A session's last snapshot lines of each document (and view of it), oldest first:
+    the base of its next `snapshot --diff`."""
+
+    lines: dict[tuple[Any, ...], list[str]] = field(default_factory=dict)
+
+
 NEW_DOCUMENT_NOTE = ("[new document, or a view not snapshotted before (the whole page, "
                      "--interactive and each --ref keep their own last snapshot): all of "
                      "it follows; the next --diff with the same options shows only changes]")
@@ -405,10 +415,11 @@ async def snapshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     key = (tab.tab_id, frame_id, tab.frames.get(frame_id, ""), params["interactive"],
            params["ref"])
     lines = view.text.split("\n") if view.text else []
-    base = ctx.session.snapshot_lines.pop(key, None)
-    ctx.session.snapshot_lines[key] = lines
-    while len(ctx.session.snapshot_lines) > MAX_DIFF_BASES:
-        del ctx.session.snapshot_lines[next(iter(ctx.session.snapshot_lines))]
+    bases = ctx.feature(DiffBases).lines
+    base = bases.pop(key, None)
+    bases[key] = lines
+    while len(bases) > MAX_DIFF_BASES:
+        del bases[next(iter(bases))]
     changes = None
     if params.get("diff"):
         if base is None:

@@ -141,7 +141,7 @@ def _after_cancel(ctx: ToolContext, found: client.Found, call: client.Call,
     `terminated`: the compensation stopped the tool's running script, so an `Error`
     answer is that stop's doing, not the tool ending on its own."""
     m = call.machine
-    reason = ctx.op.cancel_reason or "deadline"
+    reason = ctx.cancel_reason or "deadline"
     facts: dict[str, Any] = {"tool_ref": found.ref, "name": found.tool.name, **m.summary(),
                              "cancel_sent": call.cancel_sent}
     if terminated:
