@@ -93,7 +93,7 @@ def test_an_unchanged_session_is_not_serialized_again(monkeypatch: pytest.Monkey
     tab = SimpleNamespace(tab_id="t1", target_id="T1", session_id="S1")
     session = SimpleNamespace(
         id="s1", label=None, created_at=1.0, tabs={"t1": tab}, current_tab_id="t1",
-        tab_seq=1, recordings={}, narrowing={},
+        tab_seq=1, recordings=dict, narrowing={},
         backend=SimpleNamespace(stored=lambda: {"placement": "window", "context_id": None}))
     store.save(session)
     counted = _Counting()
