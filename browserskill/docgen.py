@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from browserskill import skill
 from browserskill.errors import CODES, SHOULD_RETRY
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -243,7 +244,7 @@ def http_markdown() -> str:
 PAGES = {"cli.md": cli_markdown, "http-api.md": http_markdown}
 
 ROOT = Path(__file__).resolve().parent.parent
-SKILL_FILES = (Path(__file__).with_name("skill") / "SKILL.md",)  # skill/SKILL.md links here
+SKILL_FILES = (skill.SKILL_FILE,)  # the package's copy; skill/SKILL.md links to it
 COMMANDS_BEGIN = "<!-- every command, from the catalog (python -m browserskill.docgen --write) -->"
 COMMANDS_END = "<!-- end of the command list -->"
 
