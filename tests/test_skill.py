@@ -35,7 +35,8 @@ def test_front_matter_and_package_data() -> None:
     assert (resources.files("browserskill.skill") / "SKILL.md").read_text(
         encoding="utf-8") == SKILL_MD
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert "skill/SKILL.md" in pyproject["tool"]["setuptools"]["package-data"]["browserskill"]
+    packaged = skill.SKILL_FILE.relative_to(ROOT / "browserskill").as_posix()
+    assert packaged in pyproject["tool"]["setuptools"]["package-data"]["browserskill"]
     # Short: it is read into an agent's context (the command list takes ~20 lines, and
     # grows a line with each few commands).
     assert len(SKILL_MD.splitlines()) < 185
