@@ -34,7 +34,8 @@ from typing import Any
 import common
 import playwright_peer as peer
 
-from browserskill import __version__, http1
+from browserskill import __version__
+from browserskill.base import http1
 from browserskill.cli import fast
 
 N, N_PEER, WARMUP = 30, 10, 3

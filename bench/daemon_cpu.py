@@ -28,7 +28,7 @@ import common
 
 PROFILED = """
 import cProfile, os, sys, time
-from browserskill.daemon.__main__ import main
+from browserskill.api.__main__ import main
 profile = cProfile.Profile(time.process_time)
 profile.enable()
 try:
@@ -45,7 +45,7 @@ def one(tree: str, sessions: int, calls: int, profile: str | None) -> tuple[floa
     env = {**os.environ, "BSK_HOME": home, "BSK_EPHEMERAL": "1", "BSK_IDLE_TIMEOUT": "900",
            "BSK_EXPOSE_CDP": "0", "PYTHONPATH": os.path.abspath(tree)}
     env.pop("BSK_SESSION", None)
-    argv = [sys.executable, "-m", "browserskill.daemon"]
+    argv = [sys.executable, "-m", "browserskill.api"]
     if profile:
         env["BSK_BENCH_PROFILE"] = profile
         argv = [sys.executable, "-c", PROFILED]

@@ -88,7 +88,7 @@ def settle_latency(bsk: common.BskDaemon, base: str, rounds: int) -> bool:
     ok = True
     # A page that does nothing is settled once it has not reacted for REACTION_MS (the
     # target's case); one that reacts at once is watched for the quiet window after
-    # (browserskill/effects.py): its figure is shown beside, the window being its cost.
+    # (browserskill/base/effects.py): its figure is shown beside, the window being its cost.
     for page, what, target in (("dead.html", "changes nothing", 30.0),
                                ("settles.html", "changes its text at once, then quiet",
                                 None)):

@@ -270,7 +270,7 @@ async def lost_browser(api: Api, base: str, n: int, how: str) -> list[float]:
 
 
 def journal_file(home: Path) -> Path:
-    from browserskill import paths
+    from browserskill.base import paths
 
     return paths.journal_path(home)
 
@@ -278,9 +278,9 @@ def journal_file(home: Path) -> Path:
 def fill_journal(home: Path, count: int) -> list[str]:
     """`count` operations written through the Journal class; the last ten are left open
     (five queued, five dispatched) as a daemon killed mid-call leaves them."""
+    from browserskill.base.errors import BskError
     from browserskill.dispatch.journal import Journal
-    from browserskill.dispatch.operations import DISPATCHED, Operation
-    from browserskill.errors import BskError
+    from browserskill.session.operations import DISPATCHED, Operation
 
     async def fill() -> list[str]:
         journal = Journal(journal_file(home), max_count=10 * count)
@@ -319,7 +319,7 @@ def first_answer_ms(home: Path, path: str, env: dict[str, str],
     sock = str(home / "bsk.sock")
     log = open(home / "bench-daemon.log", "ab")  # closed below
     t0 = time.perf_counter()
-    proc = subprocess.Popen([str(common.PYTHON), "-m", "browserskill.daemon"], env=env,
+    proc = subprocess.Popen([str(common.PYTHON), "-m", "browserskill.api"], env=env,
                             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                             start_new_session=True)
     try:

@@ -32,10 +32,10 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from browserskill import __version__, boundaries, contract, render, user_files
+from browserskill import __version__
+from browserskill.base import boundaries, catalog, contract, render, user_files
+from browserskill.base.errors import BskError, invalid
 from browserskill.client import AsyncClient, BrowserSkillError, Result
-from browserskill.errors import BskError, invalid
-from browserskill.tools import catalog
 
 SCREENSHOT_MAX_BYTES = 50_000_000  # the PNG read back to return it as an image
 
@@ -218,7 +218,7 @@ class Bridge:
                  isolated: bool = False, caps: tuple[str, ...] = DEFAULT_CAPS,
                  boundaries: bool = True) -> None:
         self.client = client
-        # Page text in answers wrapped in nonce markers (browserskill/boundaries.py).
+        # Page text in answers wrapped in nonce markers (browserskill/base/boundaries.py).
         self.boundaries = boundaries
         self.session_id = session
         self.isolated = isolated  # the connection's own session gets its own context

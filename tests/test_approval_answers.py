@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
+from browserskill.base.errors import BskError
 from browserskill.dispatch.approvals import APPROVE, DENY, Approvals
-from browserskill.dispatch.operations import Operation
-from browserskill.errors import BskError
+from browserskill.session.operations import Operation
 
 
 def test_a_held_operation_is_answered_once_and_the_first_answer_wins() -> None:

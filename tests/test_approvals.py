@@ -21,8 +21,8 @@ from support.extension import _evaluate_in, agent_session, extension_browser
 from support.wait import wait_until
 
 from browserskill import mcp_server
+from browserskill.base import catalog
 from browserskill.browser.extension_protocol import EXTENSION_ORIGIN
-from browserskill.tools import catalog
 
 PAY_POLICY = {"confirm": [{"role": "button", "name": "(?i)pay|buy"},
                           {"tool": "storage_set"},  # by tool

@@ -18,9 +18,9 @@ import httpx
 import pytest
 from support.cli import Bsk, CliRun
 
+from browserskill.base.catalog import TOOLS, Param, ToolSpec
+from browserskill.base.errors import CODES, SHOULD_RETRY
 from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS
-from browserskill.errors import CODES, SHOULD_RETRY
-from browserskill.tools.catalog import TOOLS, Param, ToolSpec
 
 # Tools with a CLI form of their own (`session stop` is a control command on the CLI).
 CLI_TOOLS = [t for t in TOOLS if t.words not in CONTROL_BY_WORDS]
@@ -603,7 +603,7 @@ def test_cli_unusable_state_dir_is_one_line(tmp_path_factory: pytest.TempPathFac
         import subprocess
         import sys
 
-        daemon = subprocess.run([sys.executable, "-m", "browserskill.daemon"],
+        daemon = subprocess.run([sys.executable, "-m", "browserskill.api"],
                                 env={**runner.env}, capture_output=True, text=True, timeout=30)
         assert daemon.returncode == 2, daemon.stderr
         assert daemon.stderr.count("\n") == 1 and "Traceback" not in daemon.stderr

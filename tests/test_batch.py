@@ -12,7 +12,7 @@ import httpx
 from support.cli import Bsk
 from support.pages import ref_of
 
-from browserskill.contract import batch_answer
+from browserskill.base.contract import batch_answer
 
 
 def _ops_of(bsk: Bsk, batch: dict[str, Any]) -> list[str]:

@@ -17,8 +17,8 @@ from support.cli import Bsk, alive, kill_daemon_hard
 from support.pages import ref_of
 from support.wait import wait_until
 
+from browserskill.base.errors import CODES
 from browserskill.browser import launcher
-from browserskill.errors import CODES
 
 
 def browser_pids(home: Path) -> tuple[int, int]:

@@ -17,12 +17,12 @@ from unittest import mock
 
 import test_interleavings as ti
 
-from browserskill import contract
+from browserskill.base import contract
 from browserskill.browser.manager import BrowserConfig, BrowserManager
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.session_store import SessionStore
-from browserskill.dispatch.sessions import SessionManager
+from browserskill.session.session_store import SessionStore
+from browserskill.session.sessions import SessionManager
 
 
 async def statements_of_warm_calls(home: Path, calls: int) -> tuple[list[str], list[str]]:

@@ -105,7 +105,7 @@ def test_failures_that_sent_nothing_are_safe_to_retry(bsk: Bsk, site: str) -> No
 def test_daemon_start_help_lists_every_option_it_takes(bsk: Bsk) -> None:
     """The options come from the daemon's own parser: none can be left out of --help (it
     once lacked --tcp-port and --expose-cdp)."""
-    from browserskill.daemon.__main__ import parser
+    from browserskill.api.__main__ import parser
 
     shown = bsk("daemon", "start", "--help").stdout
     taken = [o for a in parser()._actions for o in a.option_strings if o not in ("-h", "--help")]

@@ -18,17 +18,16 @@ from pathlib import Path
 import pytest
 from support.cli import Bsk
 
-from browserskill import paths
 from browserskill.api import cli_call
+from browserskill.base import catalog, paths
 from browserskill.cli import fast, launcher
 from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS
 from browserskill.cli.main import find_command
-from browserskill.tools import catalog
 
 # What a tool call imports beyond the bare interpreter (`python -I -S -c pass`). Adding
 # to this set slows down every agent action: measure it (bench/cli_roundtrip.py) first.
 TOOL_CALL_IMPORTS = {"browserskill", "browserskill.cli", "browserskill.cli.fast",
-                     "browserskill.http1", "_socket"}
+                     "browserskill.base.http1", "_socket"}
 
 
 def imported(argv: list[str], env: dict[str, str], cwd: Path | None = None,
@@ -188,7 +187,8 @@ def test_the_command_line_reads_back_exactly(text: str) -> None:
 
 def _post_cli(sock_path: Path, argv: list[str]) -> tuple[bytes, bytes]:
     """(head, body) of a launcher's call, read as the launcher reads it."""
-    from browserskill import __version__, http1
+    from browserskill import __version__
+    from browserskill.base import http1
 
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(60)

@@ -13,9 +13,9 @@ from support.cli import Bsk
 from support.wait import wait_until
 
 from browserskill import client as bc
+from browserskill.base.errors import CODES
 from browserskill.client import AsyncClient, BrowserSkillError, Client, Result
 from browserskill.client.core import _check as check_answer
-from browserskill.errors import CODES
 
 SLOW = "await slow('{tag}', {ms})"  # counter.html's instrumented slow eval
 

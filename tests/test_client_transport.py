@@ -15,7 +15,8 @@ import pytest
 from support.cli import Bsk
 
 import browserskill.client as bc
-from browserskill import AsyncClient, Client, contract
+from browserskill import AsyncClient, Client
+from browserskill.base import contract
 from browserskill.client.http11 import BlockingHttp11, Http11, Lost, Unreachable
 
 Reply = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[bool]]

@@ -1,4 +1,4 @@
-"""The contract every surface shares (`browserskill/contract.py`): one result schema that
+"""The contract every surface shares (`browserskill/base/contract.py`): one result schema that
 every builder's answer satisfies and every surface publishes, one op-id rule, one
 timeout range, and the catalog's per-tool facts read by every surface. No daemon: the
 real-daemon checks are in test_openapi.py, test_mcp.py, test_cli_edges.py."""
@@ -13,11 +13,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from browserskill import contract
 from browserskill.api import openapi
-from browserskill.dispatch.operations import Operation
-from browserskill.errors import CODES, STATUS_FOR_CODE, BskError
-from browserskill.tools import catalog
+from browserskill.base import catalog, contract
+from browserskill.base.errors import CODES, STATUS_FOR_CODE, BskError
+from browserskill.session.operations import Operation
 
 ROOT = Path(contract.__file__).parent
 

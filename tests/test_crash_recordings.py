@@ -22,9 +22,9 @@ from support.chromium import Chromium
 from support.cli import Bsk, kill_daemon_hard
 from support.wait import in_ci, wait_until
 
-from browserskill.dispatch.sessions import describe_error
-from browserskill.errors import BskError
-from browserskill.paths import journal_path
+from browserskill.base.errors import BskError
+from browserskill.base.paths import journal_path
+from browserskill.session.sessions import describe_error
 
 
 def need_ffmpeg() -> None:

@@ -62,7 +62,7 @@ def test_one_daemon_per_state_dir(fresh_bsk: Bsk) -> None:
     assert again["already_running"] is True and again["pid"] == pid
 
     # A second daemon started by hand refuses, naming the one that runs.
-    proc = subprocess.run([sys.executable, "-m", "browserskill.daemon"], env=fresh_bsk.env,
+    proc = subprocess.run([sys.executable, "-m", "browserskill.api"], env=fresh_bsk.env,
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0
     assert str(pid) in proc.stderr

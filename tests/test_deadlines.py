@@ -19,10 +19,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from support.cli import Bsk
 
-from browserskill import contract
+from browserskill.base import catalog, contract
 from browserskill.client import AsyncClient, Client, Result
 from browserskill.client.results import ERRORS
-from browserskill.tools import catalog
 
 WAIT = catalog.BY_NAME["wait"]
 LONG_PAUSE = {"ms": 110_000}  # the reproduction: longer than wait's 30 s + 30 s
@@ -141,7 +140,7 @@ def test_the_rule_itself() -> None:
 
 # -- against the real daemon ---------------------------------------------------------------
 
-SHORT_RULE = ("from browserskill import contract; from browserskill.tools import catalog; "
+SHORT_RULE = ("from browserskill.base import contract; from browserskill.base import catalog; "
               "contract.WIRE_MARGIN_S = 1.0; catalog.BY_NAME['wait'] = "
               "catalog.BY_NAME['wait']._replace(default_timeout_s=1.0)")
 PAUSE_MS = 3000  # longer than the shrunk default deadline plus margin (2 s)

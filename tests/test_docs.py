@@ -20,8 +20,8 @@ def test_generated_page_matches_the_code(page: str) -> None:
 
 
 def test_cli_reference_covers_every_command() -> None:
+    from browserskill.base.catalog import TOOLS
     from browserskill.cli.commands import CONTROL
-    from browserskill.tools.catalog import TOOLS
 
     text = (DOCS / "cli.md").read_text(encoding="utf-8")
     for c in CONTROL:

@@ -1,9 +1,9 @@
-"""browserskill/effects.py, the pure half of `result.effects`: what counts as a change,
+"""browserskill/base/effects.py, the pure half of `result.effects`: what counts as a change,
 what the input itself implies, and the one-line text."""
 
 from __future__ import annotations
 
-from browserskill.effects import bound_ms, effects_line, implied_value, summarize
+from browserskill.base.effects import bound_ms, effects_line, implied_value, summarize
 
 
 def test_nothing_seen_is_none_and_says_so() -> None:

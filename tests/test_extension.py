@@ -374,7 +374,7 @@ def test_tabs_the_agents_page_opens_join_its_session(ext_browser: BrowserWithExt
 def test_session_store_gains_the_browser_column_on_an_older_database() -> None:
     import sqlite3
 
-    from browserskill.dispatch.session_store import SessionStore
+    from browserskill.session.session_store import SessionStore
 
     db = sqlite3.connect(":memory:", isolation_level=None)
     db.executescript("""CREATE TABLE sessions (session_id TEXT PRIMARY KEY, label TEXT,

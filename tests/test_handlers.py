@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from browserskill.base.catalog import BY_NAME
 from browserskill.tools import handlers, registry
-from browserskill.tools.catalog import BY_NAME
 
 TOOLS = Path(handlers.__file__).parent
 

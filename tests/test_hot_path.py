@@ -19,8 +19,8 @@ import pytest
 
 from browserskill.browser.link import CommandTimeout, await_reply
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.operations import DISPATCHED, Operation, iso
-from browserskill.dispatch.session_store import SessionStore
+from browserskill.session.operations import DISPATCHED, Operation, iso
+from browserskill.session.session_store import SessionStore
 
 
 def _datetime_iso(ts: float) -> str:

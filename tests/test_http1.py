@@ -1,4 +1,4 @@
-"""browserskill/http1.py: the framing every client shares, checked apart from I/O."""
+"""browserskill/base/http1.py: the framing every client shares, checked apart from I/O."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from browserskill import http1
+from browserskill.base import http1
 
 
 def chunked(body: bytes, sizes: list[int]) -> bytes:

@@ -24,12 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.cli import Bsk
 
+from browserskill.base.errors import BskError
 from browserskill.browser.manager import BrowserConfig, BrowserManager
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.session_store import SessionStore
-from browserskill.dispatch.sessions import SessionManager
-from browserskill.errors import BskError
+from browserskill.session.session_store import SessionStore
+from browserskill.session.sessions import SessionManager
 
 
 @dataclass(frozen=True)

@@ -35,16 +35,16 @@ from hypothesis import strategies as st
 from support import faults
 from support.fake_links import FakeLink, RelayingFakeLink
 
+from browserskill.base import catalog
+from browserskill.base.errors import CODES, retry_safe_for
 from browserskill.browser import launcher
 from browserskill.browser.link import CdpError
 from browserskill.browser.manager import BrowserConfig, BrowserManager
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.operations import CLEANING_UP, DISPATCHED, ENDED, Operation
-from browserskill.dispatch.session_store import SessionStore
-from browserskill.dispatch.sessions import SessionManager
-from browserskill.errors import CODES, retry_safe_for
-from browserskill.tools import catalog
+from browserskill.session.operations import CLEANING_UP, DISPATCHED, ENDED, Operation
+from browserskill.session.session_store import SessionStore
+from browserskill.session.sessions import SessionManager
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import click_at
 

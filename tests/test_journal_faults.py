@@ -20,7 +20,7 @@ import pytest
 from support.cli import Bsk, stop_for_good
 from support.wait import wait_until
 
-from browserskill.errors import CODES
+from browserskill.base.errors import CODES
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ _WRITER = """
 import asyncio, os, sys
 from pathlib import Path
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.operations import Operation
+from browserskill.session.operations import Operation
 
 async def main():
     journal = Journal(Path(sys.argv[1]))
@@ -300,10 +300,10 @@ def test_a_clean_wal_left_by_a_killed_daemon_is_not_reported(
 
 async def test_refused_writes_are_kept_in_order_and_written_when_the_journal_takes_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from browserskill.base.errors import BskError
     from browserskill.dispatch import journal as journal_module
     from browserskill.dispatch.journal import Journal
-    from browserskill.dispatch.operations import DISPATCHED, Operation
-    from browserskill.errors import BskError
+    from browserskill.session.operations import DISPATCHED, Operation
 
     journal = Journal(tmp_path / "journal.sqlite3")
     ran = Operation("s1", "click", {"ref": "e1"})

@@ -15,9 +15,9 @@ from pathlib import Path
 from support.cli import Bsk
 from support.wait import wait_until
 
-from browserskill import paths
+from browserskill.base import paths
 from browserskill.dispatch.journal import _COLUMNS, Journal
-from browserskill.dispatch.operations import Operation
+from browserskill.session.operations import Operation
 
 
 def fill(path: Path, count: int, open_ids: dict[int, str] | None = None,

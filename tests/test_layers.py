@@ -25,24 +25,24 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("api and client", ("browserskill.api", "browserskill.client")),
     # How `bsk` reads a command line and prints an answer: the CLI's, and the daemon's when
     # it runs a command line for the launcher (browserskill/api/cli_call.py).
-    ("command lines", ("browserskill.cli.args", "browserskill.cli.render")),
+    ("command lines", ("browserskill.base.cli_args", "browserskill.base.cli_render")),
     # The daemon's parts wired together (the API's handlers reach the dispatcher here).
     ("wiring", ("browserskill.daemon.core", "browserskill.daemon.extension_wiring")),
     ("dispatch", ("browserskill.dispatch",)),
-    ("tools", ("browserskill.tools", "browserskill.webmcp.client")),
+    ("tools", ("browserskill.tools", "browserskill.tools.webmcp_client")),
     # What tools act on and the dispatcher runs: sessions with their queue and operations,
     # and each operation's cancel scope.
-    ("session state", ("browserskill.dispatch.sessions", "browserskill.dispatch.queue",
-                       "browserskill.dispatch.features",
-                       "browserskill.dispatch.operations", "browserskill.dispatch.session_store",
-                       "browserskill.dispatch.scope")),
+    ("session state", ("browserskill.session.sessions", "browserskill.session.queue",
+                       "browserskill.session.features",
+                       "browserskill.session.operations", "browserskill.session.session_store",
+                       "browserskill.session.scope")),
     ("browser", ("browserskill.browser", "browserskill.webmcp")),
     # Shared by everyone, importing nothing above: data, paths, text.
-    ("base", ("browserskill.errors", "browserskill.paths", "browserskill.contract",
-              "browserskill.admission", "browserskill.user_files", "browserskill.policy",
-              "browserskill.background", "browserskill.http1",
-              "browserskill.vault", "browserskill.boundaries", "browserskill.effects",
-              "browserskill.render", "browserskill.skill", "browserskill.daemon.spawn")),
+    ("base", ("browserskill.base.errors", "browserskill.base.paths", "browserskill.base.contract",
+              "browserskill.base.admission", "browserskill.base.user_files", "browserskill.base.policy",
+              "browserskill.base.background", "browserskill.base.http1",
+              "browserskill.base.vault", "browserskill.base.boundaries", "browserskill.base.effects",
+              "browserskill.base.render", "browserskill.cli.skill", "browserskill.daemon.spawn")),
 ]
 
 
@@ -150,7 +150,7 @@ def test_the_reader_sees_every_kind_of_import() -> None:
     assert "browserskill.browser.link" in GRAPH["browserskill.browser.cdp"]  # module level
     assert "browserskill.client" in GRAPH["browserskill"]  # inside a function
     assert "browserskill.browser.backend" in GRAPH["browserskill.browser.agent_window"]  # type-only
-    assert "browserskill.render" in GRAPH["browserskill.cli.render"]  # `from pkg import mod`
+    assert "browserskill.base.render" in GRAPH["browserskill.base.cli_render"]  # `from pkg import mod`
     assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
 
 
@@ -183,7 +183,7 @@ def test_layers_point_one_way() -> None:
     ("browserskill.browser", ("browserskill.dispatch", "browserskill.tools",
                               "browserskill.cli", "browserskill.api", "browserskill.client")),
     ("browserskill.client", ("browserskill.cli",)),
-    ("browserskill.render", ("browserskill.cli",)),
+    ("browserskill.base.render", ("browserskill.cli",)),
     ("browserskill.mcp_server", ("browserskill.cli",)),
 ])
 def test_named_boundaries(lower: str, upper: tuple[str, ...]) -> None:
@@ -255,4 +255,4 @@ def test_the_cli_imports_only_the_standard_library() -> None:
             elif top not in sys.stdlib_module_names and top != "__future__":
                 outside[name] = module
     assert outside == {}, f"the CLI's start-up imports non-stdlib modules: {outside}"
-    assert "browserskill.tools.catalog" in seen  # the walk did reach the package's core
+    assert "browserskill.base.catalog" in seen  # the walk did reach the package's core

@@ -21,7 +21,7 @@ import httpx
 from support.chromium import free_port
 from support.cli import Bsk, daemon_pid
 
-from browserskill.admission import HEADER_READ_S, MAX_HEADER_BYTES
+from browserskill.base.admission import HEADER_READ_S, MAX_HEADER_BYTES
 
 FILE_LIMIT = 600  # the daemon's, for this test: below the flood, above its bounds
 # Partial connections per listener; the owner's Unix socket gets a few (it is its own).

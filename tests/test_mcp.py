@@ -15,7 +15,7 @@ from support.pages import ref_of
 from support.wait import wait_until
 
 from browserskill import client as bc
-from browserskill.tools import catalog
+from browserskill.base import catalog
 
 
 def structured(result: Any) -> dict[str, Any]:

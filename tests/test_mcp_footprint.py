@@ -8,8 +8,8 @@ import json
 from mcp import types
 
 from browserskill import mcp_server
-from browserskill.errors import BskError
-from browserskill.tools import catalog
+from browserskill.base import catalog
+from browserskill.base.errors import BskError
 
 # Playwright MCP's default list is 21,332 characters (bench/mcp_footprint.py); ours stays
 # below it. Raise this only with a reason: every connection pays it.

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from browserskill.errors import CODES, SHOULD_RETRY
-from browserskill.tools.catalog import TOOLS, ToolSpec
+from browserskill.base.catalog import TOOLS, ToolSpec
+from browserskill.base.errors import CODES, SHOULD_RETRY
 
 REPO_COPY = Path(__file__).resolve().parent.parent / "browserskill" / "api" / "openapi.json"
 METHODS = ("get", "post", "put", "patch", "delete")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from browserskill.base.errors import CODES, STATUS_FOR_CODE, retry_safe_for
 from browserskill.dispatch.outcome import Facts, decide
-from browserskill.errors import CODES, STATUS_FOR_CODE, retry_safe_for
 
 OK_UNDONE = (True, True)  # a compensation that ran and undoes its effect
 OK_KEPT = (True, False)  # ran, but the effect stays (a released mouse button)

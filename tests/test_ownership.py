@@ -1,4 +1,4 @@
-"""Who owns what: every background task has an owner (browserskill/background.py), and an
+"""Who owns what: every background task has an owner (browserskill/base/background.py), and an
 operation ends in the dispatcher alone.
 
 A task whose reference is thrown away can be collected mid-flight and its exception is
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from browserskill import background
+from browserskill.base import background
 
 PACKAGE = Path(__file__).resolve().parent.parent / "browserskill"
 SPAWNERS = {"create_task", "ensure_future"}
@@ -58,7 +58,7 @@ def thrown_away_tasks(source: str, filename: str) -> list[str]:
 def test_no_task_in_the_package_is_thrown_away() -> None:
     found = [hit for path in sorted(PACKAGE.rglob("*.py"))
              for hit in thrown_away_tasks(path.read_text(), str(path.relative_to(PACKAGE)))]
-    assert found == [], ("tasks started and thrown away (use browserskill.background.start, "
+    assert found == [], ("tasks started and thrown away (use browserskill.base.background.start, "
                          f"or keep the task): {found}")
 
 

@@ -1,4 +1,4 @@
-"""browserskill/policy.py as pure data: parsing, URL matching, rules, narrowing.
+"""browserskill/base/policy.py as pure data: parsing, URL matching, rules, narrowing.
 
 The browser-side enforcement is tests/test_policy_enforced.py; here the matching alone,
 by example and by property (hypothesis), with no daemon and no browser.
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from browserskill import policy as pol
-from browserskill.policy import Policy, PolicyError, domain_matches, parse
-from browserskill.tools.catalog import tool_names
+from browserskill.base import policy as pol
+from browserskill.base.catalog import tool_names
+from browserskill.base.policy import Policy, PolicyError, domain_matches, parse
 
 ISSUE_EXAMPLE = {
     "allow_domains": ["127.0.0.1", "*.example.com"], "block_domains": ["localhost"],

@@ -17,7 +17,7 @@ from support.wait import wait_until
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from browserskill.contract import SECRET_MASK
+from browserskill.base.contract import SECRET_MASK
 
 SECRET = "Pw-dana-4471!"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from support.cli import BSK, Bsk
 
-from browserskill import skill
+from browserskill.cli import skill
 from browserskill.cli.commands import CONTROL_BY_WORDS
 from browserskill.cli.main import find_command
 
@@ -32,7 +32,7 @@ def test_front_matter_and_package_data() -> None:
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", meta["name"])
     assert 50 < len(meta["description"]) <= 1024 and "Use when" in meta["description"]
     assert (ROOT / "skill" / "SKILL.md").read_text(encoding="utf-8") == SKILL_MD
-    assert (resources.files("browserskill.skill") / "SKILL.md").read_text(
+    assert (resources.files("browserskill.cli.skill") / "SKILL.md").read_text(
         encoding="utf-8") == SKILL_MD
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     packaged = skill.SKILL_FILE.relative_to(ROOT / "browserskill").as_posix()
@@ -56,7 +56,7 @@ def test_every_command_it_names_exists() -> None:
 
 def test_it_lists_every_command_and_says_so() -> None:
     from browserskill import docgen
-    from browserskill.tools.catalog import TOOLS
+    from browserskill.base.catalog import TOOLS
 
     assert docgen.skill_markdown(SKILL_MD) == SKILL_MD, "run python -m browserskill.docgen --write"
     listed = SKILL_MD.split(docgen.COMMANDS_BEGIN)[1].split(docgen.COMMANDS_END)[0]

@@ -1,6 +1,6 @@
 """docs/design.md, the tool context: what a tool reaches stays narrow.
 
-A feature keeps its state in `Session.features` (browserskill/dispatch/features.py), by
+A feature keeps its state in `Session.features` (browserskill/session/features.py), by
 its own class, and declares what it runs on every call in tools/call_hooks.py; a tool
 reaches its operation only through its context's methods (`ctx.op_id`, `ctx.page_error`,
 …), never `ctx.op` or the session table. Read with `ast` over browserskill/tools.
@@ -16,8 +16,8 @@ from pathlib import Path
 from support.cli import Bsk
 
 from browserskill.dispatch import dispatcher
-from browserskill.dispatch.features import FeatureStates
-from browserskill.dispatch.sessions import Session
+from browserskill.session.features import FeatureStates
+from browserskill.session.sessions import Session
 
 TOOLS = Path(__file__).resolve().parent.parent / "browserskill" / "tools"
 
@@ -51,7 +51,7 @@ def _ctx_paths() -> dict[str, list[str]]:
 def test_a_session_has_no_field_of_a_feature() -> None:
     extra = {f.name for f in fields(Session)} - SESSION_FIELDS
     assert not extra, (f"Session grew {sorted(extra)}: a feature's state is a class of its "
-                       "own, reached with ctx.feature(Kind) (browserskill/dispatch/features.py)")
+                       "own, reached with ctx.feature(Kind) (browserskill/session/features.py)")
 
 
 def test_no_tool_reaches_its_operation_or_the_session_table() -> None:

@@ -1,4 +1,4 @@
-"""Files a user names (browserskill/user_files.py) and results a page makes, bounded:
+"""Files a user names (browserskill/base/user_files.py) and results a page makes, bounded:
 a FIFO, a device or a directory is refused fast, naming the file and what it is; a file
 is read up to its cap and no further; a stuck file holds only its own call, which ends at
 its deadline while other sessions and the control plane answer; an eval's value and what
@@ -21,16 +21,16 @@ import pytest
 from support.cli import Bsk, daemon_pid
 from support.wait import wait_until
 
-from browserskill import user_files
+from browserskill.base import user_files
+from browserskill.base.catalog import EVAL_MAX_CHARS
+from browserskill.base.errors import BskError
 from browserskill.dispatch.dispatcher import WHOLE_RESULTS
-from browserskill.dispatch.operations import (
+from browserskill.session.operations import (
     KEPT_RESULT_MAX_CHARS,
     RESULT_MAX_CHARS,
     capped_result,
     kept_form,
 )
-from browserskill.errors import BskError
-from browserskill.tools.catalog import EVAL_MAX_CHARS
 from browserskill.tools.routes import MAX_BODY_BYTES
 
 

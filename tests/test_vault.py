@@ -30,7 +30,7 @@ from support.mcp import mcp_session as _mcp
 from support.pages import ref_of
 from support.wait import wait_until
 
-from browserskill.contract import SECRET_MASK
+from browserskill.base.contract import SECRET_MASK
 
 SECRET = "Zq7!pass word&x"  # a space, & and !: its form-encoded and HTML forms differ
 FORMS = {SECRET, quote_plus(SECRET), quote(SECRET, safe=""), html.escape(SECRET)}

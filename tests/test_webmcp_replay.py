@@ -24,7 +24,7 @@ import websockets
 
 from browserskill.browser.cdp import CdpLink
 from browserskill.browser.tab import Tab
-from browserskill.webmcp.client import Call
+from browserskill.tools.webmcp_client import Call
 from browserskill.webmcp.invocation import GRACE_S, Invocation
 from browserskill.webmcp.tools import TabTools
 

@@ -13,16 +13,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
 
-from browserskill import boundaries, contract
 from browserskill.api.batch import run_batch
 from browserskill.api.cli_call import CliCall
 from browserskill.api.listeners import CONNECTION_LOST
 from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
+from browserskill.base import boundaries, catalog, contract
+from browserskill.base.errors import CODES, LASTING, SHOULD_RETRY, BskError, invalid
 from browserskill.browser.storage_state import read_state_file
-from browserskill.dispatch.operations import Operation
-from browserskill.dispatch.sessions import SESSION_START_TIMEOUT_S
-from browserskill.errors import CODES, LASTING, SHOULD_RETRY, BskError, invalid
-from browserskill.tools import catalog
+from browserskill.session.operations import Operation
+from browserskill.session.sessions import SESSION_START_TIMEOUT_S
 
 if TYPE_CHECKING:
     from browserskill.api.dashboard import Dashboard
@@ -112,7 +111,7 @@ def _int_query(request: Request, name: str, default: int, lo: int, hi: int) -> i
 
 def _webmcp_call(body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
     """`{tool_ref | name, input, timeout_sec}` as webmcp_invoke params and a deadline."""
-    from browserskill.webmcp.client import REF
+    from browserskill.tools.webmcp_client import REF
 
     ref, name = body.pop("tool_ref", None), body.pop("name", None)
     if (ref is None) == (name is None):

@@ -3,7 +3,7 @@
 CLI and MCP all run batches here.
 
 Invariants:
-- Every command is read (`cli.args.script_line`, as `bsk replay` reads a line) before
+- Every command is read (`base.cli_args.script_line`, as `bsk replay` reads a line) before
   the first is sent: a typo in command 5 sends nothing.
 - Step k is an ordinary operation, journaled, named `<batch id>-k` (so a caller that lost
   the answer finds each step with `op show`); with an idempotency key, step k's key is
@@ -19,11 +19,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from browserskill import contract
-from browserskill.cli.args import script_line
+from browserskill.base import catalog, contract
+from browserskill.base.cli_args import script_line
+from browserskill.base.errors import BskError, invalid
 from browserskill.dispatch.dispatcher import Dispatcher
-from browserskill.errors import BskError, invalid
-from browserskill.tools import catalog
 
 SPEC = catalog.BY_NAME["batch"]
 

@@ -6,9 +6,9 @@ sends the command line — argument vector, working directory, `BSK_*` environme
 prints what comes back, with its exit code (docs/cli.md, "Start-up").
 
 Invariants:
-- The command line is read by the CLI's own code (`browserskill/cli/args.py`) against
+- The command line is read by the CLI's own code (`browserskill/base/cli_args.py`) against
   the caller's working directory and environment, and printed by the CLI's renderer
-  (`browserskill/cli/render.py`): the same text, exit code, and errors as `bsk` itself.
+  (`browserskill/base/cli_render.py`): the same text, exit code, and errors as `bsk` itself.
 - Only tool calls are run here. Anything else — help, control commands, an unknown
   command, a launcher of another version — answers 204 before anything runs, and the
   launcher runs the whole CLI instead.
@@ -31,16 +31,16 @@ import json
 import logging
 from typing import Any
 
-from browserskill import __version__, contract
+from browserskill import __version__
 from browserskill.api import wire
 from browserskill.api.batch import run_batch
 from browserskill.api.listeners import CONNECTION_LOST
-from browserskill.cli.args import Globals, split_globals, tool_params
-from browserskill.cli.render import outcome, show
+from browserskill.base import catalog, contract
+from browserskill.base.catalog import ToolSpec
+from browserskill.base.cli_args import Globals, split_globals, tool_params
+from browserskill.base.cli_render import outcome, show
+from browserskill.base.errors import BskError
 from browserskill.dispatch.dispatcher import Dispatcher
-from browserskill.errors import BskError
-from browserskill.tools import catalog
-from browserskill.tools.catalog import ToolSpec
 
 log = logging.getLogger(__name__)
 

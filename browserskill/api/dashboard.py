@@ -40,17 +40,17 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from browserskill.admission import Admission
 from browserskill.api import listeners
+from browserskill.base.admission import Admission
+from browserskill.base.errors import BskError
 from browserskill.browser.screencast import Screencast, send_input
 from browserskill.browser.tab import Tab
-from browserskill.dispatch.operations import BY_PERSON
-from browserskill.errors import BskError
+from browserskill.session.operations import BY_PERSON
 
 if TYPE_CHECKING:
     from browserskill.daemon.core import Daemon
-    from browserskill.dispatch.operations import Operation
-    from browserskill.dispatch.sessions import Session
+    from browserskill.session.operations import Operation
+    from browserskill.session.sessions import Session
 
 log = logging.getLogger(__name__)
 

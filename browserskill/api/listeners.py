@@ -18,7 +18,7 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from browserskill.admission import ACCEPT_BACKLOG, HEADER_READ_S, MAX_HEADER_BYTES, Admission
+from browserskill.base.admission import ACCEPT_BACKLOG, HEADER_READ_S, MAX_HEADER_BYTES, Admission
 
 KEEP_ALIVE_S = 5  # an idle connection between requests (uvicorn's timeout_keep_alive)
 # A request's scope key: a future done when its connection is lost (a caller that hung

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from browserskill import __version__, contract
-from browserskill.errors import CODES, SHOULD_RETRY
-from browserskill.tools import catalog
+from browserskill import __version__
+from browserskill.base import catalog, contract
+from browserskill.base.errors import CODES, SHOULD_RETRY
 
 CHECKED_IN = Path(__file__).with_name("openapi.json")
 

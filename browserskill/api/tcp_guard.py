@@ -13,7 +13,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from browserskill.errors import CODES
+from browserskill.base.errors import CODES
 
 
 def load_token(home: Path) -> str:

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from browserskill.api.listeners import BODY_COMPLETE
-from browserskill.errors import BskError
+from browserskill.base.errors import BskError
 
 MAX_BODY_BYTES = 16 * 1024 * 1024  # eval's 1,000,000 characters, \u-escaped, fit
 MAX_DEPTH = 32  # objects and arrays inside one another

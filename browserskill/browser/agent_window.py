@@ -8,10 +8,10 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from browserskill.base.errors import BskError
 from browserskill.browser.extension_link import ExtensionLink, RestrictedPage
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab
-from browserskill.errors import BskError
 
 log = logging.getLogger(__name__)
 

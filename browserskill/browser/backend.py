@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class SessionView(Protocol):
-    """What a placement sees of the session it serves (dispatch/sessions.py's `Session`):
+    """What a placement sees of the session it serves (session/sessions.py's `Session`):
     typed here, so the browser layer never imports the dispatch layer."""
 
     id: str

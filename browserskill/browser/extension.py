@@ -37,8 +37,10 @@ from typing import TYPE_CHECKING, Any
 import websockets
 from websockets.asyncio.server import ServerConnection, serve
 
-from browserskill import __version__, background
-from browserskill.admission import ACCEPT_BACKLOG, HEADER_READ_S, Admission
+from browserskill import __version__
+from browserskill.base import background
+from browserskill.base.admission import ACCEPT_BACKLOG, HEADER_READ_S, Admission
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.agent_window import AgentWindow
 from browserskill.browser.extension_link import ExtensionLink
 from browserskill.browser.extension_pairing import (
@@ -59,7 +61,6 @@ from browserskill.browser.extension_protocol import (
     negotiate,
 )
 from browserskill.browser.link import LinkError
-from browserskill.errors import BskError, invalid
 
 log = logging.getLogger(__name__)
 # websockets logs every connection's opening and closing at INFO: a flood would fill the

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import websockets
 from websockets.asyncio.server import ServerConnection
 
-from browserskill import background
+from browserskill.base import background
 from browserskill.browser.conversation import Conversation
 from browserskill.browser.extension_protocol import SILENCE_S
 from browserskill.browser.link import (

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from browserskill import paths
+from browserskill.base import paths
 
 log = logging.getLogger(__name__)
 

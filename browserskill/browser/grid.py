@@ -33,12 +33,12 @@ from typing import Any
 
 import httpx
 
+from browserskill.base.errors import LASTING, BskError
 from browserskill.browser import launcher, webdriver
 from browserskill.browser.launcher import redacted
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.remote import RemotePlacement
 from browserskill.browser.tab import Tab
-from browserskill.errors import LASTING, BskError
 
 log = logging.getLogger(__name__)
 

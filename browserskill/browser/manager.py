@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from browserskill import background
+from browserskill.base import background
+from browserskill.base.errors import LASTING, BskError
 from browserskill.browser import launcher
 from browserskill.browser.cdp import CdpLink
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab
-from browserskill.errors import LASTING, BskError
 
 log = logging.getLogger(__name__)
 

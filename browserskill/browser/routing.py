@@ -12,7 +12,7 @@ pause a superset (its wildcard `*` also crosses `/`), and a paused request that 
 no route goes on untouched. The newest route for a URL wins; a route with `times` ends
 after that many requests.
 
-The session's policy (browserskill/policy.py) is asked first, for every request: under
+The session's policy (browserskill/base/policy.py) is asked first, for every request: under
 a policy that restricts URLs every request is paused (one `*` pattern), one the policy
 refuses fails (BlockedByClient, marked `blocked_by_policy` in the tab's network buffer)
 and no route sees it; new iframes and workers are held by Chromium
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from browserskill.base.policy import Policy
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab, TabGone
-from browserskill.policy import Policy
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from browserskill import background
+from browserskill.base import background
 from browserskill.browser import keys
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab, TabGone

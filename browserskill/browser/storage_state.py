@@ -17,9 +17,9 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from browserskill import background, user_files
+from browserskill.base import background, user_files
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.tab import Tab
-from browserskill.errors import BskError, invalid
 
 SAME_SITE = ("Strict", "Lax", "None")
 STATE_FILE_MAX_BYTES = 50 * 1024 * 1024

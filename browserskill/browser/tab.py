@@ -127,7 +127,7 @@ class Tab(Requester):
         self.popups_requested = 0  # new windows this page asked for (Page.windowOpen)
         # Of those, the ones Chromium made (a target with this opener; the popup blocker
         # makes none for the rest), and the ones the session took as its tabs (or failed
-        # to): counted by the session (dispatch/sessions.py), which closes those past its
+        # to): counted by the session (session/sessions.py), which closes those past its
         # bound instead.
         self.popups_created = 0
         self.popups_taken = 0

@@ -10,11 +10,11 @@ import os
 import sys
 import time
 
-from browserskill import contract
-from browserskill.cli.args import script_steps, script_words
+from browserskill.base import contract
+from browserskill.base.catalog import BY_NAME
+from browserskill.base.cli_args import script_steps, script_words
 from browserskill.cli.calls import call_request
 from browserskill.cli.transport import DaemonLost, request
-from browserskill.tools.catalog import BY_NAME
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def stdin_commands() -> list[str]:
 
     text = sys.stdin.read(STDIN_MAX_BYTES + 1)
     if len(text) > STDIN_MAX_BYTES:
-        from browserskill.errors import invalid
+        from browserskill.base.errors import invalid
 
         raise invalid("commands", f"more than {STDIN_MAX_BYTES} bytes on stdin")
     return [shlex.join(script_words(number, line, "commands", os.environ))

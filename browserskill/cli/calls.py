@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import sys
 
-from browserskill import contract
+from browserskill.base import contract
+from browserskill.base.catalog import ToolSpec
+from browserskill.base.errors import BskError
 from browserskill.cli.daemon_client import Client
 from browserskill.cli.transport import DaemonLost, DaemonUnreachable, request
-from browserskill.errors import BskError
-from browserskill.tools.catalog import ToolSpec
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:

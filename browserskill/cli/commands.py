@@ -7,15 +7,13 @@ import os
 import sys
 from collections import namedtuple
 
-from browserskill import __version__, contract, paths
-from browserskill.cli.args import (
-    looks_like_option,
-    parse_tool_args,
-)
+from browserskill import __version__
+from browserskill.base import contract, paths
+from browserskill.base.catalog import SESSION_START as _SESSION_START
+from browserskill.base.cli_args import looks_like_option, parse_tool_args
+from browserskill.base.contract import valid_op_id, valid_session_id
+from browserskill.base.errors import BskError, invalid
 from browserskill.cli.transport import DaemonUnreachable
-from browserskill.contract import valid_op_id, valid_session_id
-from browserskill.errors import BskError, invalid
-from browserskill.tools.catalog import SESSION_START as _SESSION_START
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -107,7 +105,7 @@ def cmd_daemon_start(client: Client, args: list[str]) -> Any:
     daemon_args = [a for a in args if a != "--foreground"]
     check_daemon_args(daemon_args)
     if "--foreground" in args:
-        from browserskill.daemon.__main__ import main as daemon_main
+        from browserskill.api.__main__ import main as daemon_main
 
         sys.exit(daemon_main(daemon_args))
     from browserskill.daemon.spawn import reachable
@@ -158,7 +156,7 @@ def check_daemon_args(args: list[str]) -> None:
     """Bad daemon options are the caller's mistake (invalid_params), not a dead browser."""
     import argparse
 
-    from browserskill.daemon.__main__ import parser
+    from browserskill.api.__main__ import parser
 
     class Raising(argparse.ArgumentParser):
         def error(self, message: str) -> None:  # type: ignore[override]
@@ -174,8 +172,8 @@ def check_daemon_args(args: list[str]) -> None:
             checker._add_action(action)
     parsed = checker.parse_args(args)
     if parsed.policy:  # a policy that can't be used: said here, before a daemon is spawned
-        from browserskill.policy import PolicyError, load
-        from browserskill.tools.catalog import tool_names
+        from browserskill.base.catalog import tool_names
+        from browserskill.base.policy import PolicyError, load
 
         try:
             load(parsed.policy, tool_names())
@@ -276,7 +274,7 @@ def cmd_mcp(client: Client, args: list[str]) -> Any:
 
 
 def cmd_install_skill(client: Client, args: list[str]) -> Any:
-    from browserskill.skill import cli_install
+    from browserskill.cli.skill import cli_install
 
     return cli_install(args)
 
@@ -331,7 +329,7 @@ def cmd_policy_show(client: Client, args: list[str]) -> Any:
     return client.call("GET", "/v1/policy")[2]
 
 
-# -- secrets: local to this machine, read by the daemon (browserskill/vault.py) ---------
+# -- secrets: local to this machine, read by the daemon (browserskill/base/vault.py) ---------
 
 
 def cmd_secret_set(client: Client, args: list[str]) -> Any:
@@ -354,7 +352,7 @@ def cmd_secret_set(client: Client, args: list[str]) -> Any:
         raise invalid("arguments", "give one NAME; the value is never given on the command "
                       "line (it is asked for, or read from stdin)",
                       hint="usage: bsk secret set NAME --origin URL [--origin URL…]")
-    from browserskill import vault
+    from browserskill.base import vault
 
     vault.check_name(names[0])
     if not origins:
@@ -378,13 +376,13 @@ def _secret_value(name: str) -> str:
 
 def cmd_secret_list(client: Client, args: list[str]) -> Any:
     _no_args("secret list", args)
-    from browserskill import vault
+    from browserskill.base import vault
 
     return {"secrets": vault.listing()}
 
 
 def cmd_secret_delete(client: Client, args: list[str]) -> Any:
-    from browserskill import vault
+    from browserskill.base import vault
 
     if args == ["--all"]:
         vault.delete_all()
@@ -410,7 +408,7 @@ def _no_args(command: str, args: list[str]) -> None:
 def daemon_options() -> list[tuple[str, str]]:
     """`daemon start`'s options with their help, read from the daemon's own parser (so
     `--help` and docs/cli.md list every one it takes)."""
-    from browserskill.daemon.__main__ import parser
+    from browserskill.api.__main__ import parser
 
     rows = [("--foreground", "run in this terminal instead of in the background")]
     for action in parser()._actions:

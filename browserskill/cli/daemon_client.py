@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from browserskill import contract, paths
+from browserskill.base import contract, paths
+from browserskill.base.errors import BskError
 from browserskill.cli.transport import DaemonUnreachable, request
-from browserskill.errors import BskError
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
     from typing import Any
 
-    from browserskill.cli.args import Globals
+    from browserskill.base.cli_args import Globals
 
 
 class Client:

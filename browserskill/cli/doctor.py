@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from browserskill import paths
-from browserskill.errors import BskError
+from browserskill.base import paths
+from browserskill.base.errors import BskError
 
 
 def run_doctor(client: Any) -> dict[str, Any]:
@@ -47,8 +47,8 @@ def _policy_file_check() -> list[dict[str, Any]]:
     path = os.environ.get("BSK_POLICY")
     if not path:
         return []
-    from browserskill.policy import PolicyError, load
-    from browserskill.tools.catalog import tool_names
+    from browserskill.base.catalog import tool_names
+    from browserskill.base.policy import PolicyError, load
 
     try:
         load(path, tool_names())

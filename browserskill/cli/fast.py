@@ -28,7 +28,8 @@ import _socket
 import posix
 import sys
 
-from browserskill import __version__, http1
+from browserskill import __version__
+from browserskill.base import http1
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import sys
 
-from browserskill.cli import render
-from browserskill.cli.args import Globals, split_globals, tool_params
+from browserskill.base import cli_render as render
+from browserskill.base.catalog import BY_WORDS, HIDDEN_WORDS, TOOLS
+from browserskill.base.cli_args import Globals, split_globals, tool_params
+from browserskill.base.cli_render import outcome
+from browserskill.base.errors import BskError
 from browserskill.cli.calls import interrupted, lost_daemon, tool_call
 from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS, REPORTS_AN_OP
 from browserskill.cli.daemon_client import Client
-from browserskill.cli.render import outcome
 from browserskill.cli.transport import DaemonLost, DaemonUnreachable
-from browserskill.errors import BskError
-from browserskill.tools.catalog import BY_WORDS, HIDDEN_WORDS, TOOLS
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:

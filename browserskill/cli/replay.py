@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 
-from browserskill import contract
-from browserskill.cli.args import script_line, script_steps
+from browserskill.base import contract
+from browserskill.base.cli_args import script_line, script_steps
+from browserskill.base.errors import BskError, invalid
+from browserskill.base.user_files import read_bounded
 from browserskill.cli.calls import tool_call
-from browserskill.errors import BskError, invalid
-from browserskill.user_files import read_bounded
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:

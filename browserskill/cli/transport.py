@@ -9,7 +9,7 @@ from __future__ import annotations
 import _socket  # the C module: `socket` itself costs ~5 ms of enum set-up per call
 import json
 
-from browserskill import http1
+from browserskill.base import http1
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:

@@ -27,6 +27,7 @@ Cancelling a call (KeyboardInterrupt; cancelling the awaiting task) cancels its 
 
 from __future__ import annotations
 
+from browserskill.base.contract import new_op_id
 from browserskill.client.aio import AsyncClient
 from browserskill.client.methods import install_tool_methods
 from browserskill.client.results import (
@@ -38,7 +39,6 @@ from browserskill.client.results import (
     error_class,
 )
 from browserskill.client.sync import Client
-from browserskill.contract import new_op_id
 
 __all__ = [
     "ERRORS",

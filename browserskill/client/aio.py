@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from browserskill.base.contract import CANCEL_GRACE_S, CANCEL_POLL_S, CancelThenWait
 from browserskill.client.core import (
     _Base,
     _check,
@@ -22,11 +23,6 @@ from browserskill.client.http11 import Http11, Lost, Unreachable
 from browserskill.client.results import (
     Result,
     Session,
-)
-from browserskill.contract import (
-    CANCEL_GRACE_S,
-    CANCEL_POLL_S,
-    CancelThenWait,
 )
 
 

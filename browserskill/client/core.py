@@ -9,16 +9,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from browserskill import contract, paths
+from browserskill.base import catalog, contract, paths
+from browserskill.base.contract import DEFAULT_SESSION, CancelThenWait, new_op_id
+from browserskill.base.errors import CODES
 from browserskill.client.results import (
     ERRORS,
     BrowserSkillError,
     ErrorInfo,
     error_from,
 )
-from browserskill.contract import DEFAULT_SESSION, CancelThenWait, new_op_id
-from browserskill.errors import CODES
-from browserskill.tools import catalog
 
 
 @dataclass

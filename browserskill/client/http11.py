@@ -1,7 +1,7 @@
 """A lean HTTP/1.1 client for the daemon: keep-alive connections over its Unix socket (or
 its loopback TCP listener), JSON in and out, nothing else. `Http11` for the asyncio
 client, `BlockingHttp11` (stdlib sockets) for the blocking one: the same rules, the
-framing of browserskill/http1.py that the CLI speaks too.
+framing of browserskill/base/http1.py that the CLI speaks too.
 
 The daemon's answers are small JSON documents with a Content-Length; a general HTTP
 client (httpx) spent ~2 ms of CPU per call on them, several times what the daemon spends
@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from browserskill import http1
+from browserskill.base import http1
 
 MAX_IDLE = 32  # idle connections kept; more concurrent calls open (and close) their own
 MAX_HEAD = 64 * 1024  # an answer's head longer than this is no daemon's

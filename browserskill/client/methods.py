@@ -7,10 +7,10 @@ from collections.abc import Callable
 from keyword import iskeyword
 from typing import Any
 
+from browserskill.base import catalog
 from browserskill.client.aio import AsyncClient
 from browserskill.client.results import Result
 from browserskill.client.sync import Client
-from browserskill.tools import catalog
 
 _P = inspect.Parameter
 _OPTION_PARAMS = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from browserskill.errors import CODES
+from browserskill.base.errors import CODES
 
 # -- results ------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from browserskill.base.contract import CANCEL_GRACE_S, CANCEL_POLL_S, CancelThenWait
 from browserskill.client.core import (
     _Base,
     _check,
@@ -22,11 +23,6 @@ from browserskill.client.results import (
     Result,
     Session,
 )
-from browserskill.contract import (
-    CANCEL_GRACE_S,
-    CANCEL_POLL_S,
-    CancelThenWait,
-)
 
 
 class Client(_Base):
@@ -36,7 +32,7 @@ class Client(_Base):
     def __init__(self, socket: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
         super().__init__(socket, **kwargs)
         # The asyncio client's keep-alive HTTP/1.1 (client/http11.py), blocking: one
-        # framing (browserskill/http1.py) for the CLI and both clients.
+        # framing (browserskill/base/http1.py) for the CLI and both clients.
         self._http = BlockingHttp11(socket=None if self.base_url else str(self.socket),
                                     base_url=self.base_url, headers=self._headers)
 

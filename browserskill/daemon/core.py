@@ -11,17 +11,18 @@ from typing import Any
 
 from starlette.routing import Route
 
-from browserskill import __version__, paths
+from browserskill import __version__
+from browserskill.base import paths
+from browserskill.base.catalog import tool_names
+from browserskill.base.policy import Policy, PolicyError
+from browserskill.base.policy import load as load_policy
 from browserskill.browser import launcher
 from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig, BrowserManager
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.session_store import SessionStore
-from browserskill.dispatch.sessions import SessionManager
-from browserskill.policy import Policy, PolicyError
-from browserskill.policy import load as load_policy
-from browserskill.tools.catalog import tool_names
+from browserskill.session.session_store import SessionStore
+from browserskill.session.sessions import SessionManager
 from browserskill.tools.evidence import RECORDINGS_AFTER_RESTART
 
 # A test names a Python file here (tests/support/faults.py) to reach inside the daemon.

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import contextlib
 
-from browserskill import background
+from browserskill.base import background
+from browserskill.base.contract import CancelReason
+from browserskill.base.errors import BskError
 from browserskill.browser.agent_window import AgentWindow
 from browserskill.browser.backend import SessionView
 from browserskill.browser.extension import ExtensionHub, show_approvals
-from browserskill.contract import CancelReason
 from browserskill.dispatch.dispatcher import Dispatcher
-from browserskill.dispatch.sessions import SessionManager
-from browserskill.errors import BskError
+from browserskill.session.sessions import SessionManager
 
 
 def wire(hub: ExtensionHub, sessions: SessionManager, dispatcher: Dispatcher) -> None:

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from browserskill import paths
+from browserskill.base import paths
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def reachable(sock_path: str | Path) -> bool:
         s.close()
 
 
-DAEMON_COMMAND = (sys.executable, "-m", "browserskill.daemon")
+DAEMON_COMMAND = (sys.executable, "-m", "browserskill.api")
 
 
 def spawn(extra_args: list[str] | None = None, *, wait_s: float = 20.0,

@@ -20,13 +20,13 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from browserskill.errors import BskError
-from browserskill.policy import Verdict
+from browserskill.base.errors import BskError
+from browserskill.base.policy import Verdict
 from browserskill.tools import policy_check
 
 if TYPE_CHECKING:
-    from browserskill.dispatch.operations import Operation
-    from browserskill.dispatch.sessions import Session
+    from browserskill.session.operations import Operation
+    from browserskill.session.sessions import Session
 
 APPROVE, DENY = "approve", "deny"
 

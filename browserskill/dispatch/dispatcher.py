@@ -24,24 +24,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from browserskill import contract
+from browserskill.base import catalog, contract
+from browserskill.base.contract import CancelReason, Dispatched, State, Status
+from browserskill.base.errors import CODES, SHOULD_RETRY, BskError, invalid
 from browserskill.browser.link import CommandTimeout, LinkClosed, LinkError
 from browserskill.browser.manager import BrowserManager
 from browserskill.browser.tab import DialogOpened, TabCrashed, TabGone
-from browserskill.contract import CancelReason, Dispatched, State, Status
 from browserskill.dispatch import approvals, outcome
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.operations import (
-    AWAITING_APPROVAL,
-    CLEANING_UP,
-    DISPATCHED,
-    Operation,
-)
 from browserskill.dispatch.person import PersonInTheLoop
-from browserskill.dispatch.queue import ACQUIRED, TIMED_OUT
-from browserskill.dispatch.sessions import Session, SessionManager
-from browserskill.errors import CODES, SHOULD_RETRY, BskError, invalid
-from browserskill.tools import call_hooks, catalog, handlers
+from browserskill.session.operations import AWAITING_APPROVAL, CLEANING_UP, DISPATCHED, Operation
+from browserskill.session.queue import ACQUIRED, TIMED_OUT
+from browserskill.session.sessions import Session, SessionManager
+from browserskill.tools import call_hooks, handlers
 from browserskill.tools.context import ToolContext
 
 log = logging.getLogger(__name__)

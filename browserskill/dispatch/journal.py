@@ -32,9 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from browserskill import contract, paths
+from browserskill.base import contract, paths
+from browserskill.base.errors import BskError
 from browserskill.dispatch import wal
-from browserskill.dispatch.operations import (
+from browserskill.session.operations import (
     AWAITING_APPROVAL,
     ENDED,
     QUEUED,
@@ -42,8 +43,7 @@ from browserskill.dispatch.operations import (
     iso,
     kept_form,
 )
-from browserskill.dispatch.operations import KEPT_RESULT_MAX_CHARS as KEPT_MAX
-from browserskill.errors import BskError
+from browserskill.session.operations import KEPT_RESULT_MAX_CHARS as KEPT_MAX
 
 log = logging.getLogger(__name__)
 

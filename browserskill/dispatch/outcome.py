@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from browserskill.contract import CancelReason, Dispatched, Status
-from browserskill.errors import CODES, STATUS_FOR_CODE, retry_safe_for
+from browserskill.base.contract import CancelReason, Dispatched, Status
+from browserskill.base.errors import CODES, STATUS_FOR_CODE, retry_safe_for
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,15 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from browserskill.contract import CancelReason
+from browserskill.base import catalog
+from browserskill.base.contract import CancelReason
+from browserskill.base.errors import BskError
 from browserskill.dispatch import approvals
 from browserskill.dispatch.journal import Journal
-from browserskill.dispatch.operations import DISPATCHED, QUEUED, TAKE_OVER, Operation
-from browserskill.dispatch.queue import ACQUIRED, CANCELLED, TIMED_OUT
-from browserskill.dispatch.scope import Once
-from browserskill.dispatch.sessions import Session, SessionManager
-from browserskill.errors import BskError
-from browserskill.tools import catalog
+from browserskill.session.operations import DISPATCHED, QUEUED, TAKE_OVER, Operation
+from browserskill.session.queue import ACQUIRED, CANCELLED, TIMED_OUT
+from browserskill.session.scope import Once
+from browserskill.session.sessions import Session, SessionManager
 from browserskill.tools.help import HelpRequest
 
 TAKE_OVER_MAX_S = 3600.0  # a take-over forgotten in an open dashboard ends after an hour

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.agent_window import AgentWindow, Borrow
-from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
 

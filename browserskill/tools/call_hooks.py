@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from browserskill.dispatch.sessions import Session
-from browserskill.policy import Verdict
+from browserskill.base.catalog import ACTING_TOOLS, BY_NAME, TARGET_PARAMS, ToolSpec
+from browserskill.base.policy import Verdict
+from browserskill.session.sessions import Session
 from browserskill.tools import downloads, effects, locators, policy_check, recording, routes
-from browserskill.tools.catalog import ACTING_TOOLS, BY_NAME, TARGET_PARAMS, ToolSpec
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import Handler
 

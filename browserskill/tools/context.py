@@ -18,20 +18,20 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from browserskill.base import catalog
+from browserskill.base.contract import Dispatched
+from browserskill.base.errors import BskError
 from browserskill.browser.link import CdpError, Command, CommandTimeout, await_reply
 from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
-from browserskill.contract import Dispatched
-from browserskill.dispatch.scope import Compensation
-from browserskill.errors import BskError
-from browserskill.tools import catalog
+from browserskill.session.scope import Compensation
 
 __all__ = ["Compensation", "Step", "ToolContext", "page_busy", "stop_script"]
 
 if TYPE_CHECKING:
+    from browserskill.base.policy import Verdict
     from browserskill.browser.backend import Backend
-    from browserskill.dispatch.operations import Operation
-    from browserskill.dispatch.sessions import Session, SessionManager
-    from browserskill.policy import Verdict
+    from browserskill.session.operations import Operation
+    from browserskill.session.sessions import Session, SessionManager
 
 
 State = TypeVar("State")
@@ -148,7 +148,7 @@ class ToolContext:
     def feature(self, kind: type[State]) -> State:
         """This session's state of a feature, by its class (made on first use):
         `ctx.feature(Pointer)`. A feature keeps its state there, not on `Session`
-        (browserskill/dispatch/features.py)."""
+        (browserskill/session/features.py)."""
         return self.session.features.get(kind)
 
     @property

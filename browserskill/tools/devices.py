@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any
 
-from browserskill.errors import BskError, invalid
+from browserskill.base.errors import BskError, invalid
 
 PLAYWRIGHT_CORE = "1.65.1"  # the version scripts/install.sh installs
 

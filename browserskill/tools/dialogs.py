@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from browserskill.errors import BskError
+from browserskill.base.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
 

@@ -27,8 +27,8 @@ from browserskill.browser.link import CdpError, LinkError
 from browserskill.browser.tab import Tab
 
 if TYPE_CHECKING:
-    from browserskill.dispatch.sessions import Session
-from browserskill.errors import BskError
+    from browserskill.session.sessions import Session
+from browserskill.base.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
 

@@ -7,7 +7,7 @@ isolated world, and notes the tab's counters (navigations, requests, new tabs). 
 once the handler has returned, waits until the page settles — no DOM mutation in any
 frame and no request started or ended for the quiet window — bounded by
 `effects.bound_ms` and the call's own deadline, never past it; then the pure
-`browserskill.effects.summarize` turns what was seen into the report. Watching never
+`browserskill.base.effects.summarize` turns what was seen into the report. Watching never
 changes the call's outcome: a frame that can't be read is listed as unobserved.
 """
 
@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from browserskill import effects as summary
+from browserskill.base import effects as summary
+from browserskill.base.errors import BskError
 from browserskill.browser.link import CdpError, CommandTimeout, LinkError
 from browserskill.browser.tab import DialogOpened, Tab, TabGone
-from browserskill.dispatch.sessions import RefBinding
-from browserskill.errors import BskError
+from browserskill.session.sessions import RefBinding
+from browserskill.tools import webmcp_client as webmcp
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import isolated_world
 from browserskill.tools.registry import Handler
 from browserskill.tools.snapshot import _SCRIPT as SNAPSHOT_SCRIPT
 from browserskill.tools.snapshot import ACTIONABLE, REF_ROLES
-from browserskill.webmcp import client as webmcp
 
 log = logging.getLogger(__name__)
 

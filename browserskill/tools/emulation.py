@@ -18,10 +18,10 @@ import zoneinfo
 from typing import Any
 from urllib.parse import urlsplit
 
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.extension_link import ExtensionOpError
 from browserskill.browser.link import CdpError, LinkError, TargetHandle
 from browserskill.browser.tab import Tab
-from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.devices import device
 from browserskill.tools.registry import implements

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from browserskill.errors import BskError, invalid
-from browserskill.tools import catalog
+from browserskill.base import catalog
+from browserskill.base.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import element_handle, resolve
 from browserskill.tools.registry import implements

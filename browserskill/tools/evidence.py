@@ -1,6 +1,6 @@
 """Evidence of what happened in a tab: pdf, video start|stop, trace start|stop.
 
-A video or a trace is a `Recording` of the session (dispatch/sessions.py): one of each
+A video or a trace is a `Recording` of the session (session/sessions.py): one of each
 kind at a time, on the tab that was current when it started, listed in `session list`,
 and stopped with the session (what it had is saved under $BSK_HOME/recordings/).
 
@@ -39,11 +39,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from browserskill import user_files
+from browserskill.base import user_files
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import CdpError, LinkError
 from browserskill.browser.tab import Tab, TabGone
-from browserskill.dispatch.sessions import Recording, Recordings, Session
-from browserskill.errors import BskError, invalid
+from browserskill.session.sessions import Recording, Recordings, Session
 from browserskill.tools.context import ToolContext
 from browserskill.tools.emulation import page_view
 from browserskill.tools.output_files import check_writable
@@ -96,7 +96,7 @@ async def save_stream(tab: Tab, handle: str, path: Path, timeout: float, *,
     size = 0
     try:
         async with asyncio.timeout(timeout):
-            # Opened, written and closed in workers (browserskill/user_files.py): a slow
+            # Opened, written and closed in workers (browserskill/base/user_files.py): a slow
             # disk holds this call until its deadline, never the event loop.
             out = await user_files.in_worker(user_files.open_for_write, path)
             try:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from browserskill import user_files
+from browserskill.base import user_files
+from browserskill.base.contract import SECRET_MASK
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser import keys
-from browserskill.contract import SECRET_MASK
-from browserskill.errors import BskError, invalid
 from browserskill.tools import secrets
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import Marks, after_input, click_at
@@ -341,7 +341,7 @@ async def upload(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
         if not os.path.isabs(f):
             raise invalid("files", f"{f!r} must be an absolute path (the CLI makes it so)")
         # The browser reads it (streamed, when the page does): only a regular file, as
-        # a FIFO or a device would hang or flood it (browserskill/user_files.py).
+        # a FIFO or a device would hang or flood it (browserskill/base/user_files.py).
         await user_files.in_worker(user_files.check_regular, f, "files")
     target = resolve(ctx, ref)
     kind: Any = await call_on(ctx, target, _FILE_INPUT)

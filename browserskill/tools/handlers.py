@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from browserskill.errors import BskError
+from browserskill.base.catalog import BY_NAME
+from browserskill.base.errors import BskError
 from browserskill.tools import (
     borrow,
     call_hooks,
@@ -39,7 +40,6 @@ from browserskill.tools import (
     tabs,
     webmcp,
 )
-from browserskill.tools.catalog import BY_NAME
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import HANDLERS, Handler, implements
 

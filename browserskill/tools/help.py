@@ -15,8 +15,8 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.tab import Tab
-from browserskill.errors import BskError, invalid
 from browserskill.tools import observe
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements

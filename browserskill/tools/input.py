@@ -12,10 +12,10 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import CdpError, Command
 from browserskill.browser.tab import Tab
-from browserskill.dispatch.sessions import MAX_POPUPS_PER_ACTION
-from browserskill.errors import BskError, invalid
+from browserskill.session.sessions import MAX_POPUPS_PER_ACTION
 from browserskill.tools import downloads
 from browserskill.tools.context import Step, ToolContext
 from browserskill.tools.navigation import wait_for_document

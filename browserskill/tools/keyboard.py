@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from browserskill.base.errors import BskError
 from browserskill.browser import keys
 from browserskill.browser.tab import Tab
-from browserskill.errors import BskError
 from browserskill.tools import secrets
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import Marks, after_input

@@ -22,11 +22,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from browserskill.base.catalog import BY_NAME, TARGET_PARAMS, ToolSpec
+from browserskill.base.errors import BskError
 from browserskill.browser.link import CdpError
-from browserskill.dispatch.sessions import RefBinding
-from browserskill.errors import BskError
+from browserskill.session.sessions import RefBinding
 from browserskill.tools import policy_check
-from browserskill.tools.catalog import BY_NAME, TARGET_PARAMS, ToolSpec
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import isolated_world
 from browserskill.tools.registry import Handler

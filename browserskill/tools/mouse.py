@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from browserskill.errors import BskError, invalid
+from browserskill.base.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import (
     BUTTONS,

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.tab import DialogOpened, Tab
-from browserskill.errors import BskError, invalid
 from browserskill.tools import downloads
 from browserskill.tools.context import ToolContext, stop_script
 from browserskill.tools.emulation import offline

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from browserskill import __version__, user_files, vault
+from browserskill import __version__
+from browserskill.base import user_files, vault
+from browserskill.base.errors import invalid
 from browserskill.browser.buffers import public
 from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
-from browserskill.errors import invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.output_files import check_writable
 from browserskill.tools.registry import implements

@@ -19,9 +19,9 @@ import uuid
 from functools import partial
 from typing import Any
 
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import CdpError, TargetClosed
 from browserskill.browser.tab import Tab
-from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import call_on, isolated_world, resolve
 from browserskill.tools.registry import implements

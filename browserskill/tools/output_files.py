@@ -2,7 +2,7 @@
 
 A path is checked before anything is sent to the browser, so a call that can't write its
 file fails with nothing done (`invalid_params` naming `path`, retry-safe). The writing
-itself goes through browserskill/user_files.py: opened non-blocking in a worker, only a
+itself goes through browserskill/base/user_files.py: opened non-blocking in a worker, only a
 regular file, inside the call's deadline.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from browserskill import user_files
-from browserskill.errors import invalid
+from browserskill.base import user_files
+from browserskill.base.errors import invalid
 
 
 def check_writable(path: Path) -> None:

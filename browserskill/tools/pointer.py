@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from browserskill.base.errors import BskError
 from browserskill.browser.tab import Tab
-from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import Resolved, call_on
 

@@ -1,6 +1,6 @@
 """The person's policy asked about one operation, before anything of it is sent.
 
-What the rules see (browserskill/policy.py): the tool, the target's role and accessible
+What the rules see (browserskill/base/policy.py): the tool, the target's role and accessible
 name from its snapshot ref's binding, and the domain of the URL of the tab the operation
 acts in. The dispatcher asks before dispatch (`before_dispatch`, tools/call_hooks.py); a
 call whose target is a locator is asked again once the locator is bound to its element
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from browserskill.dispatch.sessions import Session
-from browserskill.errors import BskError
-from browserskill.policy import ALLOW, Verdict
+from browserskill.base.errors import BskError
+from browserskill.base.policy import ALLOW, Verdict
+from browserskill.session.sessions import Session
 from browserskill.tools.refs import check_ref, looks_like_ref
 
 # Params that name an element the operation acts on (a ref, or a locator).

@@ -8,7 +8,7 @@ else a CSS path); the in-page recorder lives in a world of its own ("bsk-recorde
 reports through a binding only that world has, so a page script can't forge a line; a
 password field's value is never written: it becomes `${BSK_SECRET_N}`, which replay takes
 from the environment; a stored secret's value becomes `--secret NAME`, which replay
-enters from the vault (browserskill/vault.py).
+enters from the vault (browserskill/base/vault.py).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from browserskill import user_files, vault
+from browserskill.base import user_files, vault
+from browserskill.base.errors import BskError
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab, TabGone
-from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.output_files import check_writable
 from browserskill.tools.registry import implements

@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from browserskill.base.errors import BskError
 from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
-from browserskill.dispatch.sessions import RefBinding, Session
-from browserskill.errors import BskError
+from browserskill.session.sessions import RefBinding, Session
 from browserskill.tools.context import ToolContext
 
 SNAPSHOT_HINT = "take a new snapshot (`bsk snapshot`) and use a ref from it"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from browserskill.tools.catalog import BY_NAME
+from browserskill.base.catalog import BY_NAME
 from browserskill.tools.context import ToolContext
 
 Handler = Callable[[ToolContext, dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]

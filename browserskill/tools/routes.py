@@ -11,9 +11,9 @@ import mimetypes
 from pathlib import Path
 from typing import Any
 
-from browserskill import user_files
+from browserskill.base import user_files
+from browserskill.base.errors import invalid
 from browserskill.browser.routing import Route
-from browserskill.errors import invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
 
@@ -74,7 +74,7 @@ def _route(params: dict[str, Any], file_body: bytes | None) -> Route:
 @implements("route_add")
 async def route_add(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     route = _route(params, None)  # every other rule is checked before the file is read
-    if params["file"]:  # bounded, and off the event loop (browserskill/user_files.py)
+    if params["file"]:  # bounded, and off the event loop (browserskill/base/user_files.py)
         route = _route(params, await user_files.read_file(params["file"], "file",
                                                           MAX_BODY_BYTES))
     table = ctx.session.routes

@@ -7,8 +7,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from browserskill import user_files
-from browserskill.errors import BskError, invalid
+from browserskill.base import user_files
+from browserskill.base.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import restore_hover
 from browserskill.tools.output_files import check_writable

@@ -7,7 +7,7 @@ and a recording writes `${BSK_SECRET_N}` (tools/recording.py). The rule of what 
 password field lives here once (`IS_SECRET_FIELD`, in the page) and so does what a tool
 does with the answer (`settle`).
 
-A stored secret (`--secret NAME`, browserskill/vault.py) goes further: its value is never
+A stored secret (`--secret NAME`, browserskill/base/vault.py) goes further: its value is never
 in the call's params at all, only its name; `wanted` reads it from the vault in the
 daemon and `check_origin` refuses it, before anything is sent, on a frame of an origin it
 is not bound to (docs/safety.md, "Secrets").
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from browserskill import vault
-from browserskill.contract import SECRET_MASK
-from browserskill.errors import invalid
+from browserskill.base import vault
+from browserskill.base.contract import SECRET_MASK
+from browserskill.base.errors import invalid
 from browserskill.tools.context import ToolContext
 
 # A JavaScript function of an element: does it take a secret?

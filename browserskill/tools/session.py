@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from browserskill.dispatch.sessions import Recordings
+from browserskill.session.sessions import Recordings
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
 

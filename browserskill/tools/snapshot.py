@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from browserskill.base.errors import BskError
 from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
-from browserskill.dispatch.sessions import RefBinding, Session
-from browserskill.errors import BskError
+from browserskill.session.sessions import RefBinding, Session
 from browserskill.tools import snapshot_diff
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import restore_hover

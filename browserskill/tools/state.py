@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from browserskill import user_files
+from browserskill.base import user_files
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import CdpError
 from browserskill.browser.storage_state import (
     STORAGE_JS,
@@ -32,7 +33,6 @@ from browserskill.browser.storage_state import (
     read_origins,
     read_state_file,
 )
-from browserskill.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.output_files import check_writable
 from browserskill.tools.refs import isolated_world
@@ -268,7 +268,7 @@ async def _helper_tab(ctx: ToolContext) -> AsyncIterator[Tab]:
 
 async def write_private(path: str, text: str) -> str:
     """Write a file only its owner can read (0600, also when it existed before), off the
-    event loop and only if it is a regular file (browserskill/user_files.py)."""
+    event loop and only if it is a regular file (browserskill/base/user_files.py)."""
     if not os.path.isabs(path):
         raise invalid("path", "must be an absolute path (the CLI makes it absolute)")
     await user_files.write_file(path, text.encode(), private=True)

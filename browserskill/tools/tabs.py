@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from browserskill.base.errors import BskError
 from browserskill.browser.tab import Tab
-from browserskill.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.navigation import check_policy, navigate, normalize_url
 from browserskill.tools.registry import implements

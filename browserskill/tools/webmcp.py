@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from browserskill.base.errors import BskError
 from browserskill.browser.tab import DialogOpened
-from browserskill.errors import BskError
+from browserskill.tools import webmcp_client as client
 from browserskill.tools.context import ToolContext, stop_script
 from browserskill.tools.registry import implements
-from browserskill.webmcp import client
 from browserskill.webmcp.invocation import CRASHED, DETACHED, Outcome
 
 CANCEL_BUDGET_S = 1.5  # inside the dispatcher's 2 s cleanup deadline

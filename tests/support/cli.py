@@ -122,7 +122,7 @@ def daemon_pid(home: Path) -> int | None:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError):
         return None
-    return pid if b"browserskill.daemon" in cmdline else None
+    return pid if b"browserskill.api" in cmdline else None
 
 
 # True while the process exists and is not a zombie waiting for a reaper.

@@ -42,15 +42,15 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import BrowserLink
 from browserskill.browser.manager import BrowserManager
-from browserskill.errors import BskError, invalid
 from browserskill.tools.context import Compensation, ToolContext
 
 if TYPE_CHECKING:
     from browserskill.daemon.core import Daemon
     from browserskill.dispatch.dispatcher import Dispatcher
-    from browserskill.dispatch.operations import Operation
+    from browserskill.session.operations import Operation
 
 # The operation whose task is running (set in its runner task, inherited by its handler),
 # and how the command being sent was asked for.

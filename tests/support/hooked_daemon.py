@@ -1,7 +1,7 @@
 """A test build of the daemon: the real one, with the fault seam installed at start.
 
 Run as a script (`spawn(command=[python, this file])`, see `start_hooked`); the
-production entry point (`python -m browserskill.daemon`) takes no hook from its
+production entry point (`python -m browserskill.api`) takes no hook from its
 environment or arguments (docs/design.md, test hooks).
 """
 
@@ -24,7 +24,7 @@ def start_hooked(runner: Bsk) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: support.*
-    from browserskill.daemon.__main__ import main
+    from browserskill.api.__main__ import main
     from support.faults import install_in_daemon
 
     sys.exit(main(sys.argv[1:], test_hook=install_in_daemon))

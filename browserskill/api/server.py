@@ -14,17 +14,17 @@ import signal
 import socket
 from pathlib import Path
 
-from browserskill import paths
-from browserskill.admission import FILE_LIMIT, UNIX_MAX_UNADMITTED, Admission
 from browserskill.api import listeners
 from browserskill.api.app import build_app
 from browserskill.api.dashboard import Dashboard
 from browserskill.api.tcp_guard import TcpGuard, load_token
+from browserskill.base import paths
+from browserskill.base.admission import FILE_LIMIT, UNIX_MAX_UNADMITTED, Admission
+from browserskill.base.policy import Policy
 from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.core import Daemon, TestHook
-from browserskill.dispatch.sessions import READOPT_TIMEOUT_S, describe_error
-from browserskill.policy import Policy
+from browserskill.session.sessions import READOPT_TIMEOUT_S, describe_error
 
 log = logging.getLogger("browserskill.daemon")
 

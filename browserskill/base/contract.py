@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from enum import StrEnum  # already loaded by the whole CLI (`re` needs it); not by fast.py
 
-from browserskill.errors import CODES, STATUS_FOR_CODE, invalid
+from browserskill.base.errors import CODES, STATUS_FOR_CODE, invalid
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 
-from browserskill.dispatch.operations import Operation
-from browserskill.errors import BskError
+from browserskill.base.errors import BskError
+from browserskill.session.operations import Operation
 
 ACQUIRED, CANCELLED, TIMED_OUT = "acquired", "cancelled", "timed_out"
 

@@ -28,9 +28,9 @@ import time
 from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
-from browserskill import paths
-from browserskill.contract import SECRET_MASK
-from browserskill.errors import BskError, invalid
+from browserskill.base import paths
+from browserskill.base.contract import SECRET_MASK
+from browserskill.base.errors import BskError, invalid
 
 STORE_FILE = "vault.enc"
 KEY_FILE = "vault.key"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 
-from browserskill import contract
-from browserskill.contract import DEFAULT_SESSION, valid_session_id
-from browserskill.errors import invalid
-from browserskill.tools.catalog import Param, ToolSpec
+from browserskill.base import contract
+from browserskill.base.catalog import Param, ToolSpec
+from browserskill.base.contract import DEFAULT_SESSION, valid_session_id
+from browserskill.base.errors import invalid
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ class Globals:
         self.key: str | None = None
         self.help = False
         self.session_given = False  # -s/--session was on the line (not just the default)
-        # Page text wrapped in nonce markers (browserskill/boundaries.py)
+        # Page text wrapped in nonce markers (browserskill/base/boundaries.py)
         self.boundaries = env.get("BSK_BOUNDARIES", "").strip().lower() in (
             "1", "true", "yes", "on")
 
@@ -177,7 +177,7 @@ def script_line(number: int, text: str, field: str = "script",
                 cwd: str | None = None) -> tuple[ToolSpec, dict[str, Any]]:
     """One script line → the tool it names and its params, checked the way `bsk TOOL`
     checks them (`bsk replay`, `bsk batch` and the daemon's batch read lines with this)."""
-    from browserskill.tools.catalog import BY_WORDS
+    from browserskill.base.catalog import BY_WORDS
 
     words = script_words(number, text, field, env)
     spec = next((BY_WORDS[tuple(words[:n])] for n in (2, 1)

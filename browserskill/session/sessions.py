@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from browserskill import background, contract
+from browserskill.base import background, contract
+from browserskill.base.contract import DEFAULT_SESSION
+from browserskill.base.errors import BskError, invalid
+from browserskill.base.policy import Policy, PolicyError
 from browserskill.browser.backend import Backend
 from browserskill.browser.embedded import EmbeddedPlacement
 from browserskill.browser.grid import GridPlacement
@@ -22,12 +25,9 @@ from browserskill.browser.remote import RemotePlacement
 from browserskill.browser.routing import RouteTable
 from browserskill.browser.storage_state import load_state
 from browserskill.browser.tab import Tab, TabGone
-from browserskill.contract import DEFAULT_SESSION
-from browserskill.dispatch.features import FeatureStates
-from browserskill.dispatch.queue import SessionQueue
-from browserskill.dispatch.session_store import SessionStore, StoredSession
-from browserskill.errors import BskError, invalid
-from browserskill.policy import Policy, PolicyError
+from browserskill.session.features import FeatureStates
+from browserskill.session.queue import SessionQueue
+from browserskill.session.session_store import SessionStore, StoredSession
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ class Session:
     # ride on the same interception.
     routes: RouteTable = field(default_factory=RouteTable)
     # The person's policy as it applies to this session: the daemon's, narrowed by the
-    # session's start (browserskill/policy.py); nothing an agent calls changes it. Its
+    # session's start (browserskill/base/policy.py); nothing an agent calls changes it. Its
     # domain and scheme rules are enforced by `routes` (the same Fetch interception).
     policy: Policy = field(default_factory=Policy)
     # What `session start` narrowed (--allow-domain/--block-domain), kept so a daemon
@@ -128,7 +128,7 @@ class Session:
 
     def __post_init__(self) -> None:
         self.queue = SessionQueue(self.id)
-        # Each feature's own state (hover, help, script recording, …): dispatch/features.py
+        # Each feature's own state (hover, help, script recording, …): session/features.py
         self.features = FeatureStates()
         self.routes.policy = self.policy
 

@@ -1,4 +1,4 @@
-"""`python -m browserskill.daemon`: run the daemon in the foreground (the CLI spawns this)."""
+"""`python -m browserskill.api`: run the daemon in the foreground (the CLI spawns this)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from browserskill import paths, vault
+from browserskill.api.server import AlreadyRunning, serve
+from browserskill.base import paths, vault
+from browserskill.base.catalog import tool_names
+from browserskill.base.policy import Policy, PolicyError
+from browserskill.base.policy import load as load_policy
 from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
 from browserskill.browser.manager import BrowserConfig
 from browserskill.daemon.core import TestHook
-from browserskill.daemon.server import AlreadyRunning, serve
-from browserskill.dispatch.sessions import READOPT_TIMEOUT_S
-from browserskill.policy import Policy, PolicyError
-from browserskill.policy import load as load_policy
-from browserskill.tools.catalog import tool_names
+from browserskill.session.sessions import READOPT_TIMEOUT_S
 
 
 def env_float(name: str, default: float) -> float:
@@ -110,7 +110,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _scrub_secrets(record: logging.LogRecord) -> bool:
-    """A log line with every stored secret's value masked (browserskill/vault.py)."""
+    """A log line with every stored secret's value masked (browserskill/base/vault.py)."""
     text = record.getMessage()
     masked = vault.scrub_text(text)
     if masked != text:

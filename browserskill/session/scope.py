@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from browserskill.contract import CancelReason
+from browserskill.base.contract import CancelReason
 
 
 class Once:

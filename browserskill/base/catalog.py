@@ -12,8 +12,8 @@ import json
 import math
 from collections import namedtuple
 
-from browserskill.contract import MAX_TIMEOUT_MS
-from browserskill.errors import BskError, invalid
+from browserskill.base.contract import MAX_TIMEOUT_MS
+from browserskill.base.errors import BskError, invalid
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -261,7 +261,7 @@ LOCATOR_HELP = ('; or a locator: css=SELECTOR, text=TEXT, role=ROLE[name="NAME"]
                 'chained into an iframe with " >> "')
 REF = Param("ref", "string", "element ref from the last snapshot, e.g. e12" + LOCATOR_HELP,
             required=True, positional=True, max_length=TARGET_MAX)
-# A stored secret by name (browserskill/vault.py): the agent names it, never holds it.
+# A stored secret by name (browserskill/base/vault.py): the agent names it, never holds it.
 SECRET = Param("secret", "string", "name of a stored secret to enter instead of TEXT (a "
                "person stores it with the CLI's secret set command); refused on a frame of "
                "another origin", max_length=64)
@@ -943,7 +943,7 @@ TOOLS = TOOLS + NETWORK_TOOLS
 
 # Tools that act on a page report what they were seen to change (`result.effects`,
 # docs/outcomes.md "Effects"), watched until the page settles; --settle sets that window.
-SETTLE_DEFAULT_MS = 100  # browserskill/effects.py QUIET_MS; bounded there too
+SETTLE_DEFAULT_MS = 100  # browserskill/base/effects.py QUIET_MS; bounded there too
 SETTLE = Param("settle", "integer", "quiet ms ending the effects watch; 0 off",
                minimum=0, maximum=30_000)
 ACTING_TOOLS = frozenset({

@@ -15,14 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import CdpError, LinkError
-from browserskill.errors import BskError, invalid
 from browserskill.webmcp.invocation import Invocation, Outcome
 from browserskill.webmcp.tools import Tool, make_ref
 
 if TYPE_CHECKING:
     from browserskill.browser.tab import Tab
-    from browserskill.dispatch.sessions import Session
+    from browserskill.session.sessions import Session
 
 REF = re.compile(r"^(t\d+)/f(\d+)/(.+)$")
 SETTLE_S = 2.0  # how long a list waits for iframe sessions that are still being set up

@@ -28,7 +28,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
-from browserskill.errors import BskError
+from browserskill.base.errors import BskError
 
 T = TypeVar("T")
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from browserskill.errors import BskError, invalid
+from browserskill.base.errors import BskError, invalid
 
 NAME = "browserskill"
 SKILL_FILE = Path(__file__).with_name("SKILL.md")

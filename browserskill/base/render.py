@@ -1,6 +1,6 @@
 """The human text of a result or a failure, shared by the `bsk` CLI and the MCP server.
 
-Neither surface owns it: the CLI prints it (`cli/render.py`), the MCP server sends it
+Neither surface owns it: the CLI prints it (`base/cli_render.py`), the MCP server sends it
 as a tool's text content (`mcp_server.py`). Stdlib only, cheap to import (the CLI
 loads it on every call).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from browserskill.effects import effects_line
-from browserskill.errors import CODES
+from browserskill.base.effects import effects_line
+from browserskill.base.errors import CODES
 
 TYPE_CHECKING = False  # typing costs ms at the CLI's start-up; annotations only
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def result_text(words: Words, answer: dict[str, Any]) -> str:
 
 def with_effects(text: str, body: Any) -> str:
     """An action's text with what it was seen to do (`result.effects`) on its first line,
-    or on a line of its own when that one is long (browserskill/effects.py)."""
+    or on a line of its own when that one is long (browserskill/base/effects.py)."""
     effects = body.get("effects") if isinstance(body, dict) else None
     if not isinstance(effects, dict):
         return text

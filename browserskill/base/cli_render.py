@@ -2,7 +2,7 @@
 
 Results go to stdout; failures go to stderr with the code, what happened, whether
 anything reached the browser, whether a retry is safe, and what to do next. The text
-itself comes from `browserskill/render.py`, which the MCP server shares; the help texts
+itself comes from `browserskill/base/render.py`, which the MCP server shares; the help texts
 are the CLI's own.
 """
 
@@ -12,10 +12,10 @@ import json
 import sys
 from collections.abc import Iterable
 
-from browserskill.contract import refused
-from browserskill.errors import CODES
-from browserskill.errors import exit_code as exit_code_of
-from browserskill.render import RENDERERS, Words, error_text, result_text
+from browserskill.base.contract import refused
+from browserskill.base.errors import CODES
+from browserskill.base.errors import exit_code as exit_code_of
+from browserskill.base.render import RENDERERS, Words, error_text, result_text
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def show(words: Words, answer: dict[str, Any], *, as_json: bool,
     out = out or sys.stdout
     err = err or sys.stderr
     if marked:
-        from browserskill.boundaries import mark
+        from browserskill.base.boundaries import mark
 
         answer = mark(answer)
     if as_json:

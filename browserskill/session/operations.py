@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from browserskill import contract, vault
-from browserskill.contract import CancelReason, Dispatched, State, Status, new_op_id
-from browserskill.dispatch.scope import Once, OperationScope
-from browserskill.errors import CODES, STATUS_FOR_CODE, BskError, retry_safe_for
+from browserskill.base import contract, vault
+from browserskill.base.contract import CancelReason, Dispatched, State, Status, new_op_id
+from browserskill.base.errors import CODES, STATUS_FOR_CODE, BskError, retry_safe_for
+from browserskill.session.scope import Once, OperationScope
 
 QUEUED, AWAITING_APPROVAL, DISPATCHED, CLEANING_UP, ENDED = (
     State.QUEUED, State.AWAITING_APPROVAL, State.DISPATCHED, State.CLEANING_UP, State.ENDED)
@@ -237,7 +237,7 @@ class Operation:
     def complete(self, result: dict[str, Any], retry_safe: bool) -> None:
         self._end(Status.COMPLETED, Dispatched.YES, retry_safe)
         # A stored secret's value is masked in what every surface, the journal and the
-        # dashboard get (browserskill/vault.py): the page may echo it anywhere.
+        # dashboard get (browserskill/base/vault.py): the page may echo it anywhere.
         scrubbed = vault.scrub(result)
         text = json.dumps(scrubbed, ensure_ascii=False)
         self.result = capped_result(scrubbed, text)
