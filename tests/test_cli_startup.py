@@ -27,7 +27,7 @@ from browserskill.cli.main import find_command
 # What a tool call imports beyond the bare interpreter (`python -I -S -c pass`). Adding
 # to this set slows down every agent action: measure it (bench/cli_roundtrip.py) first.
 TOOL_CALL_IMPORTS = {"browserskill", "browserskill.cli", "browserskill.cli.fast",
-                     "browserskill.base.http1", "_socket"}
+                     "browserskill.base", "browserskill.base.http1", "_socket"}
 
 
 def imported(argv: list[str], env: dict[str, str], cwd: Path | None = None,

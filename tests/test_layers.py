@@ -1,4 +1,5 @@
-"""docs/design.md, shape: layers point one way, and no two modules need each other.
+"""docs/design.md, shape: the folders are the layers, the layers point one way, and no
+two modules — nor two folders — need each other.
 
 The package's imports are read with `ast` — every `import`, at module level, inside a
 function (lazy) or under `if TYPE_CHECKING:` (type-only) — so a cycle can't hide behind
@@ -16,35 +17,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "browserskill"
 
-# Top first. A module may import from its own layer and the layers below it, never above.
-# A module is in the layer of its longest listed prefix.
+# Top first: the folders of the package (and the front ends' top-level modules), each
+# layer importing only from its own layer and those below it. The tree is the table.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("surfaces", ("browserskill.__main__", "browserskill.cli", "browserskill.mcp_server",
-                  "browserskill.docgen")),
-    ("daemon", ("browserskill.daemon",)),  # the process: server, entry point
-    ("api and client", ("browserskill.api", "browserskill.client")),
-    # How `bsk` reads a command line and prints an answer: the CLI's, and the daemon's when
-    # it runs a command line for the launcher (browserskill/api/cli_call.py).
-    ("command lines", ("browserskill.base.cli_args", "browserskill.base.cli_render")),
-    # The daemon's parts wired together (the API's handlers reach the dispatcher here).
-    ("wiring", ("browserskill.daemon.core", "browserskill.daemon.extension_wiring")),
-    ("dispatch", ("browserskill.dispatch",)),
-    ("tools", ("browserskill.tools", "browserskill.tools.webmcp_client")),
-    # What tools act on and the dispatcher runs: sessions with their queue and operations,
-    # and each operation's cancel scope.
-    ("session state", ("browserskill.session.sessions", "browserskill.session.queue",
-                       "browserskill.session.features",
-                       "browserskill.session.operations", "browserskill.session.session_store",
-                       "browserskill.session.scope")),
-    ("browser", ("browserskill.browser", "browserskill.webmcp")),
-    # Shared by everyone, importing nothing above: data, paths, text.
-    ("base", ("browserskill.base.errors", "browserskill.base.paths", "browserskill.base.contract",
-              "browserskill.base.admission", "browserskill.base.user_files", "browserskill.base.policy",
-              "browserskill.base.background", "browserskill.base.http1",
-              "browserskill.base.vault", "browserskill.base.boundaries", "browserskill.base.effects",
-              "browserskill.base.render", "browserskill.cli.skill", "browserskill.daemon.spawn")),
+    ("front ends", ("__main__", "cli", "client", "mcp_server", "docgen")),
+    ("api", ("api",)),  # the HTTP API, and the daemon's process that serves it
+    ("daemon", ("daemon",)),  # the daemon's parts wired together; how a front end starts it
+    ("dispatch", ("dispatch",)),  # the dispatcher, the journal, a person in the loop
+    ("tools", ("tools",)),
+    ("session", ("session",)),  # sessions, their queues, operations and cancel scopes
+    ("browser", ("browser",)),
+    ("webmcp", ("webmcp",)),  # WebMCP's I/O-free model, which the browser's tabs keep
+    ("base", ("base",)),  # contract, errors, the catalog (pure data), paths, text
 ]
-
 
 # The one import allowed up the layers: the package's facade (`from browserskill import
 # Client`) loads the client on first use; nothing inside the package goes through it.
@@ -97,16 +82,20 @@ def imports_of(module: str) -> dict[str, int]:
 GRAPH = {module: imports_of(module) for module in MODULES}
 
 
+def folder_of(module: str) -> str:
+    """The folder (or top-level module) of the package that `module` is in."""
+    return module.split(".")[1] if "." in module else module
+
+
 def layer_of(module: str) -> int:
-    best, rank = -1, -1
-    for i, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
-                best, rank = len(prefix), i
     if module == "browserskill":  # `__version__`; its facade is below (FACADE)
         return len(LAYERS) - 1
-    assert rank >= 0, f"{module} is in no layer: add it to LAYERS in {Path(__file__).name}"
-    return rank
+    folder = folder_of(module)
+    for rank, (_, folders) in enumerate(LAYERS):
+        if folder in folders:
+            return rank
+    raise AssertionError(f"{module}: browserskill/{folder} is in no layer: add it to LAYERS "
+                         f"in {Path(__file__).name}")
 
 
 def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
@@ -150,7 +139,8 @@ def test_the_reader_sees_every_kind_of_import() -> None:
     assert "browserskill.browser.link" in GRAPH["browserskill.browser.cdp"]  # module level
     assert "browserskill.client" in GRAPH["browserskill"]  # inside a function
     assert "browserskill.browser.backend" in GRAPH["browserskill.browser.agent_window"]  # type-only
-    assert "browserskill.base.render" in GRAPH["browserskill.base.cli_render"]  # `from pkg import mod`
+    # `from pkg import mod`:
+    assert "browserskill.base.render" in GRAPH["browserskill.base.cli_render"]
     assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
 
 
@@ -177,6 +167,38 @@ def test_layers_point_one_way() -> None:
                              f"({LAYERS[layer_of(module)][0]}) imports {target} "
                              f"({LAYERS[layer_of(target)][0]})")
     assert not wrong, "imports up the layers:\n" + "\n".join(wrong)
+
+
+def folder_graph() -> dict[str, dict[str, str]]:
+    """Folder -> the folders it imports, each with one import that makes the edge."""
+    graph: dict[str, dict[str, str]] = {folder_of(m): {} for m in MODULES if m != "browserskill"}
+    for module, imported in GRAPH.items():
+        for target, line in imported.items():
+            if module == "browserskill" or target == "browserskill" or (
+                    folder_of(module) == folder_of(target)):
+                continue
+            graph[folder_of(module)].setdefault(
+                folder_of(target), f"{MODULES[module].relative_to(ROOT)}:{line} imports {target}")
+    return graph
+
+
+def test_no_cycles_between_folders() -> None:
+    """A folder needs only folders below it (or, among the front ends, one that does not
+    need it back): no two folders import each other, however far round."""
+    graph = folder_graph()
+    found = cycles(graph)
+    described = ["; ".join(f"{f}: {graph[f][g]}" for f in c for g in sorted(graph[f]) if g in c)
+                 for c in found]
+    assert not found, "folders that import each other:\n" + "\n".join(described)
+
+
+def test_every_folder_is_in_one_layer() -> None:
+    listed = [f for _, folders in LAYERS for f in folders]
+    assert len(listed) == len(set(listed))
+    on_disk = {p.stem if p.suffix == ".py" else p.name for p in PACKAGE.iterdir()
+               if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    assert on_disk == set(listed), (f"unlisted: {sorted(on_disk - set(listed))}, "
+                                    f"gone: {sorted(set(listed) - on_disk)}")
 
 
 @pytest.mark.parametrize(("lower", "upper"), [
