@@ -1,1 +1,2 @@
-"""Sessions, their queues, operations and the journal: where every call is ordered and recorded."""
+"""The dispatcher, the journal, outcomes, a person in the loop: where every call is run,
+ended and recorded (the sessions it runs in are in `session/`)."""

@@ -1,1 +1,2 @@
-"""Browser tools: the catalog (pure data) and one implementation per tool."""
+"""Browser tools: one implementation per catalog entry (the catalog, pure data, is
+`base/catalog.py`)."""
