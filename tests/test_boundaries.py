@@ -37,3 +37,22 @@ def test_a_dialogs_message_and_a_title_are_marked_once() -> None:
                                                  "dialog": {"message": FAKE_END}}), "n2")
     assert marked["result"]["title"] == boundaries.wrap(FAKE_END, "n2")  # not twice
     assert marked["result"]["dialog"]["message"] == boundaries.wrap(FAKE_END, "n2")
+
+
+def test_a_long_name_or_url_is_cut_inside_its_markers() -> None:
+    """The one-line effects text shortens what the page wrote; marked, it is cut within
+    its markers — never a start marker left open, or only the nonce shown."""
+    from browserskill.base.effects import effects_line
+
+    long_name, long_url = "Action " * 20, "http://x/" + "a" * 100
+    effects = {"dom": {"appeared": [{"role": "button", "name": long_name, "ref": "e3"}]},
+               "requests": [{"method": "GET", "url": long_url, "status": 200}],
+               "none": False, "settled": True}
+    marked = boundaries.mark(answer("click", {"effects": effects}), nonce="n3")
+    line = effects_line(marked["result"]["effects"])
+    assert line.count("<<<page-content nonce=n3>>>") == 2
+    assert line.count("<<<end page-content nonce=n3>>>") == 2
+    assert boundaries.wrap('"' + long_name[:40] + '…"', "n3") in line
+    assert boundaries.wrap("/" + "a" * 59 + "…", "n3") in line
+    plain = effects_line(effects)  # unmarked, as before
+    assert f'button "{long_name[:40]}…" e3' in plain and "<<<" not in plain

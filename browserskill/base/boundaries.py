@@ -18,7 +18,10 @@ the values a tool works with are unchanged. Stdlib only (the CLI renders with it
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 # Per tool: the result fields the page wrote. "a[].b": field b of every item of list a.
 # A field holding an object or list has each of its strings marked.
@@ -55,6 +58,22 @@ def new_nonce() -> str:
 def wrap(text: str, nonce: str) -> str:
     return (f"<<<page-content nonce={nonce}>>>\n{text}\n"
             f"<<<end page-content nonce={nonce}>>>")
+
+
+_START, _END = "<<<page-content nonce=", "<<<end page-content nonce="
+
+
+def reshaped(text: str, shape: Callable[[str], str]) -> str:
+    """`shape` (a clip, a quote) applied to what the page wrote, inside its markers: a
+    marked string cut as a whole would lose its end marker and show only the nonce."""
+    if not text.startswith(_START):
+        return shape(text)
+    head, sep, rest = text.partition(">>>\n")
+    nonce = head[len(_START):]
+    end = f"\n{_END}{nonce}>>>"
+    if not sep or not rest.endswith(end):
+        return shape(text)
+    return wrap(shape(rest[:-len(end)]), nonce)
 
 
 def _wrap_all(value: Any, nonce: str) -> Any:

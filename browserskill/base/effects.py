@@ -15,6 +15,8 @@ Pure and stdlib only: the I/O half is browserskill/tools/effects.py; render.py u
 
 from __future__ import annotations
 
+from browserskill.base.boundaries import reshaped
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -216,8 +218,10 @@ def _request(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _quote(text: str, limit: int = 60) -> str:
-    text = text if len(text) <= limit else text[:limit] + "…"
-    return '"' + text.replace('"', "'") + '"'
+    def shape(text: str) -> str:
+        text = text if len(text) <= limit else text[:limit] + "…"
+        return '"' + text.replace('"', "'") + '"'
+    return reshaped(text, shape)
 
 
 def _element(e: dict[str, Any]) -> str:
@@ -231,10 +235,12 @@ def _element(e: dict[str, Any]) -> str:
 
 def _path(url: str) -> str:
     """A request's URL as a person reads it in a line: path and query, no origin."""
-    rest = url.split("://", 1)[-1]
-    slash = rest.find("/")
-    path = rest[slash:] if slash >= 0 else "/"
-    return path if len(path) <= 60 else path[:60] + "…"
+    def shape(url: str) -> str:
+        rest = url.split("://", 1)[-1]
+        slash = rest.find("/")
+        path = rest[slash:] if slash >= 0 else "/"
+        return path if len(path) <= 60 else path[:60] + "…"
+    return reshaped(url, shape)
 
 
 def effects_line(effects: dict[str, Any]) -> str:
