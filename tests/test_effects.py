@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from support.cli import Bsk
+from support.cli import Bsk, kill_daemon_hard
 from support.pages import ref_of
 
 
@@ -236,3 +236,18 @@ def test_a_menu_shown_by_a_class_word_appeared(bsk: Bsk, site: str) -> None:
     assert set(items) == {"Action", "Another action", "Something else here"}, effects
     bsk.ok("click", items["Another action"])
     assert bsk("eval", "window.chosen").value == "Another action"
+
+
+def test_refs_a_page_holds_are_not_given_again_after_a_daemon_restart(
+        bsk: Bsk, site: str) -> None:
+    """A daemon killed and restarted counts refs from 1 again, but the page keeps the
+    refs it gave: the modal that appears must not take the button's `e1` (it did, and
+    `e1` then named the modal)."""
+    bsk.ok("open", f"{site}/conformance/bootstrap-modal.html")
+    launch = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Launch demo modal")
+    kill_daemon_hard(bsk.home)
+    again = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Launch demo modal")
+    assert again == launch  # the same document: its refs stay
+    appeared = bsk.ok("click", launch)["result"]["effects"]["dom"]["appeared"]
+    assert launch not in {e.get("ref") for e in appeared}, appeared
+    assert "Launch demo modal" in bsk.ok("html", launch)["result"]["html"]

@@ -524,7 +524,9 @@
   function refFor(el) {
     let ref = bsk.byEl.get(el);
     if (ref && bsk.refs.get(ref) === el) return ref;
-    ref = prefix + "e" + (next++);
+    // A number this document already gave another element is never given again: after
+    // a daemon restart the daemon counts from 1, but the page still holds its refs.
+    do ref = prefix + "e" + (next++); while (bsk.refs.has(ref));
     bsk.refs.set(ref, el);
     bsk.byEl.set(el, ref);
     return ref;
