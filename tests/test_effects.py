@@ -251,3 +251,15 @@ def test_refs_a_page_holds_are_not_given_again_after_a_daemon_restart(
     appeared = bsk.ok("click", launch)["result"]["effects"]["dom"]["appeared"]
     assert launch not in {e.get("ref") for e in appeared}, appeared
     assert "Launch demo modal" in bsk.ok("html", launch)["result"]["html"]
+
+
+def test_escape_on_a_focused_modal_that_closes_it_is_an_effect(bsk: Bsk, site: str) -> None:
+    """Bootstrap's modal takes focus and closes on Escape: the key's target is the modal,
+    not a field typed into, so its closing is reported, not taken as the key's echo."""
+    bsk.ok("open", f"{site}/conformance/bootstrap-modal.html")
+    launch = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Launch demo modal")
+    bsk.ok("click", launch)
+    effects = bsk.ok("press", "Escape")["result"]["effects"]
+    assert effects["none"] is False, effects
+    assert ("dialog", "Modal title") in {(e["role"], e.get("name"))
+                                         for e in effects["dom"].get("gone", [])}, effects

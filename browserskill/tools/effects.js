@@ -105,7 +105,11 @@
       }
     }
     observer.takeRecords();  // what came before the window is not its doing
-    st = {t0: now(), last: 0, raw: 0, target, editing: !!opts.editing,
+    // Only an editable target's own changes are the input's doing: a key pressed on a
+    // focused modal (Escape) that closes it is an effect.
+    const editable = target && (["input", "textarea", "select"].includes(target.localName) ||
+                                target.isContentEditable);
+    st = {t0: now(), last: 0, raw: 0, target, editing: !!opts.editing && !!editable,
           added: new Set(), removed: new Set(), attrs: new Map(), texts: new Map(),
           scrolled: new Set(), overflow: false, states, shownBefore, focus: deepActive(),
           scroll: [scrollX, scrollY]};
