@@ -335,7 +335,8 @@ TOOLS: tuple[ToolSpec, ...] = (
          Param("tree", "boolean", "also return the structured tree (the CLI's --json sets it)",
                default=False),
          Param("diff", "boolean", "only what changed since this session's last snapshot of "
-               "the same document (added, removed and changed lines with their ancestors; "
+               "the same document taken the same way (-i or whole) (added, removed and "
+               "changed lines with their ancestors; "
                "refs of unchanged elements stay valid), or `no changes`; a new document "
                "gives the full snapshot, saying so", default=False)),
         example="bsk snapshot --interactive",

@@ -72,7 +72,8 @@ class Diff:
 
     def text(self) -> str:
         if self.empty:
-            return f"no changes ({self.unchanged} lines as in the last snapshot)"
+            lines = "line" if self.unchanged == 1 else "lines"
+            return f"no changes ({self.unchanged} {lines} as in the last snapshot)"
         head = (f"# since the last snapshot: {self.added} added, {self.removed} removed, "
                 f"{self.changed} changed; {self.unchanged} unchanged lines not shown "
                 "(their refs still act)")
