@@ -263,3 +263,17 @@ def test_escape_on_a_focused_modal_that_closes_it_is_an_effect(bsk: Bsk, site: s
     assert effects["none"] is False, effects
     assert ("dialog", "Modal title") in {(e["role"], e.get("name"))
                                          for e in effects["dom"].get("gone", [])}, effects
+
+
+def test_a_web_components_dialog_opening_and_closing_is_named(bsk: Bsk, site: str) -> None:
+    """Shoelace's `<sl-dialog>` opens by its `open` attribute; its dialog role lives in
+    its shadow root, and is named there: appeared, then gone."""
+    bsk.ok("open", f"{site}/conformance/shoelace-dialog.html")
+    snap = bsk.ok("snapshot")["result"]["snapshot"]
+    opened = bsk.ok("click", ref_of(snap, "button", "Open Dialog"))["result"]["effects"]
+    assert ("dialog", "Dialog") in {(e["role"], e.get("name"))
+                                    for e in opened["dom"].get("appeared", [])}, opened
+    done = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Done")
+    closed = bsk.ok("click", done)["result"]["effects"]
+    assert ("dialog", "Dialog") in {(e["role"], e.get("name"))
+                                    for e in closed["dom"].get("gone", [])}, closed

@@ -126,7 +126,11 @@
     }
     return out;
   }
-  const shown = (el) => el.isConnected && el.checkVisibility && el.checkVisibility();
+  // A box-less element (`display: contents`, as web components' hosts often are:
+  // Shoelace's dialog) is shown when something it holds is.
+  const shown = (el) => el.isConnected && !!el.checkVisibility && (el.checkVisibility() ||
+    (getComputedStyle(el).display === "contents" &&
+     [...(el.shadowRoot || el).children].some(shown)));
   function visibleText(n) {
     if (n.nodeType === 3) {
       const parent = n.parentElement;
@@ -166,7 +170,11 @@
         attributes++;
         // Shown or hidden by an attribute (hidden, open, style, class, aria-hidden).
         if (["hidden", "open", "style", "class", "aria-hidden"].includes(name)) {
-          (shown(el) ? shownNow : hiddenNow).push([el, name, old]);
+          // `open` and `hidden` say it themselves: a closing dialog that animates out
+          // (Shoelace's) is still drawn when the watch ends, yet closed.
+          const showing = name === "open" ? el.hasAttribute("open")
+            : name === "hidden" ? !el.hasAttribute("hidden") : shown(el);
+          (showing ? shownNow : hiddenNow).push([el, name, old]);
         }
       }
     }
@@ -183,7 +191,11 @@
     const pick = (root, into, visible) => {
       if (root.nodeType !== 1 || into.length >= MAX_NAMED) return;
       if (!visible || shown(root)) into.push(root);
-      for (const el of root.querySelectorAll("*")) {
+      // A web component's dialog or controls live in its shadow root (Shoelace's
+      // `<sl-dialog open>`): looked for there too.
+      const inside = [...root.querySelectorAll("*")];
+      if (root.shadowRoot) inside.unshift(...root.shadowRoot.querySelectorAll("*"));
+      for (const el of inside) {
         if (into.length >= MAX_NAMED) break;
         if (el.hasAttribute("role") || /^(a|button|input|select|textarea|h[1-6]|img|dialog|summary|option|li|label)$/.test(el.localName)) {
           if (!visible || shown(el)) into.push(el);
