@@ -104,6 +104,15 @@ def test_django_admin_names_context_and_options(bsk: Bsk, site: str) -> None:
     assert re.search(r'- link "Choose a Time" \[guessed name\] \[url=#\] \[ref=', text), text
 
 
+def test_a_real_virtualized_grid_says_how_many_rows_it_has(bsk: Bsk, site: str) -> None:
+    """ag-grid renders ~19 of its 301 rows and serves its cells' clicks from the grid
+    (a delegating container): its line keeps the count an agent scrolls by."""
+    bsk.ok("open", f"{site}/conformance/ag-grid.html")
+    bsk.ok("wait", "--text", "Make")
+    text = snap(bsk)
+    assert re.search(r"- grid \[rows 1-\d+ of 301 rendered\]", text), text
+
+
 def test_virtualized_rows_are_counted_and_shadow_roots_read(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/snap_virtual.html")
     text = snap(bsk, "-i")

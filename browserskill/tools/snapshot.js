@@ -735,7 +735,10 @@
         bsk.refs.delete(ref); bsk.byEl.delete(el);
       }
       if (shown) {
-        out.push([role, nameOf(el, role), null, [], REF_ROLES.has(role) ? ref : null, kids]);
+        // With its states: a virtualized grid serving its cells' clicks still says how
+        // many rows it has (ag-grid's).
+        out.push([role, nameOf(el, role), null, states(el, role), REF_ROLES.has(role) ? ref : null,
+                  kids]);
       } else {
         out.joinable = false;
         out.push(...(iconRow(kids) ? [["group", "", null, [], null, kids]] : kids));
