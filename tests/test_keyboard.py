@@ -89,7 +89,9 @@ def test_bad_keys_are_invalid_params(page: tuple[Bsk, str]) -> None:
 
 def test_cancel_mid_typing_releases_the_held_key(page: tuple[Bsk, str]) -> None:
     bsk, _ = page
-    r = bsk("--timeout", "1.5", "type", "x" * 10_000)  # ends mid-way, even on a busy machine
+    # 10,000 keys take far longer than 4 s; 4 s leaves a loaded machine time to send the
+    # first ones (at 1.5 s CI once ended before any was sent: an honest `cancelled`).
+    r = bsk("--timeout", "4", "type", "x" * 10_000)
     answer = r.json
     assert answer["status"] == "outcome_unknown", answer  # some keys reached the page
     details = answer["error"]["details"]
