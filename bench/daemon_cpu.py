@@ -17,6 +17,7 @@ import asyncio
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -55,7 +56,7 @@ def one(tree: str, sessions: int, calls: int, profile: str | None) -> tuple[floa
     sock = os.path.join(home, "bsk.sock")
     try:
         deadline = time.monotonic() + 60
-        while not os.path.exists(sock):
+        while not _answers(sock):  # the socket file exists a moment before it listens
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise RuntimeError(f"the daemon from {tree} did not start (see {home})")
             time.sleep(0.05)
@@ -70,6 +71,17 @@ def one(tree: str, sessions: int, calls: int, profile: str | None) -> tuple[floa
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def _answers(sock: str) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(sock)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
 
 
 def main() -> int:

@@ -10,12 +10,16 @@ _LAZY = ("Client", "AsyncClient", "BrowserSkillError", "Result")
 
 
 def __getattr__(name: str) -> object:
-    if name in _LAZY:
+    # The client's exception classes too (one per error code: SessionBusyError, …).
+    if name in _LAZY or name.endswith("Error"):
         from browserskill import client
 
-        return getattr(client, name)
+        if name in client.__all__:
+            return getattr(client, name)
     raise AttributeError(f"module 'browserskill' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    from browserskill import client
+
+    return sorted({*globals(), *_LAZY, *(n for n in client.__all__ if n.endswith("Error"))})

@@ -57,6 +57,8 @@ def _param_rows(spec: Any) -> list[str]:
             notes.append(f"default `{p.default}`")
         if p.bare is not None:
             notes.append(f"on the CLI may stand alone: `{p.bare}`")
+        if p.stdin:
+            notes.append("on the CLI `-` reads it from stdin")
         if p.minimum is not None or p.maximum is not None:
             lo = "" if p.minimum is None else f"{p.minimum:g} ≤ "
             hi = "" if p.maximum is None else f" ≤ {p.maximum:g}"
@@ -69,6 +71,7 @@ def _param_rows(spec: Any) -> list[str]:
 
 def cli_markdown() -> str:
     from browserskill.base import cli_render as render
+    from browserskill.base import controls
     from browserskill.base.catalog import TOOLS
     from browserskill.cli.commands import CONTROL
 
@@ -96,6 +99,9 @@ def cli_markdown() -> str:
     out += ["## Sessions, daemon, operations", ""]
     for c in CONTROL:
         out += [f"### `bsk {c.usage}`", "", _cell(c.summary), ""]
+        control = controls.BY_WORDS.get(c.words)
+        if control is not None:
+            out += [f"HTTP: `{control.method} {control.path}`.", ""]
         if c.options is not None:
             out += ["| option | meaning |", "|---|---|"]
             out += [f"| `{name}` | {_cell(text)} |" for name, text in c.options()]
@@ -174,6 +180,18 @@ def _listener_limits() -> list[str]:
             "listener never delays the owner's calls on it.", ""]
 
 
+def _control_surfaces(name: str) -> list[str]:
+    """Where else a control call is (base/controls.py): its command, its client method."""
+    from browserskill.base import controls
+
+    c = controls.BY_NAME.get(name)
+    if c is None:
+        return []
+    if c.tool is not None:
+        return [f"The HTTP form of the tool `{c.tool}`: CLI and client as that tool's.", ""]
+    return [f"CLI: `bsk {c.cli.usage}`. Clients: `{c.client.name}()`.", ""]
+
+
 def http_markdown() -> str:
     from browserskill.api.openapi import document
 
@@ -202,7 +220,9 @@ def http_markdown() -> str:
            "header).", "",
            "Every error body is `{\"error\": {code, message, hint, details}}`, plus the op "
            "fields when an operation exists. Every non-2xx answer carries `X-Should-Retry`: "
-           f"`true` (with `Retry-After`) only for {retry_codes}.",
+           f"`true` (with `Retry-After`) only for {retry_codes}. A path the API does not "
+           "have (a tool name no tool has among them) answers 404 `path_not_found`; a path "
+           "it has, with a method it does not, 405 `method_not_allowed` with `Allow`.",
            "", *_error_table(), "", "### Result", ""]
     schemas = doc.get("components", {}).get("schemas", {})
     if "Result" in schemas:
@@ -216,6 +236,7 @@ def http_markdown() -> str:
     for path, methods in other_paths.items():
         for method, op in methods.items():
             out += [f"### `{method.upper()} {path}`", "", _cell(op.get("summary", "")), ""]
+            out += _control_surfaces(op.get("operationId", ""))
             params = [p for p in op.get("parameters", []) if p.get("in") != "path"]
             if params:
                 out += ["Parameters: " + ", ".join(f"`{p['name']}` ({p['in']})"

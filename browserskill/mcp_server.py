@@ -15,6 +15,9 @@
   back as an image.
 - A client's `notifications/cancelled` cancels the operation (each call names its
   operation with `X-Op-Id`; the cancel is `POST /v1/ops/{id}/cancel`).
+- A line on stdin that is no JSON-RPC message is answered as JSON-RPC 2.0 says (-32700
+  Parse error, or -32600 Invalid Request for JSON of another shape; id null), and the
+  connection goes on (`_AnswersBadLines`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from browserskill import __version__
 from browserskill.base import boundaries, catalog, contract, render, user_files
@@ -107,7 +111,8 @@ More tools: bsk mcp --caps GROUP,… (network, evidence, emulation, state, human
 downloads, or all)."""
 
 
-_CLI_COMMAND = re.compile(r"`bsk ([a-z -]+?)((?: --[a-z-]+(?: [^`\s-][^`\s]*)?)*)`")
+_CLI_COMMAND = re.compile(
+    r"`bsk ([a-z -]+?)((?: (?:\[?[A-Z]+\]?|'[^'`]*'))*)((?: --[a-z-]+(?: [^`\s-][^`\s]*)?)*)`")
 _CLI_FLAG = re.compile(r"--(no-)?([a-z][a-z-]*)((?: [a-z]+)?)")
 _CHOICES = {p.name: p.choices for t in catalog.TOOLS for p in t.params if p.choices}
 
@@ -119,9 +124,14 @@ def mcp_text(text: str) -> str:
         spec = catalog.BY_WORDS.get(tuple(m.group(1).split()))
         if spec is None:
             return m.group(0)
-        args = [f'{a.group(1).replace("-", "_")}="{a.group(2)}"' if a.group(2)
-                else a.group(1).replace("-", "_")
-                for a in re.finditer(r"--([a-z-]+)(?: (\S+))?", m.group(2))]
+        positional = [p.name for p in spec.params if p.positional]
+        words = re.findall(r"'[^']*'|\S+", m.group(2))
+        args = [f'{name}="{word[1:-1]}"' if word.startswith("'")
+                else f"{name}={word.strip('[]')}" + (" (optional)" if word[0] == "[" else "")
+                for name, word in zip(positional, words, strict=False)]
+        args += [f'{a.group(1).replace("-", "_")}="{a.group(2)}"' if a.group(2)
+                 else a.group(1).replace("-", "_")
+                 for a in re.finditer(r"--([a-z-]+)(?: (\S+))?", m.group(3))]
         return f"`{spec.name}`" + (f" with {', '.join(args)}" if args else "")
 
     def flag(m: re.Match[str]) -> str:
@@ -136,7 +146,10 @@ def mcp_text(text: str) -> str:
 
     text = text.replace("--timeout (1-120 s, default 60)",
                         "timeout_ms (1000-120000, default 60000)")
-    return _CLI_FLAG.sub(flag, _CLI_COMMAND.sub(command, text))
+    # A command that is no tool (`bsk mcp --caps …`) is for the CLI: left whole.
+    return "".join(
+        part if part.startswith("`bsk ") else _CLI_FLAG.sub(flag, part)
+        for part in re.split(r"(`bsk [^`]*`)", _CLI_COMMAND.sub(command, text)))
 
 
 def _param_schema(p: catalog.Param) -> dict[str, Any]:
@@ -185,7 +198,19 @@ def answer_of(e: BrowserSkillError, session_id: str | None, tool: str) -> dict[s
                             status=e.status, dispatched=e.dispatched, retry_safe=e.retry_safe)
 
 
+def _in_mcp_terms(answer: dict[str, Any]) -> dict[str, Any]:
+    """bsk's own advice in an answer (a hint, a note) names CLI commands and flags: over
+    MCP, the tools and parameters it means. Page text is never rewritten."""
+    error, result = answer.get("error"), answer.get("result")
+    if isinstance(error, dict) and error.get("hint"):
+        answer = {**answer, "error": {**error, "hint": mcp_text(error["hint"])}}
+    if isinstance(result, dict) and isinstance(result.get("note"), str):
+        answer = {**answer, "result": {**result, "note": mcp_text(result["note"])}}
+    return answer
+
+
 def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any]) -> types.CallToolResult:
+    answer = _in_mcp_terms(answer)
     error = answer.get("error")
     failed = isinstance(error, dict) and bool(error) and error.get("code") != "page_error"
     if failed:
@@ -305,6 +330,61 @@ class Bridge:
                 log.warning("could not stop session %s: %s", self.session_id, e)
 
 
+class _AnswersBadLines:
+    """The stdio transport's messages, with what it could not read answered on the spot.
+
+    The SDK passes a line that is no JSON-RPC message on as an exception, which its
+    server only logs: the client would wait for an answer that never comes. Here it gets
+    the error JSON-RPC 2.0 names for it, with id null (the request's id is unknowable),
+    and the next line is read as usual."""
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self.inner = inner
+        self.write_stream = write_stream
+
+    @property
+    def last_context(self) -> Any:  # the sender's context, as the SDK's streams carry it
+        return getattr(self.inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self.inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self.write_stream.send(SessionMessage(_bad_line_error(item)))
+
+    def __aiter__(self) -> _AnswersBadLines:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> _AnswersBadLines:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _bad_line_error(exc: Exception) -> types.JSONRPCError:
+    """-32700 for a line that is not JSON; -32600 for JSON that is no JSON-RPC message."""
+    errors = getattr(exc, "errors", None)
+    kinds = {e.get("type") for e in errors()} if callable(errors) else {"json_invalid"}
+    if "json_invalid" in kinds:
+        error = types.ErrorData(code=types.PARSE_ERROR, message="Parse error: the line is "
+                                "not JSON (one JSON-RPC message a line)")
+    else:
+        error = types.ErrorData(code=types.INVALID_REQUEST, message="Invalid Request: not a "
+                                "JSON-RPC 2.0 message")
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=error)
+
+
 def build_server(bridge: Bridge) -> Server[Any]:
     listed = types.ListToolsResult(tools=tool_definitions(bridge.caps))
 
@@ -334,7 +414,7 @@ async def serve(session: str | None = None, isolated: bool = False,
         server = build_server(bridge)
         try:
             async with stdio_server() as (read_stream, write_stream):
-                await server.run(read_stream, write_stream,
+                await server.run(_AnswersBadLines(read_stream, write_stream), write_stream,
                                  server.create_initialization_options())
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_TIMEOUT_S + 5):

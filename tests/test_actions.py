@@ -236,6 +236,24 @@ def test_eval_has_its_own_scope(bsk: Bsk, site: str) -> None:
     assert bsk("eval", "let d = 1", as_json=False).stdout.strip() == "undefined"
 
 
+def test_eval_says_why_its_value_did_not_come_back(bsk: Bsk, site: str) -> None:
+    """A value JSON can't hold (`window`, a cycle) and a page that navigates while the
+    script awaits: each named, with a hint, and the script ran (dispatched yes)."""
+    bsk.ok("open", f"{site}/other.html")
+    for code in ("window", "const o = {}; o.o = o; o"):
+        r = bsk("eval", code)
+        assert r.code != 0, r.stdout
+        error = r.json["error"]
+        assert "can't be returned as JSON" in error["message"], error
+        assert "JSON.stringify" in error["hint"] and r.json["dispatched"] == "yes", r.json
+    r = bsk("eval", f"setTimeout(() => location.href = '{site}/counter.html', 50); "
+                    "await new Promise(r => setTimeout(r, 5000)); 1")
+    error = r.json["error"]
+    assert "navigated away" in error["message"] and error["hint"], r.json
+    assert r.json["dispatched"] == "yes", r.json
+    assert bsk.ok("eval", "location.pathname")["result"]["value"] == "/counter.html"
+
+
 def test_eval_on_an_element_and_in_a_frame(bsk: Bsk, site: str, cross_site: str) -> None:
     bsk.ok("open", f"{site}/act_frame.html")
     snap = bsk.ok("snapshot")["result"]["snapshot"]

@@ -60,6 +60,30 @@ def test_eval_results_and_page_errors(bsk: Bsk, site: str) -> None:
     assert answer["error"]["code"] == "page_error"
 
 
+def test_a_syntax_error_is_told_in_the_callers_own_code(bsk: Bsk, site: str) -> None:
+    """The code runs inside a wrapper (its own scope; with --ref, a function of the
+    element): a syntax error names what is wrong in the caller's text and where in it,
+    never the wrapper's `}` or a column shifted by the wrapper."""
+    bsk.ok("open", f"{site}/counter.html")
+
+    def thrown(*args: str) -> tuple[str, int, int]:
+        r = bsk("eval", *args).json["result"]
+        return r["exception"], r["line"], r["column"]
+
+    assert thrown("(") == ("SyntaxError: Unexpected end of input", 0, 1)
+    assert thrown("const a = 1;\nfoo(a,") == ("SyntaxError: Unexpected end of input", 1, 6)
+    assert thrown("let x = ;") == ("SyntaxError: Unexpected token ';'", 0, 8)
+    assert thrown("1;\n  let y = ;") == ("SyntaxError: Unexpected token ';'", 1, 10)
+    text = bsk("eval", "(", as_json=False)
+    assert "Unexpected end of input" in text.stdout + text.stderr and "'}'" not in text.stderr
+    button = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Add one")
+    assert thrown("--ref", button, "el => el +* 2") == (
+        "SyntaxError: Unexpected token '*'", 0, 10)
+    assert thrown("--ref", button, "el => f(el")[0] == "SyntaxError: Unexpected end of input"
+    # Thrown while running: as the page said it, with its stack.
+    assert "in JSON" in thrown("JSON.parse('{')")[0]
+
+
 def test_navigation_history_and_stale_refs(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/counter.html")
     link = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "link", "Other page")
@@ -104,7 +128,8 @@ def test_tabs_are_the_sessions_own(bsk: Bsk, shared_bsk: Bsk, site: str) -> None
     try:
         assert [t["tab_id"] for t in other.ok("tab", "list")["result"]["tabs"]] == ["t1"]
         foreign = other("tab", "close", "t2")  # t2 is the first session's tab, not this one's
-        assert foreign.code == 2 and foreign.json["error"]["code"] == "invalid_params"
+        assert foreign.code == 3 and foreign.json["error"]["code"] == "tab_not_found"
+        assert foreign.json["error"]["details"]["tabs"] == ["t1"]  # its own, listed
     finally:
         other("session", "stop")
     assert len(bsk.ok("tab", "list")["result"]["tabs"]) == 2

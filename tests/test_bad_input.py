@@ -366,11 +366,14 @@ def test_http_body_not_a_json_object(api: httpx.Client, agent: Bsk, raw: bytes,
     assert_http_error(r, "invalid_params", field="body")
 
 
-@pytest.mark.parametrize("tool", ["no_such_tool", "session_stop"])
-def test_http_unknown_tool(api: httpx.Client, agent: Bsk, tool: str) -> None:
-    error = assert_http_error(api.post(tool_path(agent.session, tool), json={}),
+def test_http_unknown_tool(api: httpx.Client, agent: Bsk) -> None:
+    """No such tool is no such path; session_stop's path exists in another form."""
+    error = assert_http_error(api.post(tool_path(agent.session, "no_such_tool"), json={}),
+                              "path_not_found")
+    assert "no_such_tool" in error["message"] and error["details"] == {"tool": "no_such_tool"}
+    error = assert_http_error(api.post(tool_path(agent.session, "session_stop"), json={}),
                               "invalid_params", field="tool")
-    assert tool in error["message"] or "DELETE" in error["message"]
+    assert "DELETE" in error["message"]
 
 
 @pytest.mark.parametrize("spec", HTTP_TOOLS, ids=lambda s: s.name)
@@ -408,15 +411,30 @@ def test_http_bad_query(api: httpx.Client, path: str) -> None:
 
 @pytest.mark.parametrize(("method", "path"), [
     ("GET", "/v1/nowhere"), ("GET", "/nowhere"), ("GET", "/v2/health"),
+    ("GET", "/v1/nope?x=1"), ("POST", "/v1/sessions/x/nothing"),
+    ("POST", "/v1/sessions/{sid}/tools/nosuchtool"), ("GET", "/v1/sessions/{sid}/tools"),
+])
+def test_http_unknown_path_is_404_path_not_found(api: httpx.Client, agent: Bsk, method: str,
+                                                 path: str) -> None:
+    """A path the API does not have is "not found" (it was 400 invalid_params), and the
+    hint says where the paths are listed."""
+    path = path.format(sid=agent.session)
+    r = api.request(method, path, json={} if method == "POST" else None)
+    error = assert_http_error(r, "path_not_found")
+    assert r.status_code == 404 and CODES["path_not_found"].exit == 3
+    shown = path.split("?")[0].split("/tools/")[-1] if "/tools/" in path else path.split("?")[0]
+    assert shown in error["message"]
+    assert "/v1/openapi.json" in error["hint"] or "/v1/tools" in error["hint"], error
+
+
+@pytest.mark.parametrize(("method", "path"), [
     ("DELETE", "/v1/health"), ("POST", "/v1/status"), ("PUT", "/v1/sessions"),
 ])
-def test_http_unknown_path(api: httpx.Client, method: str, path: str) -> None:
+def test_http_known_path_wrong_method_stays_405(api: httpx.Client, method: str,
+                                                path: str) -> None:
     r = api.request(method, path)
-    assert 400 <= r.status_code < 500, r.text
-    assert r.headers["x-should-retry"] == "false"
-    error = r.json()["error"]
-    assert error["code"] in CODES and CODES[error["code"]].http == r.status_code
-    assert path.split("?")[0] in error["message"]
+    assert_http_error(r, "method_not_allowed", field="method")
+    assert path in r.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(("method", "path", "code"), [
@@ -430,6 +448,37 @@ def test_http_unknown_ids(api: httpx.Client, method: str, path: str, code: str) 
     body = {"expression": "1"} if path.endswith("/eval") else None
     error = assert_http_error(api.request(method, path, json=body), code)
     assert (NO_SUCH_SESSION if code == "session_not_found" else NO_SUCH_OP) in error["message"]
+
+
+def test_an_unknown_tab_is_tab_not_found_listing_the_tabs(api: httpx.Client,
+                                                          agent: Bsk) -> None:
+    """A well-formed id naming nothing is "not found" (exit 3, HTTP 404), as an unknown
+    session or operation is, and the message says which tabs there are."""
+    tabs = [t["tab_id"] for t in agent.ok("tab", "list")["result"]["tabs"]]
+    for words in (("tab", "select"), ("tab", "close")):
+        r = agent(*words, "NOSUCH")
+        assert r.code == 3, r
+        error = r.json["error"]
+        assert error["code"] == "tab_not_found" and r.json["dispatched"] == "no"
+        assert "'NOSUCH'" in error["message"] and all(t in error["message"] for t in tabs)
+        assert error["details"] == {"tab_id": "NOSUCH", "tabs": tabs}
+        assert "bsk tab list" in error["hint"]
+        text = agent(*words, "NOSUCH", as_json=False)
+        assert text.code == 3 and "[tab_not_found]" in text.stderr and tabs[0] in text.stderr
+    r = api.post(tool_path(agent.session, "tab_select"), json={"tab_id": "NOSUCH"})
+    assert r.status_code == 404, r.text
+    assert r.json()["error"]["code"] == "tab_not_found" and r.json()["status"] == "failed"
+    assert [t["tab_id"] for t in agent.ok("tab", "list")["result"]["tabs"]] == tabs
+
+
+def test_an_unknown_request_id_is_request_not_found(api: httpx.Client, agent: Bsk) -> None:
+    r = agent("network", "show", "NOSUCH")
+    assert r.code == 3, r
+    error = r.json["error"]
+    assert error["code"] == "request_not_found" and "'NOSUCH'" in error["message"]
+    assert "bsk network" in error["hint"] and error["details"]["id"] == "NOSUCH"
+    r = api.post(tool_path(agent.session, "network_show"), json={"id": "NOSUCH"})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "request_not_found", r.text
 
 
 def test_session_busy_says_retry_later(api: httpx.Client, bsk: Bsk) -> None:

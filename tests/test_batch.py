@@ -4,6 +4,7 @@ the CLI (arguments, stdin, the launcher), HTTP and MCP."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,12 @@ def test_a_failing_third_stops_the_batch_and_sends_nothing_after(bsk: Bsk, site:
     assert text.code == 4
     assert "[1] click" in text.stdout and "[3] eval 1 — not sent" in text.stdout
     assert "step 2 (click e99999)" in text.stderr
+    # The footer: the failing step's own facts by its own op id, then the batch's (step
+    # 1's click reached the browser; step 2 sent nothing).
+    footer = [x.strip() for x in text.stderr.splitlines()[-2:]]
+    assert re.fullmatch(r"step 2: dispatched: no · retry_safe: yes · op: op_[0-9a-f]+-2",
+                        footer[0]), text.stderr
+    assert footer[1] == "batch: dispatched: yes · retry_safe: no", text.stderr
 
 
 def test_a_typo_anywhere_sends_nothing(bsk: Bsk, site: str) -> None:

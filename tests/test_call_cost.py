@@ -1,11 +1,12 @@
 """What one tool call costs the daemon's database (issue 23: half the CPU per operation).
 
 On a warm session, an `eval` that names its own op id (as every client does) runs:
-the op id's check (an index lookup: no row read back and parsed), the journal's row
-written before dispatch (docs/design.md: nothing goes out that the journal can't tell
-of), and its end. The session's row is not written again when the call changed
-nothing of it (its tabs, current tab, placement, recordings). The virtual clock and
-fake browser of test_interleavings.
+the journal's row written before dispatch (docs/design.md: nothing goes out that the
+journal can't tell of), and its end. The session's row is not written again when the call changed
+nothing of it (its tabs, current tab, placement, recordings). The op id's check is no
+query: the journal keeps the set of its ids — and still refuses an id it holds, however
+old, from this daemon or an earlier one. The virtual clock and fake browser of
+test_interleavings.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from unittest import mock
 import test_interleavings as ti
 
 from browserskill.base import contract
+from browserskill.base.errors import BskError
 from browserskill.browser.manager import BrowserConfig, BrowserManager
 from browserskill.dispatch.dispatcher import Dispatcher
 from browserskill.dispatch.journal import Journal
@@ -34,7 +36,8 @@ async def statements_of_warm_calls(home: Path, calls: int) -> tuple[list[str], l
     dispatcher = Dispatcher(journal, sessions, browser, home)
     world.dispatcher = dispatcher
     await sessions.create("s0")
-    warm = await dispatcher.submit("s0", "eval", {"expression": "1+1"})
+    warm = await dispatcher.submit("s0", "eval", {"expression": "1+1"},
+                                   op_id=contract.new_op_id())
     await warm.done.wait()
     statements: list[str] = []
     journal.db.set_trace_callback(statements.append)
@@ -72,7 +75,55 @@ def test_a_warm_call_writes_its_journal_row_twice_and_its_session_row_not_at_all
     assert len(inserts) == 3 and all(" INTO ops " in s for s in inserts), statements
     assert len(updates) == 3 and all(s.startswith("UPDATE ops ") for s in updates), statements
     assert not any("sessions" in s for s in statements), statements  # nothing changed
-    # The op id's check reads no row back (not `SELECT op_id, session_id, …`).
-    selects = [w for w in words if w[0] == "SELECT"]
-    assert selects == [["SELECT", "1", "FROM"]] * 3, statements
-    assert len(statements) == 9, statements
+    # The op id's check is no query (the ids were read once, by the warm-up's check).
+    assert not [w for w in words if w[0] == "SELECT"], statements
+    assert len(statements) == 6, statements
+
+
+async def reuses(home: Path) -> list[str]:
+    """How calls naming an op id end, in two daemons one after the other on one journal:
+    ids the journal holds (one before the first check read the ids, one after), and a
+    fresh one; this daemon's memory of its operations forgotten, as after RECENT_OPS
+    later calls."""
+    world = ti.World()
+    ended = []
+    for start in range(2):
+        journal = Journal(home / "journal.db")
+        browser = BrowserManager(BrowserConfig(), home, connect=world.connect)
+        sessions = SessionManager(browser, SessionStore(journal.db))
+        dispatcher = Dispatcher(journal, sessions, browser, home)
+        world.dispatcher = dispatcher
+        await sessions.create(f"s{start}")
+        ids = ["op_before_check", "op_after_check", f"op_fresh{start}"]
+        if start == 0:
+            for op_id in ids[:2]:
+                op = await dispatcher.submit("s0", "eval", {"expression": "1"}, op_id=op_id)
+                await op.done.wait()
+                if op_id == "op_before_check":
+                    journal._ids = None  # as if written before any check read the ids
+            dispatcher.ops.clear()
+        for op_id in ids:
+            try:
+                op = await dispatcher.submit(f"s{start}", "eval", {"expression": "1"},
+                                             op_id=op_id)
+            except BskError as e:
+                ended.append(f"{op_id}: {e.code} {e.details.get('field')}")
+            else:
+                await op.done.wait()
+                ended.append(f"{op_id}: {op.status}")
+        journal.close()
+    return ended
+
+
+def test_an_op_id_the_journal_holds_is_refused_by_this_daemon_and_the_next() -> None:
+    loop = ti.VirtualClockLoop()
+    with tempfile.TemporaryDirectory(prefix="bsk-reuse-") as tmp, \
+            mock.patch.object(ti, "HELD", frozenset()):
+        try:
+            ended = loop.run_until_complete(reuses(Path(tmp)))
+        finally:
+            loop.close()
+    taken = "invalid_params op_id"
+    assert ended == [f"op_before_check: {taken}", f"op_after_check: {taken}",
+                     "op_fresh0: completed", f"op_before_check: {taken}",
+                     f"op_after_check: {taken}", "op_fresh1: completed"], ended

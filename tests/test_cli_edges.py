@@ -4,7 +4,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 from support.cli import Bsk
 from support.pages import ref_of
@@ -21,6 +26,17 @@ def test_group_help_lists_the_group(bsk: Bsk) -> None:
     lonely = bsk("tab", as_json=False)
     assert lonely.code == 2 and "needs a subcommand" in lonely.stderr
     assert "tab list" in lonely.stderr
+
+
+def test_help_as_a_command_and_help_of_no_command(bsk: Bsk) -> None:
+    """`bsk help open` is `bsk open --help` (as git and cargo take it); help of a word
+    that is no command says so, rather than print the whole list."""
+    assert bsk("help", "open", as_json=False).stdout == bsk("open", "--help",
+                                                            as_json=False).stdout
+    assert bsk("help", "tab", as_json=False).stdout.startswith("Usage: bsk tab SUBCOMMAND")
+    for argv in (("help", "snapshto"), ("snapshto", "--help")):
+        r = bsk(*argv)
+        assert r.code == 2 and r.json["error"]["hint"] == "did you mean: snapshot?", r
 
 
 def test_top_level_help_says_0_is_ok(bsk: Bsk) -> None:
@@ -129,3 +145,75 @@ def test_peers_short_flags_and_the_nearest_real_option(bsk: Bsk, site: str) -> N
     assert bsk.ok("snapshot", "-i")["result"]["snapshot"] == \
         bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
     assert "-i, --interactive" in bsk("snapshot", "--help", as_json=False).stdout
+
+
+def test_eval_dash_reads_the_script_from_stdin(bsk: Bsk, tmp_path: Path) -> None:
+    """`bsk eval -` runs what is piped in, through the launcher and the whole CLI alike."""
+    from browserskill.cli import launcher
+
+    script = tmp_path / "bsk"
+    launcher.write(str(script))
+    code = "const parts = ['4', '2'];\nNumber(parts.join(''))\n"
+    for argv in ([str(script)], [sys.executable, "-m", "browserskill.cli.main"]):
+        run = subprocess.run([*argv, "-s", str(bsk.session), "--json", "eval", "-"],
+                             input=code, env=bsk.env, capture_output=True, text=True,
+                             timeout=90)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert json.loads(run.stdout)["result"]["value"] == 42, run.stdout
+    assert "- reads it from stdin" in bsk("eval", "--help", as_json=False).stdout
+
+
+def test_a_reader_that_goes_away_ends_bsk_quietly(bsk: Bsk, tmp_path: Path) -> None:
+    """`bsk --help | head -1`: stdout's reader is gone before bsk is done writing. bsk
+    ends as other commands do there (killed by SIGPIPE, status 141 in a shell), with
+    no traceback — the launcher's own printing, the whole CLI's, and the daemon's answer."""
+    from browserskill.cli import launcher
+
+    script = tmp_path / "bsk"
+    launcher.write(str(script))
+    whole = [sys.executable, "-m", "browserskill.cli.main"]
+    for argv in ([str(script), "--help"], [str(script), "tab", "--help"], [*whole, "--help"],
+                 [str(script), "-s", str(bsk.session), "eval", "'a few words'"],
+                 [str(script), "-s", str(bsk.session), "eval", "'x'.repeat(200000)"]):
+        read, write = os.pipe()
+        os.close(read)  # the reader is gone before the first byte: `head` that exited
+        try:
+            run = subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, env=bsk.env,
+                                 text=True, timeout=90)
+        finally:
+            os.close(write)
+        assert (run.returncode, run.stderr) == (-signal.SIGPIPE, ""), argv
+
+
+def test_health_and_tools_print_text_and_json_with_json(bsk: Bsk) -> None:
+    """`bsk health` and `bsk tools` print lines a person reads; --json the answer as
+    served."""
+    from browserskill.base import catalog
+
+    health = bsk("health", as_json=False)
+    assert health.code == 0 and health.stdout.startswith("ok: the daemon answers (version ")
+    assert health.stdout.count("\n") == 1 and "{" not in health.stdout
+    assert set(bsk.ok("health")) >= {"ok", "version"}
+
+    tools = bsk("tools", as_json=False)
+    assert tools.code == 0 and "input_schema" not in tools.stdout, tools.stdout[:500]
+    head, *rows = tools.stdout.splitlines()
+    served = bsk.ok("tools")["tools"]
+    assert head.startswith(f"Browser tools ({len(served)};") and len(rows) == len(served)
+    # One line per tool, in --help's order and words, with its API name and effect.
+    helped = [x for x in bsk("--help", as_json=False).stdout.splitlines()
+              if x.startswith("  open URL ")]
+    assert rows[0].startswith(helped[0].rstrip()) and rows[0].endswith("[open, mutation]")
+    select = next(r for r in rows if r.lstrip().startswith("tab select TAB_ID"))
+    assert catalog.BY_NAME["tab_select"].summary.rstrip(".") in select
+    assert select.endswith("[tab_select, read]")
+    assert all(t["input_schema"]["type"] == "object" for t in served)
+
+
+def test_openapi_prints_its_json_document_either_way(bsk: Bsk) -> None:
+    """The command's point is the JSON document: text mode prints it too, identical to
+    --json, and its help says so."""
+    text, as_json = bsk("openapi", as_json=False), bsk("openapi")
+    assert text.code == as_json.code == 0 and text.stdout == as_json.stdout
+    assert json.loads(text.stdout)["openapi"].startswith("3.")
+    assert "JSON" in bsk("openapi", "--help", as_json=False).stdout

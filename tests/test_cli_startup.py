@@ -148,6 +148,8 @@ def _one_answer(sock_path: Path, answer: bytes) -> threading.Thread:
     (b"HTTP/1.1 204 No Content\r\n\r\n", None),
     # The daemon went away after taking the call: the whole CLI asks how it ended.
     (b"HTTP/1.1 200 OK\r\nX-Bsk-Wire-Timeout: 60\r\n\r\n", "lost"),
+    # ... before one byte of an answer: the whole CLI may send it again (cli/calls.py).
+    (b"", "unanswered"),
     # The answer: printed as it came, with its exit code; nothing handed on.
     (b"HTTP/1.1 200 OK\r\nX-Bsk-Wire-Timeout: 60\r\n\r\n4 2 5\n2\nnope\n", "printed"),
 ])

@@ -12,6 +12,7 @@ import pytest
 from support.cli import Bsk
 from support.wait import wait_until
 
+import browserskill
 from browserskill import client as bc
 from browserskill.base.errors import CODES
 from browserskill.client import AsyncClient, BrowserSkillError, Client, Result
@@ -104,8 +105,14 @@ def test_invalid_params(client: Client) -> None:
     assert err.code == "invalid_params" and err.details["field"] == "nope"
     assert err.op_id is None and err.result is None  # refused before it became an operation
     assert err.status == "failed" and err.dispatched == "no" and err.retry_safe is True
-    with pytest.raises(bc.InvalidParamsError):
+
+
+def test_path_not_found(client: Client) -> None:
+    """No such tool is no such path (POST /v1/sessions/{sid}/tools/NAME): a 404."""
+    with pytest.raises(bc.PathNotFoundError) as e:
         client.call("no_such_tool")
+    assert e.value.http_status == 404 and e.value.exit_code == 3
+    assert e.value.details == {"tool": "no_such_tool"} and "/v1/tools" in e.value.hint
 
 
 def test_session_not_found(client: Client) -> None:
@@ -121,6 +128,16 @@ def test_op_not_found(client: Client) -> None:
     assert e.value.details["op_id"] == "op_never_was"
     with pytest.raises(bc.OpNotFoundError):
         client.op_cancel("op_never_was")
+
+
+def test_tab_and_request_not_found(client: Client) -> None:
+    with pytest.raises(bc.TabNotFoundError) as e:
+        client.call("tab_select", {"tab_id": "t999"})
+    assert e.value.details["tab_id"] == "t999" and e.value.details["tabs"]
+    assert e.value.op_id and e.value.dispatched == "no" and e.value.retry_safe is True
+    with pytest.raises(bc.RequestNotFoundError) as r:
+        client.call("network_show", {"id": "r999999"})
+    assert r.value.details["id"] == "r999999"
 
 
 def test_ref_not_found(client: Client, site: str) -> None:
@@ -239,6 +256,8 @@ def test_one_exception_class_per_code() -> None:
         assert issubclass(cls, BrowserSkillError) and cls.code == code
         assert cls.http_status == CODES[code].http and cls.exit_code == CODES[code].exit
         assert getattr(bc, cls.__name__) is cls and bc.error_class(code) is cls
+        # where the README's `from browserskill import Client` would look for it too
+        assert getattr(browserskill, cls.__name__) is cls
 
 
 @pytest.mark.parametrize("code", ["user_interrupted", "tool_not_found", "tool_page_unloaded"])
@@ -301,3 +320,28 @@ async def test_cancelling_the_awaiting_task_cancels_the_operation(bsk: Bsk, site
         assert ended.state == "ended" and ended.status == "outcome_unknown"
         assert ["cancel_requested", "cancel"] in [e[1:3] for e in ended.timeline or []]
         assert c.last_cancelled is not None and c.last_cancelled.op_id == ended.op_id
+
+
+async def test_cancelling_an_async_batch_stops_it_and_says_how_each_step_ended(
+        bsk: Bsk, site: str) -> None:
+    """A batch's id names its steps, not an operation: cancelling the awaiting task hangs
+    up (the daemon cancels the running step and sends no more), and `last_cancelled` is
+    the batch's answer from each step's recorded end."""
+    async with AsyncClient(home=bsk.home, session=bsk.session, retries=0) as c:
+        await c.open(f"{site}/counter.html")
+        batch_id = bc.new_op_id()
+        task = asyncio.create_task(c.call(
+            "batch", commands=["eval 'window.__first = 1'", "wait --ms 20000",
+                               "eval 'window.__third = 1'"], op_id=batch_id))
+        await state_reached(c, f"{batch_id}-2", "dispatched")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        answer = c.last_cancelled
+        assert answer is not None and answer.status == "cancelled", answer
+        steps = answer.raw["result"]["steps"]
+        assert [s["status"] for s in steps[:2]] == ["completed", "cancelled"], steps
+        assert steps[2]["sent"] is False, steps
+        assert (await c.eval("[window.__first, window.__third ?? null]")).value == [1, None]
+        with pytest.raises(bc.OpNotFoundError):
+            await c.op_get(f"{batch_id}-3")

@@ -29,9 +29,18 @@ def daemon_info(runner: Bsk) -> dict:
     return info
 
 
+def assert_not_running(runner: Bsk) -> None:
+    """`daemon status` with no daemon says so and exits non-zero (10, browser_unavailable's
+    code), in text and in --json, as `systemctl status` does for a stopped unit."""
+    answer = runner("daemon", "status")
+    assert answer.code == 10 and answer.json["running"] is False, answer
+    text = runner("daemon", "status", as_json=False)
+    assert text.code == 10 and text.stdout.startswith("daemon: not running"), text
+
+
 def test_first_use_spawns_a_detached_daemon(fresh_bsk: Bsk) -> None:
     home = fresh_bsk.home
-    assert fresh_bsk.ok("daemon", "status")["running"] is False
+    assert_not_running(fresh_bsk)
     assert not (home / "bsk.sock").exists()
 
     # The first agent action starts everything: daemon, browser, the default session.
@@ -119,7 +128,7 @@ def test_idle_daemon_exits_by_itself(make_bsk: Callable[..., Bsk]) -> None:
     assert info["idle_timeout_s"] == 1
     wait_until(lambda: not alive(pid), 30, "the idle daemon to exit")
     assert not (runner.home / "bsk.sock").exists()
-    assert runner.ok("daemon", "status")["running"] is False
+    assert_not_running(runner)
     assert "idle" in (runner.home / "daemon.log").read_text()
 
 
@@ -171,7 +180,7 @@ def test_stop_then_a_call_spawns_again(fresh_bsk: Bsk) -> None:
     assert stopped["stopped"] is True and stopped["pid"] == pid
     wait_until(lambda: not alive(pid), 20, "the stopped daemon to exit")
     assert not (fresh_bsk.home / "bsk.sock").exists()
-    assert fresh_bsk.ok("daemon", "status")["running"] is False
+    assert_not_running(fresh_bsk)
     assert fresh_bsk.ok("daemon", "stop")["stopped"] is False  # nothing to stop: not an error
 
     assert fresh_bsk.ok("session", "list")["sessions"] == []

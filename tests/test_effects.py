@@ -4,6 +4,8 @@ MutationObserver, fetch and error log (`pageLog`), read back with eval."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import httpx
@@ -68,6 +70,22 @@ def test_a_text_change_is_named(page: tuple[Bsk, str]) -> None:
     # The same text again: the page re-rendered it, nothing a reader sees changed
     again = bsk.ok("click", rename)["result"]["effects"]
     assert "text_appeared" not in again.get("dom", {}) and again["none"] is False
+
+
+def test_page_text_is_quoted_as_the_page_wrote_it(page: tuple[Bsk, str]) -> None:
+    """Quotes in the page's text are escaped, not rewritten: the quoted text read back as a
+    JSON string is the page's own, and `bsk wait --text` finds it."""
+    bsk, _ = page
+    bsk.ok("eval", """const b = document.createElement("button"); b.textContent = "Quote";
+        b.onclick = () => {
+          document.getElementById("status").textContent = 'Size: 5" screen, it\\'s "new"';
+          document.getElementById("answer").textContent = '{"a":1}'; };
+        document.body.append(b)""")
+    text = bsk("click", "text=Quote", as_json=False).stdout
+    quoted = [json.loads(q) for q in re.findall(r'("(?:[^"\\]|\\.)*") appeared', text)]
+    assert quoted == ['Size: 5" screen, it\'s "new"', '{"a":1}'], text
+    for copied in quoted:
+        assert bsk.ok("wait", "--text", copied)["status"] == "completed"
 
 
 def test_a_fetch_and_its_answer_are_both_reported(page: tuple[Bsk, str]) -> None:
@@ -277,3 +295,73 @@ def test_a_web_components_dialog_opening_and_closing_is_named(bsk: Bsk, site: st
     closed = bsk.ok("click", done)["result"]["effects"]
     assert ("dialog", "Dialog") in {(e["role"], e.get("name"))
                                     for e in closed["dom"].get("gone", [])}, closed
+
+
+def test_a_select_changed_by_the_page_is_reported_by_what_it_shows(
+        bsk: Bsk, site: str) -> None:
+    """flatpickr keeps its month in a <select> whose option values are numbers (0-11):
+    a change is told as the month a person sees, as the snapshot shows it — never the
+    option's value ("1" → "2")."""
+    bsk.ok("open", f"{site}/conformance/flatpickr.html")
+    snap = bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    bsk.ok("click", ref_of(snap, "textbox", "Departure"))
+    snap = bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    month = ref_of(snap, "combobox", "Month")
+    assert re.search(rf'combobox "Month" \[ref={month}\]: February', snap), snap
+    effects = bsk.ok("click", ref_of(snap, "clickable", "flatpickr prev month"))["result"][
+        "effects"]
+    changed = [s["changed"] for s in effects["dom"]["states"] if s.get("ref") == month]
+    assert changed == [{"value": ["February", "January"]}], effects
+
+
+def test_bolding_words_is_no_text_that_appeared(bsk: Bsk, site: str) -> None:
+    """Quill bolds the selected words by moving their text into a new <strong>: the
+    words were there before, so they did not appear; the bold button's state is what
+    changed."""
+    bsk.ok("open", f"{site}/conformance/quill.html")
+    snap = bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    bold = ref_of(snap, "button", "bold")
+    editor = re.search(r"- textbox \[ref=(\w+)\]", snap)
+    assert editor is not None, snap
+    bsk.ok("click", editor.group(1))
+    bsk.ok("press", "Control+A")
+    effects = bsk.ok("click", bold)["result"]["effects"]
+    assert bsk("eval", "quill.getFormat(0, 12).bold").value is True
+    assert "text_appeared" not in effects["dom"], effects
+    assert [s["changed"] for s in effects["dom"]["states"] if s["ref"] == bold] == [
+        {"pressed": ["false", "true"]}], effects
+
+
+def test_the_element_state_agrees_with_the_effects_and_the_snapshot(
+        page: tuple[Bsk, str]) -> None:
+    """A toggle that opens a frame after the click (tom-select does): `element now`
+    and the effect both say what the next snapshot shows."""
+    bsk, _ = page
+    bsk.ok("eval", """const b = document.createElement("button"); b.textContent = "Later";
+        b.setAttribute("aria-expanded", "false");
+        b.onclick = () => setTimeout(() => b.setAttribute("aria-expanded", "true"), 30);
+        document.body.append(b)""")
+    result = bsk.ok("click", "text=Later")["result"]
+    [state] = [s for s in result["effects"]["dom"]["states"] if s["ref"] == result["ref"]]
+    assert state["changed"]["expanded"] == [False, True], result
+    assert result["element"] == {"expanded": True}, result
+    snap = bsk.ok("snapshot")["result"]["snapshot"]
+    assert f'button "Later" [expanded] [focused] [ref={result["ref"]}]' in snap
+
+
+def test_a_select_fields_own_control_neither_appears_nor_goes(bsk: Bsk, site: str) -> None:
+    """Shoelace's select opens and closes by its host's `open` attribute; its own
+    combobox, shown before and after, is named neither appeared nor gone beside the list
+    that did (a closing dialog, still fading out, is gone: test above)."""
+    bsk.ok("open", f"{site}/conformance/shoelace-select.html")
+    combobox = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "combobox", "Select one")
+    effects = bsk.ok("click", combobox)["result"]["effects"]
+    appeared = {(e["role"], e.get("ref")) for e in effects["dom"]["appeared"]}
+    assert ("combobox", combobox) not in appeared, effects
+    assert any(role == "listbox" for role, _ in appeared), effects
+    option = next(e["ref"] for e in effects["dom"]["appeared"] if e["role"] == "option")
+    picked = bsk.ok("click", option)["result"]["effects"]
+    gone = {(e["role"], e.get("ref")) for e in picked["dom"].get("gone", [])}
+    assert ("combobox", combobox) not in gone, picked  # still drawn, the same ref
+    assert f'combobox "Select one" [expanded=false] [focused] [ref={combobox}]' in \
+        bsk.ok("snapshot")["result"]["snapshot"]

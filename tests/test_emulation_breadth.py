@@ -75,6 +75,20 @@ def test_timezone_and_locale(bsk: Bsk, page: str) -> None:
         before["timezone"], before["language"], before["number"])
 
 
+def test_a_refused_locale_changes_nothing(bsk: Bsk, page: str) -> None:
+    """Chromium is the judge of a locale; what it refuses leaves every setting as it was
+    (navigator.language, the Accept-Language header), so "nothing sent" is true."""
+    before = seen(bsk)
+    answer = bsk("emulate", "--locale", "!!", "--timezone", "Asia/Tokyo")
+    assert answer.code == 2, answer  # invalid_params
+    assert answer.json["error"]["code"] == "invalid_params", answer.json
+    assert answer.json["dispatched"] == "no", answer.json
+    assert answer.json["error"]["details"]["field"] == "locale"
+    now = seen(bsk)  # navigator.languages is what Accept-Language would say
+    assert (now["language"], now["languages"], now["timezone"]) == (
+        before["language"], before["languages"], before["timezone"])
+
+
 def test_offline_and_slow_network(bsk: Bsk, page: str) -> None:
     fetch = ("(async () => { const t = performance.now(); try { await (await fetch("
              "'/evidence.json?' + Math.random())).json(); return performance.now() - t; } "

@@ -72,6 +72,9 @@ def test_borrow_approved_then_returned(ext_browser: BrowserWithExtension, site: 
     before = listed(s, "counter.html")
     assert before["borrowed_by"] is None
     assert listed(s, "#other")["window_id"] == before["window_id"]
+    nowhere = s("tab", "borrow", "u999999")  # no such tab of the user's: not found
+    assert nowhere.code == 3 and nowhere.json["error"]["code"] == "tab_not_found", nowhere
+    assert "--scope user" in nowhere.json["error"]["hint"]
     borrowing = s.popen("tab", "borrow", before["tab_id"])
     answer_prompt(hand, "approve")
     code, answer = answer_of(borrowing)
@@ -92,6 +95,8 @@ def test_borrow_approved_then_returned(ext_browser: BrowserWithExtension, site: 
     assert r.code == 11 and r.json["error"]["details"]["reason"] == "borrowed_tab"
     back = s.ok("tab", "return", tab_id)["result"]
     assert (back["window_id"], back["index"]) == (before["window_id"], before["index"])
+    gone = s("tab", "return", tab_id)  # given back already: not one of the session's tabs
+    assert gone.code == 3 and gone.json["error"]["code"] == "tab_not_found", gone
     after = listed(s, "counter.html")
     assert after["borrowed_by"] is None and after["window_id"] == before["window_id"]
     # The user's page is theirs again: no overlay left in it.

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from browserskill.base import json_text
 from browserskill.browser.link import CommandTimeout, await_reply
 from browserskill.dispatch.journal import Journal
 from browserskill.session.operations import DISPATCHED, Operation, iso
@@ -43,14 +44,16 @@ _DUMPS = json.dumps
 
 
 class _Counting:
-    """json.dumps (the one module every module shares), counting what it serializes."""
+    """json.dumps (the one module every module shares), or another serializer (`of`),
+    counting what it serializes."""
 
-    def __init__(self) -> None:
+    def __init__(self, of: Any = None) -> None:
         self.seen: list[Any] = []
+        self.of = of
 
     def __call__(self, obj: Any, *args: Any, **kwargs: Any) -> str:
         self.seen.append(obj)
-        return _DUMPS(obj, *args, **kwargs)
+        return (self.of or _DUMPS)(obj, *args, **kwargs)
 
 
 async def test_a_result_is_serialized_once(tmp_path: Path,
@@ -62,11 +65,13 @@ async def test_a_result_is_serialized_once(tmp_path: Path,
     result = {"value": 2, "type": "number"}
     counted = _Counting()
     monkeypatch.setattr(json, "dumps", counted)
+    compact = _Counting(json_text.dumps_ascii)  # a small result's one serializer
+    monkeypatch.setattr(json_text, "dumps_ascii", compact)
     op.complete(result, retry_safe=False)
     assert journal.record(op)
     op.keep_bounded()
     monkeypatch.undo()
-    serialized = [o for o in counted.seen if o == result]
+    serialized = [o for o in counted.seen + compact.seen if o == result]
     assert len(serialized) == 1  # for the cap; the journal and keep_bounded reuse it
     row = journal.get(op.op_id)
     assert row is not None and row["result"] == result
@@ -76,8 +81,9 @@ async def test_a_result_is_serialized_once(tmp_path: Path,
 async def test_a_result_changed_after_its_end_is_journaled_as_changed(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "journal.sqlite3")
     op = Operation("s1", "eval", {"expression": "1+1"})
-    op.complete({"value": "é"}, retry_safe=False)  # not ASCII: journaled as json.dumps does
-    assert op.result_text is None
+    op.complete({"value": "é"}, retry_safe=False)  # not ASCII: journaled escaped, as
+    assert op.result_text is not None and op.result_text.isascii()  # json.dumps does
+    assert json.loads(op.result_text) == {"value": "é"}
     op.complete({"value": 2}, retry_safe=False)
     assert op.result is not None
     op.result["browser_restarted"] = {"reopened": []}  # as the dispatcher adds it

@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
+import socket
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from support.chromium import cdp
-from support.cli import Bsk, live_ops
-from support.pages import ref_of
+from support.cli import Bsk, kill_daemon_hard, live_ops
+from support.pages import ref_of, release
 from support.wait import wait_until
+
+from browserskill.cli.calls import never_recorded
 
 
 def answer_of(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
@@ -25,7 +32,7 @@ def answer_of(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
 
 def test_cancelling_a_queued_operation_sends_nothing(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/counter.html")
-    holder = bsk.popen("eval", "await slow('holder', 2000)")
+    holder = bsk.popen("eval", "await gated('holder')")  # runs until released below
     wait_until(lambda: live_ops(bsk, "dispatched"), what="holder dispatched")
     queued = bsk.popen("--wait", "eval", "window.effects += 1")
     op = wait_until(lambda: live_ops(bsk, "queued"), what="second call queued")[0]
@@ -34,6 +41,8 @@ def test_cancelling_a_queued_operation_sends_nothing(bsk: Bsk, site: str) -> Non
     assert code == 7
     assert answer["status"] == "cancelled" and answer["dispatched"] == "no"
     assert answer["op_id"] == op["op_id"]
+    assert holder.poll() is None  # the cancel ended the queued call, not its holder
+    release(bsk, site, "holder")
     assert answer_of(holder)[0] == 0
     assert bsk("eval", "window.effects").value == 0
     timeline = [e[1] for e in bsk.ok("op", "show", op["op_id"])["timeline"]]
@@ -42,7 +51,7 @@ def test_cancelling_a_queued_operation_sends_nothing(bsk: Bsk, site: str) -> Non
 
 def test_cancelling_a_running_eval_is_not_called_nothing(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/counter.html")
-    running = bsk.popen("eval", "await slow('x', 5000)")
+    running = bsk.popen("eval", "await gated('x')")  # runs until the cancel ends it
     op = wait_until(lambda: live_ops(bsk, "dispatched"), what="eval dispatched")[0]
     cancel = bsk.ok("op", "cancel", op["op_id"])
     assert cancel["cancel"] == "requested" and cancel["state"] != "ended"
@@ -230,3 +239,74 @@ def test_daemon_death_is_reconciled_and_sessions_readopted(fresh_bsk: Bsk, site:
     assert s("eval", "window.count").value == 41
     assert s("eval", "window.effects").value == 0
     assert [t["tab_id"] for t in s.ok("tab", "list")["result"]["tabs"]] == ["t1"]
+
+
+@contextmanager
+def dying_daemon(home: Path) -> Iterator[socket.socket]:
+    """What a daemon killed a moment before still is until its last thread has exited: a
+    socket at its path that takes connections into its backlog and never reads them; the
+    `with`'s end is the exit, which closes it (the file stays, as a killed daemon's does)."""
+    path = home / "bsk.sock"
+    path.unlink()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(8)
+        yield listener
+
+
+def _count_41_then_killed(fresh_bsk: Bsk, site: str) -> Bsk:
+    """Session `s` on counter.html with `window.count` 41, its daemon killed with SIGKILL."""
+    s = fresh_bsk.with_session("s")
+    s.ok("session", "start", "s")
+    s.ok("open", f"{site}/counter.html")
+    s.ok("eval", "window.count = 41")
+    kill_daemon_hard(s.home)
+    return s
+
+
+def test_a_call_a_dying_daemon_never_read_is_sent_again_once(fresh_bsk: Bsk, site: str) -> None:
+    """`kill -9`, then a call at once: the connection can reach the dying daemon's socket
+    and be reset unread (ECONNRESET; it was seen as "the daemon went away before
+    answering" about once in 20 runs). The new daemon has no record of the call, so it
+    never ran: it is sent again, and runs once."""
+    s = _count_41_then_killed(fresh_bsk, site)
+    with dying_daemon(s.home) as listener:
+        call = s.popen("eval", "window.count += 1")
+        assert select.select([listener], [], [], 30)[0], "the call never connected"
+    out, err = call.communicate(timeout=90)
+    assert call.returncode == 0, out + err
+    assert json.loads(out)["result"]["value"] == 42
+    assert "never reached a daemon; sending it again" in err
+    assert s("eval", "window.count").value == 42
+
+
+def test_a_call_whose_answer_had_begun_is_not_sent_again(fresh_bsk: Bsk, site: str) -> None:
+    """A daemon that read the call and began its answer may have started it: that call is
+    never sent again, even when the next daemon has no record of it; its end is
+    outcome_unknown, and it did not run twice."""
+    s = _count_41_then_killed(fresh_bsk, site)
+    with dying_daemon(s.home) as listener:
+        call = s.popen("eval", "window.count += 1")
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+    out, err = call.communicate(timeout=90)
+    answer = json.loads(out)
+    assert (call.returncode, answer["status"]) == (9, "outcome_unknown"), out + err
+    assert "sending it again" not in err
+    assert s("eval", "window.count").value == 41
+
+
+def test_only_a_journal_held_whole_proves_a_call_never_ran() -> None:
+    """A journal moved aside unreadable may have held the call: no resend then."""
+    def not_found(whole: bool | None) -> dict[str, Any]:
+        details = {"op_id": "op_1"} | ({} if whole is None else {"journal_whole": whole})
+        return {"error": {"code": "op_not_found", "details": details}}
+
+    assert never_recorded(404, not_found(True))
+    assert not never_recorded(404, not_found(False))
+    assert not never_recorded(404, not_found(None))  # a daemon that does not say
+    assert not never_recorded(503, {"error": {"code": "browser_unavailable"}})

@@ -58,6 +58,7 @@ async def test_backlog_pruned_in_batches_while_the_loop_serves(tmp_path: Path) -
     open_at = {0: "queued", 1: "dispatched", 5000: "dispatched"}  # old and not ended
     ids = fill(path, 12_000, open_at)
     journal = Journal(path, max_count=1000, prune_batch=500)
+    assert journal.has(ids[2]) and journal.has(ids[-1])  # the op ids' check reads them
     seen: list[tuple[int, int]] = []  # (rows, pruned) as another caller saw them meanwhile
 
     async def caller() -> None:
@@ -83,6 +84,7 @@ async def test_backlog_pruned_in_batches_while_the_loop_serves(tmp_path: Path) -
     # Kept: the newest 1,000 and every operation not ended, however old.
     kept = {r[0] for r in journal.db.execute("SELECT op_id FROM ops")}
     assert kept == set(ids[-1000:]) | {ids[0], ids[1], ids[5000]}
+    assert [i for i in ids if journal.has(i)] == [i for i in ids if i in kept]
     assert journal.get(ids[5000])["state"] == "dispatched"
     assert journal.find_key("s0", "k0") is not None  # queued, old: kept
     assert journal.find_key("s2", "k100") is None  # ended, past retention: gone
@@ -103,6 +105,23 @@ def test_age_retention_and_reconciled_ops(tmp_path: Path) -> None:
     newest = journal.get(ids[1999])
     assert newest["status"] == "outcome_unknown" and newest["error"]["details"]["reconciled"]
     assert journal.get(ids[1998])["status"] == "cancelled"
+    # eval acts: unknown whether it ran, so not safe to repeat; nothing of a queued one
+    # went out, and nobody cancelled it: safe.
+    assert newest["retry_safe"] is False and journal.get(ids[1998])["retry_safe"] is True
+    journal.close()
+
+
+def test_a_read_the_daemon_died_in_is_safe_to_repeat(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    ids = fill(path, 2, {0: "dispatched", 1: "dispatched"})
+    journal = Journal(path)
+    journal.db.execute("UPDATE ops SET tool='wait' WHERE op_id=?", (ids[0],))
+    journal.db.commit()
+    assert journal.reconcile() == {"cancelled": 0, "outcome_unknown": 2}
+    read, acted = journal.get(ids[0]), journal.get(ids[1])
+    assert (read["status"], read["retry_safe"]) == ("outcome_unknown", True), read
+    assert "call again" in read["error"]["hint"]
+    assert (acted["status"], acted["retry_safe"]) == ("outcome_unknown", False), acted
     journal.close()
 
 

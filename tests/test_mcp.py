@@ -100,6 +100,13 @@ async def test_errors_are_tool_results_with_the_outcome(bsk: Bsk, site: str) -> 
         unknown = await session.call_tool("session_stop", {})
         assert unknown.is_error and structured(unknown)["error"]["code"] == "invalid_params"
 
+        # An id that names nothing: not found, listing what there is, advice in MCP terms.
+        no_tab = await session.call_tool("tab_select", {"tab_id": "NOSUCH"})
+        assert no_tab.is_error and structured(no_tab)["error"]["code"] == "tab_not_found"
+        assert "[tab_not_found]" in text(no_tab) and "t1" in text(no_tab)
+        hint = structured(no_tab)["error"]["hint"]
+        assert "`tab_list`" in hint and "bsk" not in hint, hint
+
 
 async def test_one_session_per_connection(bsk: Bsk, site: str) -> None:
     async with mcp(bsk) as session:
@@ -164,6 +171,25 @@ async def test_descriptions_name_mcp_parameters_not_cli_flags(bsk: Bsk) -> None:
     assert 'scope="user"' in (by_name["tab_list"].description or "")
 
 
+async def test_advice_in_answers_names_mcp_tools_and_parameters(bsk: Bsk, site: str) -> None:
+    """bsk's own hints and notes speak MCP here (`dialog_accept`, `timeout_ms`), as the
+    descriptions do; the structured answer carries the same words."""
+    async with mcp(bsk, "--session", bsk.session) as session:
+        await session.call_tool("open", {"url": f"{site}/counter.html"})
+        waited = await session.call_tool("wait", {"text": "never on this page",
+                                                  "timeout_ms": 1500})
+        hint = structured(waited)["error"]["hint"]
+        assert "timeout_ms" in hint and "--timeout" not in hint, hint
+        assert "timeout_ms" in text(waited)
+        opened = await session.call_tool("eval", {"expression": "setTimeout(() => "
+                                                  "alert('hi'), 0); 1"})
+        assert not opened.is_error
+        snap = await session.call_tool("snapshot", {})
+        answer = structured(snap)  # the page waits on its dialog: what to do says how
+        note = (answer.get("result") or {}).get("note") or answer["error"]["hint"]
+        assert "`dialog_accept`" in note and "`bsk dialog" not in note, note
+
+
 async def test_a_second_call_is_busy_unless_it_waits(bsk: Bsk, site: str) -> None:
     async with mcp(bsk, "--session", bsk.session, "--no-boundaries") as session:
         await session.call_tool("open", {"url": f"{site}/counter.html"})
@@ -203,3 +229,45 @@ async def test_op_show_and_op_cancel_reach_the_call_holding_the_session(
         assert ended["op_id"] == holder and ended["status"] in ("cancelled", "outcome_unknown")
         missing = await session.call_tool("op_show", {"op_id": "op_nosuchop"})
         assert missing.is_error and structured(missing)["error"]["code"] == "op_not_found"
+
+
+def test_a_line_that_is_no_json_rpc_message_gets_its_error_and_serving_goes_on(
+        bsk: Bsk) -> None:
+    """JSON-RPC 2.0: a line that is not JSON is answered -32700 (Parse error), JSON of
+    another shape -32600 (Invalid Request), each with id null; the requests after them
+    are answered as usual."""
+    import json
+    import subprocess
+    import sys
+    import threading
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}}
+    lines = ["not json {", json.dumps(init), '["a", "list"]',
+             json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+             json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})]
+    # stdin stays open until the four answers are read, as a client's does: at end of
+    # input the SDK cancels the requests still in flight (its documented contract).
+    server = subprocess.Popen([sys.executable, "-m", "browserskill", "mcp", "--session",
+                               str(bsk.session)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=bsk.env,
+                              text=True)
+    watchdog = threading.Timer(60, server.kill)
+    watchdog.start()
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        answers = [json.loads(server.stdout.readline() or "null") for _ in range(4)]
+        server.stdin.close()
+        assert server.stderr is not None
+        stderr = server.stderr.read()
+        server.wait(timeout=60)
+    finally:
+        watchdog.cancel()
+        server.kill()
+    assert [(a.get("id"), a.get("error", {}).get("code")) for a in answers] == [
+        (None, -32700), (1, None), (None, -32600), (2, None)], stderr[-2000:]
+    assert answers[1]["result"]["serverInfo"]["name"] == "browserskill"
+    assert any(t["name"] == "click" for t in answers[3]["result"]["tools"])

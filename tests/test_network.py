@@ -107,6 +107,21 @@ def test_route_mock_file_abort_times_and_remove(page: Bsk, tmp_path: Path) -> No
     assert routes(bsk) == [] and load(bsk) == REAL
 
 
+def test_a_click_whose_navigation_a_route_aborts_fails_naming_it(bsk: Bsk, site: str) -> None:
+    """The click was sent; the page it led to never loaded: said as `open` says it, not
+    as a navigation that happened."""
+    bsk.ok("open", f"{site}/diff.html")
+    bsk.ok("route", "add", "--abort", "**/other.html")
+    answer = bsk("click", "text=Other page")
+    assert answer.code != 0, answer
+    error = answer.json["error"]
+    assert answer.json["dispatched"] == "yes" and error["code"] == "action_failed", answer
+    assert error["details"]["reason"] == "navigation_error"
+    assert error["details"]["route"] == "**/other.html"
+    assert error["details"]["url"] == f"{site}/other.html"
+    assert "bsk route remove" in error["hint"] and "bsk back" in error["hint"]
+
+
 def test_two_sessions_at_once_have_their_own_routes(page: Bsk, other: Bsk, site: str,
                                                      shared_bsk: Bsk) -> None:
     """Same profile, same page, same URL: each session's requests get its own route."""
@@ -233,6 +248,20 @@ def entry_for(bsk: Bsk, suffix: str) -> dict[str, Any]:
     return next(e for e in reversed(entries) if e["url"].endswith(suffix))
 
 
+def test_network_show_gives_the_bodys_size_and_says_so(page: Bsk) -> None:
+    """`bytes` is the body's size (as Content-Length says), with or without --body; what
+    came over the wire, headers included, is `transfer_bytes` — each named in the text."""
+    bsk = page
+    size = (PAGES / "api" / "items.json").stat().st_size
+    api = entry_for(bsk, "api/items.json?page=1")
+    plain = bsk.ok("network", "show", api["id"])["result"]
+    assert plain["bytes"] == size == int(plain["response_headers"]["Content-Length"]), plain
+    assert plain["transfer_bytes"] > size  # the headers came too
+    assert bsk.ok("network", "show", api["id"], "--body")["result"]["bytes"] == size
+    text = bsk.text("network", "show", api["id"]).splitlines()[0]
+    assert f"body {size} bytes, {plain['transfer_bytes']} transferred" in text, text
+
+
 def test_network_show_bodies_json_html_and_image(page: Bsk, site: str) -> None:
     bsk = page
     api = entry_for(bsk, "api/items.json?page=1")
@@ -268,11 +297,13 @@ def test_network_show_bodies_json_html_and_image(page: Bsk, site: str) -> None:
     assert json.loads(sent["request_body"]) == {"q": "lamp"} and sent["body"] == "ok"
     assert sent["route"] == "**/api/echo" and sent["method"] == "POST"
 
-    # Human output names the parts; an unknown id is the caller's mistake, naming it.
+    # Human output names the parts; an unknown id is not found, naming the ids there are.
     text = bsk("network", "show", api["id"], "--body", as_json=False).stdout
     assert "response headers:" in text and '"source": "server"' in text
     missing = bsk("network", "show", "r99999")
-    assert missing.code == 2 and missing.json["error"]["details"]["field"] == "id"
+    assert missing.code == 3 and missing.json["error"]["code"] == "request_not_found"
+    latest = missing.json["error"]["details"]["latest"]  # the ids it does hold, newest last
+    assert post["id"] in latest and all(i in missing.json["error"]["message"] for i in latest)
 
 
 def test_failed_and_redirected_requests(page: Bsk) -> None:

@@ -271,6 +271,25 @@ def test_screenshot_full_page_and_element(page: tuple[Bsk, str], tmp_path: Path)
     assert both.code == 2 and both.json["dispatched"] == "no"
 
 
+def test_screenshot_writes_the_format_its_file_name_says(page: tuple[Bsk, str],
+                                                          tmp_path: Path) -> None:
+    """.jpg/.jpeg write JPEG, .png PNG; any other name is refused before the browser is
+    asked, and no file is made."""
+    bsk, _ = page
+    png = bsk.ok("screenshot", str(tmp_path / "view.png"))["result"]
+    assert (tmp_path / "view.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for name in ("view.jpg", "view.JPEG"):
+        jpeg = bsk.ok("screenshot", str(tmp_path / name))["result"]
+        data = (tmp_path / name).read_bytes()
+        assert data[:3] == b"\xff\xd8\xff" and jpeg["bytes"] == len(data), name
+        assert (jpeg["width"], jpeg["height"]) == (png["width"], png["height"])
+    for name in ("view.txt", "view"):
+        refused = bsk("screenshot", str(tmp_path / name))
+        assert refused.code == 2 and refused.json["error"]["code"] == "invalid_params"
+        assert refused.json["dispatched"] == "no" and refused.json["error"]["hint"]
+        assert not (tmp_path / name).exists()
+
+
 # -- the ring buffers, without a browser ------------------------------------------------
 
 
@@ -310,7 +329,7 @@ def test_network_entries_follow_a_request() -> None:
     entry, = b.read_network(0, 10)["entries"]
     assert (entry["id"], entry["method"], entry["status"], entry["state"]) == (
         "r1", "POST", 201, "finished")
-    assert entry["duration_ms"] == 250.0 and entry["bytes"] == 42 and not b.inflight
+    assert entry["duration_ms"] == 250.0 and entry["transfer_bytes"] == 42 and not b.inflight
     b.on_event("child", "Runtime.consoleAPICalled", {
         "type": "warning", "args": [{"type": "string", "value": "in frame"},
                                     {"type": "number", "value": 1}]})

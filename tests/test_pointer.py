@@ -136,6 +136,23 @@ def test_scroll_page_element_and_into_view(lab: tuple[Bsk, str]) -> None:
     assert 0 <= top < bsk("eval", "innerHeight").value
     missing = bsk("scroll")
     assert missing.code == 2 and missing.json["error"]["code"] == "invalid_params"
+    assert box["position"]["of"] == "element" and box["position"]["moved"] is True
+
+
+def test_scrolling_over_a_cell_reports_the_grid_that_moved(bsk: Bsk, site: str) -> None:
+    """The wheel over a cell scrolls the grid's viewport around it, not the cell: the
+    answer gives the viewport's position and names it, as a user sees the rows move."""
+    bsk.ok("open", f"{site}/scroll_grid.html")
+    snap = bsk.ok("snapshot")["result"]["snapshot"]
+    cell = ref_of(snap, "button", "Order 1")
+    moved = bsk.ok("scroll", cell, "--dy", "120")["result"]["position"]
+    top = bsk("eval", "document.getElementById('viewport').scrollTop").value
+    assert top > 0 and bsk("eval", "scrollY").value == 0
+    assert moved["of"] == "ancestor" and moved["moved"] is True, moved
+    assert (moved["y"], moved["max_y"]) == (top, 30 * 40 - 200), moved
+    assert "role=grid" in moved["element"]
+    text = bsk("scroll", cell, "--dy", "40", as_json=False).stdout
+    assert "around it now at x=0, y=" in text and f"y={top}," not in text, text
 
 
 def test_dialogs_are_reported_and_never_hang(lab: tuple[Bsk, str]) -> None:
@@ -170,6 +187,20 @@ def test_clicks_that_open_tabs_report_them(lab: tuple[Bsk, str]) -> None:
     assert tabs["t1"]["current"] and set(tabs) == {"t1", "t2", "t3"}
     bsk.ok("tab", "select", "t2")
     assert bsk("eval", "document.title").value == "Other"
+
+
+def test_a_tab_the_page_opened_shows_its_pages_title(lab: tuple[Bsk, str]) -> None:
+    """Chromium sends no event as a document sets its title: a tab opened by
+    window.open lists its page's title, as the snapshot header shows it, not its URL."""
+    bsk, snap = lab
+    [tab] = bsk.ok("click", ref_of(snap, "button", "Pop up"))["result"]["new_tabs"]
+    selected = bsk.ok("tab", "select", tab)["result"]
+    bsk.ok("wait", "--text", "Other page")  # its document is in
+    listed = {t["tab_id"]: t for t in bsk.ok("tab", "list")["result"]["tabs"]}
+    assert listed[tab]["title"] == "Other", listed
+    assert listed["t1"]["title"] == "Click lab"
+    assert bsk.ok("tab", "select", tab)["result"]["title"] == "Other", selected
+    assert bsk.text("snapshot").splitlines()[0].endswith(" · Other")
 
 
 def test_iframes_same_origin_and_out_of_process(bsk: Bsk, site: str, cross_site: str) -> None:

@@ -267,6 +267,8 @@ def test_a_session_narrows_the_policy_and_cannot_widen_it(
         assert r.json["error"]["code"] == "blocked_by_policy"
         shown = guarded.ok("policy", "show")
         assert shown["sessions_narrowed"]["narrow"] == {"block_domains": ["127.0.0.1"]}
+        assert "session narrow narrows it: block domains: 127.0.0.1" in \
+            guarded.text("policy", "show")
         listed = {s["session_id"]: s for s in guarded.ok("session", "list")["sessions"]}
         assert listed["narrow"]["policy_narrowed"] == {"block_domains": ["127.0.0.1"]}
     finally:
@@ -280,6 +282,10 @@ def test_policy_show_prints_the_policy_read_only(guarded: Bsk,
     assert shown["active"] and shown["block_domains"] == [bad.host_port]
     assert shown["deny"][0] == {"role": "button", "name": "(?i)delete"}
     assert shown["source"].endswith("policy.json")
+    text = guarded.text("policy", "show")  # text, not the JSON again
+    assert text.startswith(f"policy: {shown['source']} (read-only)\n"), text
+    assert f"block domains: {bad.host_port}\n" in text
+    assert "deny: role=button name=(?i)delete" in text and "{" not in text
     doctor = guarded.ok("doctor")
     check = next(c for c in doctor["checks"] if c["check"] == "policy")
     assert check["ok"] and "policy.json" in check["detail"]

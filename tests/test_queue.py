@@ -9,6 +9,7 @@ from itertools import pairwise
 from typing import Any
 
 from support.cli import Bsk, live_ops
+from support.pages import release
 from support.wait import wait_until
 
 
@@ -19,17 +20,6 @@ def finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, dict[str, Any]
         assert "Traceback" not in stderr
         out.append((p.returncode, json.loads(stdout)))
     return out
-
-
-def release(bsk: Bsk, site: str, *tags: str) -> None:
-    """Ends the page's `gated(TAG)` calls: another session sets their keys on the origin."""
-    other = bsk.with_session("releaser")
-    other.ok("session", "start", "releaser")
-    try:
-        other.ok("open", f"{site}/counter.html")
-        other.ok("eval", ";".join(f"localStorage.setItem('release-{t}', '1')" for t in tags))
-    finally:
-        other.ok("session", "stop")
 
 
 def test_concurrent_calls_without_wait_get_session_busy(bsk: Bsk, site: str) -> None:
@@ -58,11 +48,12 @@ def test_concurrent_calls_without_wait_get_session_busy(bsk: Bsk, site: str) -> 
 
 def test_busy_names_the_holder_while_it_runs(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/counter.html")
-    holder = bsk.popen("eval", "await slow('holder', 3000)")
+    holder = bsk.popen("eval", "await gated('holder')")
     running = wait_until(lambda: live_ops(bsk, "dispatched"), what="holder dispatched")[0]
     rejected = [bsk("eval", "window.effects += 1") for _ in range(3)]
     for r in rejected:
         assert r.code == 5 and r.json["error"]["details"]["holder"]["op_id"] == running["op_id"]
+    release(bsk, site, "holder")
     assert finish([holder])[0][0] == 0
     assert bsk("eval", "window.effects").value == 0  # nothing rejected ever ran
 
@@ -85,11 +76,12 @@ def test_wait_queues_fifo_and_never_overlaps(bsk: Bsk, site: str) -> None:
 
 def test_wait_gives_up_busy_at_its_own_deadline(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/counter.html")
-    holder = bsk.popen("eval", "await slow('long', 3000)")
+    holder = bsk.popen("eval", "await gated('long')")
     wait_until(lambda: live_ops(bsk, "dispatched"), what="holder dispatched")
     r = bsk("--wait", "--timeout", "0.5", "eval", "window.effects += 1")
     assert r.code == 5 and r.json["error"]["code"] == "session_busy"
     assert r.json["dispatched"] == "no"
+    release(bsk, site, "long")
     assert finish([holder])[0][0] == 0
     assert bsk("eval", "window.effects").value == 0
 
@@ -113,12 +105,18 @@ def test_sessions_run_in_parallel(shared_bsk: Bsk, site: str) -> None:
 
 def test_session_stop_queues_behind_the_running_call(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/counter.html")
-    holder = bsk.popen("eval", "await slow('before-stop', 1000)")
+    holder = bsk.popen("eval", "await gated('before-stop')")
     wait_until(lambda: live_ops(bsk, "dispatched"), what="holder dispatched")
     busy = bsk("session", "stop")
     assert busy.code == 5
-    stopped = bsk("--wait", "session", "stop")
-    assert stopped.code == 0 and stopped.json["result"]["stopped"] is True
+    stopping = bsk.popen("--wait", "session", "stop")
+    # The stop waits its turn: queued behind the holder, which still runs.
+    wait_until(lambda: [o for o in live_ops(bsk, "queued") if o["tool"] == "session_stop"],
+               what="session stop queued")
+    assert holder.poll() is None
+    release(bsk, site, "before-stop")
+    code, stopped = finish([stopping])[0]
+    assert code == 0 and stopped["result"]["stopped"] is True
     code, answer = finish([holder])[0]
     assert code == 0 and answer["result"]["value"]["tag"] == "before-stop"
     assert bsk("eval", "1").json["error"]["code"] == "session_not_found"

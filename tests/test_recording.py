@@ -119,6 +119,13 @@ def test_a_script_that_cannot_run_is_refused_before_anything_is_sent(
     assert r.code == 2 and r.json["replay"]["line"] == 3 and "'clik'" in r.json["error"]["message"]
     assert r.json["replay"]["completed"] == 0 and r.json["dispatched"] == "no"
     assert other("eval", "location.href").value == "about:blank"  # line 1 did not run
+    # A locator is read before anything is sent too (its syntax; the page resolves it).
+    script.write_text(f"open {site}/rec.html\nclick role=button[name=Save]\n")
+    r = other("replay", str(script))
+    assert r.code == 2 and r.json["replay"]["line"] == 2, r.json
+    assert "role locator" in r.json["error"]["message"], r.json
+    assert r.json["replay"]["completed"] == 0 and r.json["dispatched"] == "no"
+    assert other("eval", "location.href").value == "about:blank"
     binary = tmp_path / "binary.bsk"
     binary.write_bytes(b"\x00\xff\xfe open x\n")
     r = other("replay", str(binary))

@@ -230,12 +230,16 @@ def listening_tcp_ports(pgid: int) -> set[int]:
         try:
             if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) != pgid:
                 continue
-            for fd in (entry / "fd").iterdir():
-                target = os.readlink(fd)
-                if target.startswith("socket:["):
-                    inodes.add(target[8:-1])
+            fds = list((entry / "fd").iterdir())
         except (OSError, IndexError, ValueError):
-            continue
+            continue  # the process ended meanwhile
+        for fd in fds:
+            try:  # one fd closed meanwhile (a starting browser opens and closes many)
+                target = os.readlink(fd)  # must not lose the process's other fds
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
     ports = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in Path(table).read_text().splitlines()[1:]:

@@ -277,6 +277,22 @@ def test_a_select_a_library_replaced_leaves_its_options_to_the_library(
     assert bsk("eval", "document.getElementById('select-state').value").value == "TX"
 
 
+def test_a_web_components_checkbox_is_one_ref(bsk: Bsk, site: str) -> None:
+    """Shoelace's sl-checkbox draws its box and its text inside a `cursor: pointer`
+    <label> around the input: a click anywhere there is the checkbox's, so the checkbox
+    is the one ref — not also its box ("checkbox control") and its text."""
+    bsk.ok("open", f"{site}/conformance/shoelace-dialog.html")
+    bsk.ok("eval", "document.querySelector('sl-dialog').show()")
+    bsk.ok("wait", "--text", "I agree")
+    text = snap(bsk, "--interactive")
+    dialog = text[text.index("dialog"):text.index("contentinfo")]
+    refs = re.findall(r"^ *- (\w+) \"([^\"]*)\".*\[ref=(\w+)\]", dialog, re.M)
+    assert [(role, name) for role, name, _ in refs if role != "heading" and
+            name != "Close"] == [("checkbox", "I agree")], text
+    bsk.ok("click", ref_of(text, "checkbox", "I agree"))
+    assert bsk("eval", "document.getElementById('agree').checked").value is True
+
+
 def test_a_listening_dialogs_ref_is_kept(bsk: Bsk, site: str) -> None:
     """Bootstrap's modal listens for clicks on its backdrop and holds its buttons: the
     dialog's ref it shows stays its ref (it was taken back from the registry, so the

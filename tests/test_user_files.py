@@ -168,7 +168,9 @@ def test_a_fifo_target_is_refused_while_other_sessions_and_status_answer(
     other = shared_bsk.with_session(bsk.session + "-other")
     other.ok("session", "start", other.session)
     try:
-        shot = bsk.popen("screenshot", str(fifo), "--timeout", "5")
+        png = fifo.with_suffix(".png")  # screenshot's name picks its format
+        os.mkfifo(png)
+        shot = bsk.popen("screenshot", str(png), "--timeout", "5")
         start = time.monotonic()
         assert other.ok("eval", "1+1")["result"]["value"] == 2
         assert shared_bsk("status").code == 0
@@ -179,13 +181,15 @@ def test_a_fifo_target_is_refused_while_other_sessions_and_status_answer(
         assert error["code"] == "invalid_params" and "FIFO" in error["message"], error
     finally:
         other("session", "stop", "--wait")
-    for args in (("screenshot", str(fifo)), ("pdf", str(fifo) + ".pdf"),
+    for args in (("screenshot", str(fifo) + ".jpg"), ("pdf", str(fifo) + ".pdf"),
                  ("state", "save", str(fifo)), ("network", "har", str(fifo))):
         target = args[-1]
         if not os.path.exists(target):
             os.mkfifo(target)
         refused(bsk(*args, "--timeout", "10", timeout=30), "path", target, "FIFO")
-    refused(bsk("screenshot", "/dev/full", timeout=30), "path", "character device")
+    device = fifo.parent / "full.png"
+    device.symlink_to("/dev/full")
+    refused(bsk("screenshot", str(device), timeout=30), "path", "character device")
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import errno
 import logging
 import os
@@ -12,7 +11,7 @@ import sys
 from pathlib import Path
 
 from browserskill.api.server import AlreadyRunning, serve
-from browserskill.base import paths, vault
+from browserskill.base import event_loop, heap, paths, vault
 from browserskill.base.catalog import tool_names
 from browserskill.base.policy import Policy, PolicyError
 from browserskill.base.policy import load as load_policy
@@ -153,8 +152,9 @@ def main(argv: list[str] | None = None, *, test_hook: TestHook | None = None) ->
         headless=not args.headed,
         expose_cdp=args.expose_cdp if not args.cdp_url else None,
     )
+    heap.give_back_big_blocks()  # a days-long daemon must not keep a big message's MB
     try:
-        asyncio.run(serve(config, idle_timeout=args.idle_timeout,
+        event_loop.run(serve(config, idle_timeout=args.idle_timeout,
                           journal_max_age_s=args.journal_max_age,
                           journal_max_count=args.journal_max_count,
                           cleanup_timeout_s=args.cleanup_timeout,

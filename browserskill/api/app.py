@@ -16,8 +16,9 @@ from starlette.routing import Match, Route
 from browserskill.api.batch import run_batch
 from browserskill.api.cli_call import CliCall
 from browserskill.api.listeners import CONNECTION_LOST
-from browserskill.api.wire import BodyAbandoned, SafeJSONResponse, parse_object, read_body
-from browserskill.base import boundaries, catalog, contract
+from browserskill.api.reply import Reply
+from browserskill.api.wire import Answer, BodyAbandoned, Headers, parse_object, read_body, render
+from browserskill.base import boundaries, catalog, contract, controls
 from browserskill.base.errors import CODES, LASTING, SHOULD_RETRY, BskError, invalid
 from browserskill.browser.storage_state import read_state_file
 from browserskill.session.operations import Operation
@@ -38,46 +39,67 @@ def _headers(code: str | None, body: dict[str, Any]) -> dict[str, str]:
     return {"X-Should-Retry": "false"}
 
 
-def respond(body: dict[str, Any], code: str | None = None, status: int | None = None) -> Response:
+def answer(body: dict[str, Any], code: str | None = None, status: int | None = None) -> Answer:
+    """The one rule for an answer's status and headers: the error table's."""
     http = status or (CODES[code].http if code else 200)
-    return SafeJSONResponse(body, status_code=http, headers=_headers(code, body))
+    return Answer(http, _headers(code, body), render(body))
+
+
+def respond(body: dict[str, Any], code: str | None = None, status: int | None = None) -> Response:
+    return answer(body, code, status).response()
+
+
+def error_answer(err: BskError) -> Answer:
+    return answer({"error": err.to_dict()}, err.code)
 
 
 def error_response(err: BskError) -> Response:
-    return respond({"error": err.to_dict()}, err.code)
+    return error_answer(err).response()
+
+
+def op_answer(result: dict[str, Any]) -> Answer:
+    error = result.get("error")
+    if result.get("state") != "ended":
+        return answer(result, status=202)
+    return answer(result, error["code"] if error else None)
 
 
 def op_response(result: dict[str, Any]) -> Response:
-    error = result.get("error")
-    if result.get("state") != "ended":
-        return respond(result, status=202)
-    return respond(result, error["code"] if error else None)
+    return op_answer(result).response()
+
+
+def failed(e: Exception, what: str) -> Answer:
+    """No traceback ever reaches a client: known errors by the table, bugs as `internal`
+    (logged). Called in the `except` that caught `e`."""
+    if isinstance(e, BskError):
+        return error_answer(e)
+    if isinstance(e, BodyAbandoned):  # the client hung up mid-body: an answer nobody reads
+        return Answer(400, content_type=None)
+    log.exception("request %s failed", what)
+    return error_answer(BskError("internal", f"internal error: {e}",
+                                 hint="this is a bug; see the daemon log"))
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+Receive = Callable[[], Awaitable[Any]]
+ReadBody = Callable[[], Awaitable[bytes]]
 
 
 def guarded(fn: Handler) -> Handler:
-    """No traceback ever reaches a client: known errors by the table, bugs as `internal`."""
+    """`failed`'s rule around a Starlette handler."""
 
     async def wrapper(request: Request) -> Response:
         try:
             return await fn(request)
-        except BskError as e:
-            return error_response(e)
-        except BodyAbandoned:  # the client hung up mid-body: an answer nobody reads
-            return Response(status_code=400)
         except Exception as e:
-            log.exception("request %s %s failed", request.method, request.url.path)
-            return error_response(BskError("internal", f"internal error: {e}",
-                                           hint="this is a bug; see the daemon log"))
+            return failed(e, f"{request.method} {request.url.path}").response()
 
     wrapper.__name__ = fn.__name__
     return wrapper
 
 
 async def json_body(request: Request) -> dict[str, Any]:
-    return parse_object(await read_body(request))
+    return parse_object(await read_body(request.scope, request.receive))
 
 
 def _flag(body: dict[str, Any], name: str) -> bool:
@@ -136,31 +158,47 @@ def _webmcp_call(body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
     return params, timeout_ms
 
 
-def _one_header(request: Request, name: str) -> str | None:
+def _one_header(headers: Headers, name: str) -> str | None:
     """A header that names an operation: two of it would be two names for one call."""
-    values = request.headers.getlist(name)
-    if len(values) > 1:
-        raise BskError("invalid_params", f"{name}: {len(values)} {name} headers; send one",
+    wanted = name.lower().encode("latin-1")  # as the listener gives them: lower case
+    value, count = None, 0
+    for key, raw in headers:  # a loop, not a comprehension: this runs on every call
+        if key == wanted:
+            value, count = raw, count + 1
+    if count > 1:
+        raise BskError("invalid_params", f"{name}: {count} {name} headers; send one",
                        hint=f"send the {name} header once", details={"field": name})
-    return values[0] if values else None
+    return value.decode("latin-1") if value is not None else None
 
 
-async def _disconnected(request: Request) -> None:
+async def _disconnected(receive: Receive) -> None:
     """Returns when the client hangs up (the body has already been read)."""
-    while (await request.receive())["type"] != "http.disconnect":
+    while (await receive())["type"] != "http.disconnect":
         pass
 
 
 def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
     dispatcher = daemon.dispatcher
+    # The control calls' handlers, each under its control's name (base/controls.py): the
+    # routes below are made from that list, so a handler serves nothing until declared.
+    handlers: dict[str, Handler] = {}
 
-    async def finish(op: Operation, detach: bool, request: Request,
-                     marked: bool = False) -> Response:
+    def handles(name: str) -> Callable[[Handler], Handler]:
+        def register(fn: Handler) -> Handler:
+            assert name in controls.BY_NAME and name not in handlers, name
+            handlers[name] = guarded(fn)
+            return fn
+        return register
+
+    async def settle(op: Operation, detach: bool, lost: asyncio.Future[None] | None,
+                     receive: Receive | None, marked: bool = False) -> Answer:
         """Answer when the operation ends; a caller that hangs up first cancels it.
-        `marked`: the call asked for page text in nonce markers (boundaries.py)."""
+        `lost`: our listeners' CONNECTION_LOST; a test's app has none, and its `receive`
+        says when the caller is gone. `marked`: the call asked for page text in nonce
+        markers (boundaries.py)."""
         if not detach:
-            lost = request.scope.get(CONNECTION_LOST)  # our listeners' (a test's app: none)
-            gone = lost if lost is not None else asyncio.ensure_future(_disconnected(request))
+            gone = lost if lost is not None else asyncio.ensure_future(
+                _disconnected(receive))  # type: ignore[arg-type]
             try:
                 await asyncio.wait({op.done.future, gone}, return_when=asyncio.FIRST_COMPLETED)
             finally:
@@ -168,56 +206,68 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
                     gone.cancel()
             if not op.done.is_set():
                 dispatcher.cancel(op.op_id, contract.CancelReason.CLIENT_DISCONNECTED)
-        answer = op.to_result()
-        return op_response(boundaries.mark(answer) if marked and op.ended else answer)
+        result = op.to_result()
+        return op_answer(boundaries.mark(result) if marked and op.ended else result)
 
-    @guarded
-    async def call_tool(request: Request) -> Response:
-        sid = request.path_params["sid"]
-        tool = request.path_params["tool"]
-        if tool in catalog.BY_NAME and catalog.BY_NAME[tool].hidden:  # session_stop
-            raise invalid("tool", "stop a session with DELETE /v1/sessions/{sid}")
-        body = await json_body(request)
-        if tool == "batch":  # several operations, not one (api/batch.py)
-            return await call_batch(request, sid, body)
-        wait, detach = _flag(body, "wait"), _flag(body, "detach")
-        marked = _flag(body, "boundaries")
-        timeout_ms = body.pop("timeout_ms", None)
-        key, op_id = _one_header(request, "Idempotency-Key"), _one_header(request, "X-Op-Id")
-        lost = request.scope.get(CONNECTION_LOST)  # our listeners' (a test's app: none)
-        if detach or lost is None:
-            op = await dispatcher.submit(sid, tool, body, wait=wait, timeout_ms=timeout_ms,
-                                         idempotency_key=key, op_id=op_id)
-            return await finish(op, detach, request, marked)
-        # The caller waits for the end: the operation runs in this request's task.
-        op, run = await dispatcher.prepare(sid, tool, body, wait=wait, timeout_ms=timeout_ms,
-                                           idempotency_key=key, op_id=op_id)
-        if run is None:  # the key named an earlier operation
-            return await finish(op, False, request, marked)
+    async def finish(op: Operation, detach: bool, request: Request,
+                     marked: bool = False) -> Response:
+        return (await settle(op, detach, request.scope.get(CONNECTION_LOST), request.receive,
+                             marked)).response()
 
-        def hung_up(_: object) -> None:
-            op.request_cancel(contract.CancelReason.CLIENT_DISCONNECTED)
-
-        lost.add_done_callback(hung_up)
+    async def call_tool(sid: str, tool: str, headers: Headers, read: ReadBody,
+                        lost: asyncio.Future[None] | None, receive: Receive | None = None,
+                        ) -> Answer:
+        """`POST /v1/sessions/{sid}/tools/{tool}`, whichever route brought it: the
+        request's path parameters, header list and body reader (and `settle`'s `lost`,
+        `receive`), `failed`'s rule around it."""
         try:
-            await run
-        finally:
-            lost.remove_done_callback(hung_up)
-        answer = op.to_result()
-        return op_response(boundaries.mark(answer) if marked else answer)
+            if tool in catalog.BY_NAME and catalog.BY_NAME[tool].hidden:  # session_stop
+                raise invalid("tool", "stop a session with DELETE /v1/sessions/{sid}")
+            body = parse_object(await read())
+            if tool == "batch":  # several operations, not one (api/batch.py)
+                return await call_batch(sid, body, headers, lost, receive)
+            wait, detach = _flag(body, "wait"), _flag(body, "detach")
+            marked = _flag(body, "boundaries")
+            timeout_ms = body.pop("timeout_ms", None)
+            key, op_id = _one_header(headers, "Idempotency-Key"), _one_header(headers, "X-Op-Id")
+            if detach or lost is None:
+                op = await dispatcher.submit(sid, tool, body, wait=wait, timeout_ms=timeout_ms,
+                                             idempotency_key=key, op_id=op_id)
+                return await settle(op, detach, lost, receive, marked)
+            # The caller waits for the end: the operation runs in this request's task.
+            op, run = await dispatcher.prepare(sid, tool, body, wait=wait, timeout_ms=timeout_ms,
+                                               idempotency_key=key, op_id=op_id)
+            if run is None:  # the key named an earlier operation
+                return await settle(op, False, lost, receive, marked)
 
-    async def call_batch(request: Request, sid: str, body: dict[str, Any]) -> Response:
+            def hung_up(_: object) -> None:
+                op.request_cancel(contract.CancelReason.CLIENT_DISCONNECTED)
+
+            lost.add_done_callback(hung_up)
+            try:
+                await run
+            finally:
+                lost.remove_done_callback(hung_up)
+            result = op.to_result()
+            return op_answer(boundaries.mark(result) if marked else result)
+        except Exception as e:
+            return failed(e, f"POST /v1/sessions/{sid}/tools/{tool}")
+
+    async def call_batch(sid: str, body: dict[str, Any], headers: Headers,
+                         lost: asyncio.Future[None] | None, receive: Receive | None,
+                         ) -> Answer:
         wait, marked = _flag(body, "wait"), _flag(body, "boundaries")
         timeout_ms = body.pop("timeout_ms", None)
         run = asyncio.ensure_future(run_batch(
             dispatcher, sid, catalog.BY_NAME["batch"].validate(body), wait=wait,
-            timeout_ms=timeout_ms, batch_id=_one_header(request, "X-Op-Id"),
-            idempotency_key=_one_header(request, "Idempotency-Key"),
+            timeout_ms=timeout_ms, batch_id=_one_header(headers, "X-Op-Id"),
+            idempotency_key=_one_header(headers, "Idempotency-Key"),
             cwd="/"))  # no caller's directory over HTTP: a relative path is from the root
-        lost = request.scope.get(CONNECTION_LOST)
-        gone = lost if lost is not None else asyncio.ensure_future(_disconnected(request))
+        gone = lost if lost is not None else asyncio.ensure_future(
+            _disconnected(receive))  # type: ignore[arg-type]
         try:
-            await asyncio.wait({run, gone}, return_when=asyncio.FIRST_COMPLETED)
+            ends: set[asyncio.Future[Any]] = {run, gone}
+            await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
         finally:
             if gone is not lost:
                 gone.cancel()
@@ -225,36 +275,44 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
                 run.cancel()
                 await asyncio.gather(run, return_exceptions=True)
         if run.cancelled():
-            return Response(status_code=400)  # an answer nobody reads
-        answer = boundaries.mark(run.result()) if marked else run.result()
-        error = answer.get("error")
-        response = respond(answer, error["code"] if error else None)
-        if answer["dispatched"] != "no":  # a step reached the page: never sent again blindly
-            response.headers["X-Should-Retry"] = "false"
-            if "Retry-After" in response.headers:
-                del response.headers["Retry-After"]
-        return response
+            return Answer(400, content_type=None)  # an answer nobody reads
+        result = boundaries.mark(run.result()) if marked else run.result()
+        error = result.get("error")
+        done = answer(result, error["code"] if error else None)
+        if result["dispatched"] != "no":  # a step reached the page: never sent again blindly
+            done.headers["X-Should-Retry"] = "false"
+            done.headers.pop("Retry-After", None)
+        return done
 
-    @guarded
+    async def call_tool_route(request: Request) -> Response:
+        """A tool call through Starlette's router (a path `_Activity` leaves to it)."""
+        scope = request.scope
+        return (await call_tool(request.path_params["sid"], request.path_params["tool"],
+                                scope["headers"], lambda: read_body(scope, request.receive),
+                                scope.get(CONNECTION_LOST), request.receive)).response()
+
+    @handles("webmcp_tools")
     async def webmcp_tools(request: Request) -> Response:
+        headers = request.scope["headers"]
         op = await dispatcher.submit(
             request.path_params["sid"], "webmcp_list", {},
-            wait=_bool_query(request, "wait"), op_id=_one_header(request, "X-Op-Id"))
+            wait=_bool_query(request, "wait"), op_id=_one_header(headers, "X-Op-Id"))
         return await finish(op, False, request)
 
-    @guarded
+    @handles("webmcp_invoke")
     async def webmcp_invoke(request: Request) -> Response:
         body = await json_body(request)
         wait, detach = _flag(body, "wait"), _flag(body, "detach")
         marked = _flag(body, "boundaries")
         params, timeout_ms = _webmcp_call(body)
+        headers = request.scope["headers"]
         op = await dispatcher.submit(
             request.path_params["sid"], "webmcp_invoke", params, wait=wait,
-            timeout_ms=timeout_ms, idempotency_key=_one_header(request, "Idempotency-Key"),
-            op_id=_one_header(request, "X-Op-Id"))
+            timeout_ms=timeout_ms, idempotency_key=_one_header(headers, "Idempotency-Key"),
+            op_id=_one_header(headers, "X-Op-Id"))
         return await finish(op, detach, request, marked)
 
-    @guarded
+    @handles("session_start")
     async def create_session(request: Request) -> Response:
         body = await json_body(request)
         timeout_ms = contract.check_timeout_ms(body.pop("timeout_ms", None))
@@ -267,7 +325,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
             cdp_url=params["cdp_url"], grid=params["grid"],
             allow_domains=params["allow_domain"], block_domains=params["block_domain"],
             timeout=timeout_ms / 1000 if timeout_ms else SESSION_START_TIMEOUT_S))
-        gone = asyncio.ensure_future(_disconnected(request))
+        gone = asyncio.ensure_future(_disconnected(request.receive))
         try:
             await asyncio.wait({create, gone}, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
@@ -283,7 +341,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
             raise BskError("cancelled", "the caller went away before the session started")
         return respond(create.result().summary(), status=201)
 
-    @guarded
+    @handles("session_list")
     async def list_sessions(request: Request) -> Response:
         # Sessions the last restart could not re-adopt, with why (docs/design.md).
         ended = [{"session_id": sid, "reason": why}
@@ -292,7 +350,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         return respond({"sessions": [s.summary() for s in daemon.sessions.sessions.values()],
                         "ended_at_restart": ended})
 
-    @guarded
+    @handles("session_stop")
     async def stop_session(request: Request) -> Response:
         sid = request.path_params["sid"]
         daemon.sessions.get(sid)
@@ -304,21 +362,21 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
         op = await dispatcher.submit(sid, "session_stop", {}, wait=wait, timeout_ms=timeout_ms)
         return await finish(op, False, request)
 
-    @guarded
+    @handles("op_get")
     async def get_op(request: Request) -> Response:
         return respond(dispatcher.find(request.path_params["op_id"]))
 
-    @guarded
+    @handles("op_list")
     async def list_ops(request: Request) -> Response:
         limit = _int_query(request, "limit", 50, 1, 1000)
         session = request.query_params.get("session")
         return respond({"ops": daemon.journal.list(session, limit)})
 
-    @guarded
+    @handles("op_cancel")
     async def cancel_op(request: Request) -> Response:
         return respond(dispatcher.cancel(request.path_params["op_id"]))
 
-    @guarded
+    @handles("op_wait")
     async def wait_op(request: Request) -> Response:
         op_id = request.path_params["op_id"]
         timeout_ms = _int_query(request, "timeout_ms", 30_000, 0, contract.MAX_TIMEOUT_MS)
@@ -330,29 +388,29 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
                 pass
         return op_response(dispatcher.find(op_id))
 
-    @guarded
+    @handles("health")
     async def health(request: Request) -> Response:
         return respond({"ok": True, "version": daemon.version})
 
-    @guarded
+    @handles("daemon_info")
     async def daemon_info(request: Request) -> Response:
         return respond(daemon.info())
 
-    @guarded
+    @handles("policy")
     async def show_policy(request: Request) -> Response:
         # Read-only: the policy is set when the daemon starts; no route changes it.
         narrowed = {sid: s.narrowing for sid, s in daemon.sessions.sessions.items()
                     if s.narrowing}
         return respond({"policy": daemon.policy.to_json(), "sessions_narrowed": narrowed})
 
-    @guarded
+    @handles("status")
     async def status(request: Request) -> Response:
         if _bool_query(request, "connect"):
             await daemon.browser.ensure()
         return respond({**daemon.info(), "browser": daemon.browser.info(),
                         "sessions": len(daemon.sessions.sessions)})
 
-    @guarded
+    @handles("browsers")
     async def browsers(request: Request) -> Response:
         hub = daemon.extensions
         if hub is None:
@@ -368,29 +426,29 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
                            details={"option": "extension_port"})
         return daemon.extensions
 
-    @guarded
+    @handles("extension_pair")
     async def extension_pair(request: Request) -> Response:
         return respond(extension_hub().pairing_code())
 
-    @guarded
+    @handles("extension_unpair")
     async def extension_unpair(request: Request) -> Response:
         return respond(await extension_hub().unpair(request.path_params["browser_id"]))
 
-    @guarded
+    @handles("doctor")
     async def doctor(request: Request) -> Response:
         return respond(await daemon.doctor())
 
-    @guarded
+    @handles("daemon_stop")
     async def stop_daemon(request: Request) -> Response:
         daemon.request_stop("stopped by request")
         return respond({"stopping": True, "pid": daemon.pid})
 
-    @guarded
+    @handles("dashboard")
     async def show_dashboard(request: Request) -> Response:
         url = await dashboard.start()
         return respond({"url": url, "port": dashboard.port})
 
-    @guarded
+    @handles("tools")
     async def tools(request: Request) -> Response:
         return respond({"tools": [
             {"name": t.name, "effect": t.effect.value, "summary": t.summary,
@@ -398,7 +456,7 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
             for t in catalog.TOOLS
         ]})
 
-    @guarded
+    @handles("openapi")
     async def openapi(request: Request) -> Response:
         from browserskill.api.openapi import document
 
@@ -418,76 +476,74 @@ def build_app(daemon: Daemon, dashboard: Dashboard) -> Any:
             return response
         if status == 404:
             return error_response(BskError(
-                "invalid_params", f"path: no endpoint {request.method} {path}",
-                hint="see GET /v1/openapi.json", details={"field": "path"}))
+                "path_not_found", f"no endpoint {request.method} {path}",
+                hint="GET /v1/openapi.json lists every path and its methods",
+                details={"path": path}))
         return error_response(BskError("internal", str(exc)))
 
     cli_call = CliCall(dispatcher)
     routes = [
         # First: the router tries routes in order, and nearly every request is a tool call
         # (the clients', or bsk's launcher's).
-        Route("/v1/sessions/{sid}/tools/{tool}", call_tool, methods=["POST"]),
+        Route("/v1/sessions/{sid}/tools/{tool}", call_tool_route, methods=["POST"]),
         Route("/v1/cli", cli_call, methods=["POST"]),  # bsk's launcher only
-        Route("/v1/health", health, methods=["GET"]),
-        Route("/v1/status", status, methods=["GET"]),
-        Route("/v1/daemon", daemon_info, methods=["GET"]),
-        Route("/v1/policy", show_policy, methods=["GET"]),
-        Route("/v1/daemon/stop", stop_daemon, methods=["POST"]),
-        Route("/v1/doctor", doctor, methods=["GET"]),
-        Route("/v1/browsers", browsers, methods=["GET"]),
-        Route("/v1/extension/pair", extension_pair, methods=["POST"]),
-        Route("/v1/extension/pairings/{browser_id}", extension_unpair, methods=["DELETE"]),
-        Route("/v1/tools", tools, methods=["GET"]),
-        Route("/v1/dashboard", show_dashboard, methods=["POST"]),
-        Route("/v1/openapi.json", openapi, methods=["GET"]),
-        Route("/v1/sessions", create_session, methods=["POST"]),
-        Route("/v1/sessions", list_sessions, methods=["GET"]),
-        Route("/v1/sessions/{sid}", stop_session, methods=["DELETE"]),
-        Route("/v1/sessions/{sid}/webmcp/tools", webmcp_tools, methods=["GET"]),
-        Route("/v1/sessions/{sid}/webmcp/invoke", webmcp_invoke, methods=["POST"]),
-        Route("/v1/ops", list_ops, methods=["GET"]),
-        Route("/v1/ops/{op_id}", get_op, methods=["GET"]),
-        Route("/v1/ops/{op_id}/cancel", cancel_op, methods=["POST"]),
-        Route("/v1/ops/{op_id}/wait", wait_op, methods=["GET"]),
+        # Every other route is a control's (base/controls.py), served by its handler.
+        *(Route(c.path, handlers[c.name], methods=[c.method]) for c in controls.CONTROLS),
     ]
     routes += daemon.test_routes  # a test hook's (docs/design.md, test hooks); none otherwise
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
     return _Activity(app, daemon, call_tool, cli_call)
 
 
+ToolCall = Callable[[str, str, Headers, ReadBody, "asyncio.Future[None] | None",
+                    Receive | None], Awaitable[Answer]]
+
+
 class _Activity:
     """Counts requests in flight, so the idle timer never stops a daemon mid-call.
 
     A tool call (`POST /v1/sessions/{sid}/tools/{tool}`, nearly every request, and
-    `POST /v1/cli`, bsk's) goes straight to its handler: it is `guarded` (every error
-    already answers by the table), so Starlette's middleware and router add only CPU to
-    it. Every other request, and any path Starlette would treat otherwise (a trailing
-    slash, a root path), goes through the app."""
+    `POST /v1/cli`, bsk's) goes straight to its handler: it already answers every error
+    by the table (`failed`), so Starlette's middleware and router add only CPU to it.
+    Every other request, and any path Starlette would treat otherwise (a trailing
+    slash, a root path), goes through the app. The Unix listener serves both tool calls
+    without ASGI at all (api/hot_route.py), through `tool_call` and `cli_call`: the same
+    handlers, the same count."""
 
-    def __init__(self, app: Any, daemon: Daemon, call_tool: Handler, cli_call: CliCall,
+    def __init__(self, app: Any, daemon: Daemon, call_tool: ToolCall, cli: CliCall,
                  ) -> None:
         self.app = app
         self.daemon = daemon
         self.call_tool = call_tool
-        self.cli_call = cli_call
+        self.cli = cli
+
+    async def tool_call(self, sid: str, tool: str, headers: Headers, read: ReadBody,
+                        lost: asyncio.Future[None]) -> Answer:
+        """`POST /v1/sessions/{sid}/tools/{tool}` as the Unix listener brings it."""
+        with self.daemon.serving():
+            return await self.call_tool(sid, tool, headers, read, lost, None)
+
+    async def cli_call(self, headers: Headers, read: ReadBody, lost: asyncio.Future[None],
+                       reply: Reply) -> None:
+        """`POST /v1/cli` as the Unix listener brings it."""
+        with self.daemon.serving():
+            await self.cli.serve(headers, read, lost, None, reply)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        self.daemon.requests_in_flight += 1
-        try:
+        with self.daemon.serving():
             parts = scope["path"].split("/")
             if (len(parts) == 6 and scope["method"] == "POST" and parts[1] == "v1"
                     and parts[2] == "sessions" and parts[4] == "tools" and parts[3]
                     and parts[5] and not scope.get("root_path")):
-                scope["path_params"] = {"sid": parts[3], "tool": parts[5]}
-                response = await self.call_tool(Request(scope, receive, send))
-                await response(scope, receive, send)
+                done = await self.call_tool(parts[3], parts[5], scope["headers"],
+                                            lambda: read_body(scope, receive),
+                                            scope.get(CONNECTION_LOST), receive)
+                await done.response()(scope, receive, send)
             elif scope["path"] == "/v1/cli" and scope["method"] == "POST" \
                     and not scope.get("root_path"):  # bsk's launcher: every agent action
-                await self.cli_call(scope, receive, send)
+                await self.cli(scope, receive, send)
             else:
                 await self.app(scope, receive, send)
-        finally:
-            self.daemon.requests_in_flight -= 1
-            self.daemon.touch()
+

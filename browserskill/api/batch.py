@@ -21,6 +21,7 @@ from typing import Any
 
 from browserskill.base import catalog, contract
 from browserskill.base.cli_args import script_line
+from browserskill.base.contract import Status
 from browserskill.base.errors import BskError, invalid
 from browserskill.dispatch.dispatcher import Dispatcher
 
@@ -80,7 +81,7 @@ async def run_batch(dispatcher: Dispatcher, session_id: str, params: dict[str, A
                 dispatcher.cancel(op.op_id, contract.CancelReason.CLIENT_DISCONNECTED)
                 raise
             answers.append(op.to_result())
-        if answers[-1].get("status") != "completed" and not params["continue"]:
+        if answers[-1].get("status") != Status.COMPLETED and not params["continue"]:
             why = f"step {k} did not complete"
             break
     return contract.batch_answer(session_id, params["commands"], answers, why)

@@ -42,6 +42,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from browserskill.api import listeners
 from browserskill.base.admission import Admission
+from browserskill.base.contract import State
 from browserskill.base.errors import BskError
 from browserskill.browser.screencast import Screencast, send_input
 from browserskill.browser.tab import Tab
@@ -166,7 +167,7 @@ def session_state(session: Session, op_holder: Operation | None) -> str:
         return "idle"
     if op_holder.by_person:
         return "held by a person"
-    if op_holder.state == "cleaning_up":
+    if op_holder.state == State.CLEANING_UP:
         return f"cleaning up {op_holder.tool}"
     return f"busy with {op_holder.tool}"
 
@@ -354,14 +355,12 @@ class Dashboard:
 
     async def _feed(self, ws: WebSocket) -> None:
         await ws.accept()
-        self.daemon.requests_in_flight += 1  # an open dashboard keeps the daemon up
-        feed = _Feed(self, ws)
-        try:
-            await feed.run()
-        finally:
-            await feed.close()
-            self.daemon.requests_in_flight -= 1
-            self.daemon.touch()
+        with self.daemon.serving():  # an open dashboard keeps the daemon up
+            feed = _Feed(self, ws)
+            try:
+                await feed.run()
+            finally:
+                await feed.close()
 
     async def watch(self, tab: Tab, viewer: Any) -> None:
         cast = self.casts.get(tab)
@@ -530,7 +529,7 @@ class _Feed:
             return {"op_id": dispatcher.person.answer_help(sid, answer)}
         # input: only while a person holds the session (take-over or a request for help)
         holder = session.queue.holder
-        if holder is None or holder.tool not in BY_PERSON or holder.state != "dispatched":
+        if holder is None or holder.tool not in BY_PERSON or holder.state != State.DISPATCHED:
             raise BskError("session_busy", "take the session over first: input from the "
                            "live view reaches the page only while a person holds it",
                            details={"session_id": sid})

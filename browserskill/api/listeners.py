@@ -8,6 +8,10 @@ at most `MAX_HEADER_BYTES`, and at most `MAX_UNADMITTED` connections per listene
 at that stage; the body is then read within `wire.BODY_READ_S`, and an idle keep-alive
 connection closes after `KEEP_ALIVE_S`. Each listener is its own server with its own
 count, so a flood on a TCP listener never delays the Unix socket.
+
+The Unix listener serves the tool calls itself, without ASGI (api/hot_route.py); every
+other request, and every request on a TCP listener (through TcpGuard's checks), goes to
+the ASGI app.
 """
 
 from __future__ import annotations
@@ -18,19 +22,20 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from browserskill.api import hot_route
+from browserskill.api.wire import BODY_COMPLETE
 from browserskill.base.admission import ACCEPT_BACKLOG, HEADER_READ_S, MAX_HEADER_BYTES, Admission
 
 KEEP_ALIVE_S = 5  # an idle connection between requests (uvicorn's timeout_keep_alive)
 # A request's scope key: a future done when its connection is lost (a caller that hung
 # up), so an answer in wait needs no task of its own reading `receive` (api/app.py).
 CONNECTION_LOST = "bsk.connection_lost"
-# A request's scope key: True once its whole body has arrived (wire.read_body then reads
-# it without a deadline of its own: nothing is left to wait for).
-BODY_COMPLETE = "bsk.body_complete"
 
 
-def bounded_protocol(admission: Admission) -> type[HttpToolsProtocol]:
-    """uvicorn's httptools protocol, counting this listener's unadmitted connections."""
+def bounded_protocol(admission: Admission, tool_calls: hot_route.ToolCalls | None = None,
+                     ) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol, counting this listener's unadmitted connections;
+    serving the tool calls itself when given `tool_calls`."""
 
     class Bounded(HttpToolsProtocol):
         _waiting = False
@@ -89,7 +94,11 @@ def bounded_protocol(admission: Admission) -> type[HttpToolsProtocol]:
 
         def on_headers_complete(self) -> None:
             self._admitted()
-            super().on_headers_complete()
+            target = hot_route.route(self) if tool_calls is not None else None
+            if target is None:
+                super().on_headers_complete()
+            else:
+                hot_route.start(self, target, tool_calls, self._lost)  # type: ignore[arg-type]
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
@@ -105,12 +114,14 @@ def bounded_protocol(admission: Admission) -> type[HttpToolsProtocol]:
     return Bounded
 
 
-def server(app: Any, admission: Admission, **options: Any) -> uvicorn.Server:
-    """A uvicorn server for one listener, bounded by `admission`."""
+def server(app: Any, admission: Admission, tool_calls: hot_route.ToolCalls | None = None,
+           **options: Any) -> uvicorn.Server:
+    """A uvicorn server for one listener, bounded by `admission` (and serving the tool
+    calls through `tool_calls` when given: the Unix listener's)."""
     # proxy_headers off: no proxy stands in front of the daemon, so no X-Forwarded-* may
     # rewrite a request's client or scheme (and no request pays for reading them).
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                            proxy_headers=False,
-                            http=bounded_protocol(admission), timeout_keep_alive=KEEP_ALIVE_S,
+                            proxy_headers=False, http=bounded_protocol(admission, tool_calls),
+                            timeout_keep_alive=KEEP_ALIVE_S,
                             backlog=ACCEPT_BACKLOG, **options)
     return uvicorn.Server(config)

@@ -95,8 +95,11 @@ async def serve(
     app = build_app(daemon, dashboard)
     # Each listener is a server of its own with its own connection limits (admission.py):
     # a flood on the TCP listener never delays the owner's Unix socket.
+    # The Unix listener serves the tool calls itself (api/hot_route.py); the TCP listener
+    # sends everything through TcpGuard's checks and the ASGI app.
     servers = {"unix": listeners.server(app, Admission("the Unix socket", UNIX_MAX_UNADMITTED),
-                                        ws="none", timeout_graceful_shutdown=5)}
+                                        tool_calls=app, ws="none",
+                                        timeout_graceful_shutdown=5)}
     server_sockets = {"unix": bind_socket(sock_path)}
     if tcp_port is not None:
         tcp = socket.create_server(("127.0.0.1", tcp_port))  # loopback only, by design

@@ -76,6 +76,25 @@ def reshaped(text: str, shape: Callable[[str], str]) -> str:
     return wrap(shape(rest[:-len(end)]), nonce)
 
 
+def first_line(text: str) -> tuple[str, str, str]:
+    """`text.partition("\\n")`, where a marked block belongs to the line it starts on: bsk
+    adding to a text's first line must not put its own words inside the page's markers
+    (a marked title spans three lines but is part of one line of the answer)."""
+    at = 0
+    while True:
+        newline, start = text.find("\n", at), text.find(_START, at)
+        if newline < 0 or start < 0 or start > newline:
+            break
+        nonce, sep, _ = text[start + len(_START):].partition(">>>\n")
+        end_marker = f"\n{_END}{nonce}>>>"
+        end = text.find(end_marker, start) if sep else -1
+        if end < 0:
+            break
+        at = end + len(end_marker)
+    newline = text.find("\n", at)
+    return (text, "", "") if newline < 0 else (text[:newline], "\n", text[newline + 1:])
+
+
 def _wrap_all(value: Any, nonce: str) -> Any:
     if isinstance(value, str):
         return wrap(value, nonce)

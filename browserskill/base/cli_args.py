@@ -287,12 +287,20 @@ def unknown_option(spec: ToolSpec, name: str, by_flag: dict[str, Param]) -> Exce
 # -- talking to the daemon --------------------------------------------------------------
 
 
-def tool_params(spec: ToolSpec, args: list[str], g: Globals,
-                cwd: str | None = None) -> dict[str, Any]:
+def tool_params(spec: ToolSpec, args: list[str], g: Globals, cwd: str | None = None,
+                stdin: Callable[[], str] | None = None) -> dict[str, Any]:
     """A tool's command-line arguments → its validated params: read against the catalog,
-    a local file given to `open` made a file:// URL, --json's own param turned on. One
-    reading for `bsk` and for the daemon reading a command line for it (`/v1/cli`)."""
+    a local file given to `open` made a file:// URL, --json's own param turned on, `-`
+    for a param that takes stdin (`eval -`) replaced by what `stdin()` reads. One
+    reading for `bsk` and for the daemon reading a command line for it (`/v1/cli`), which
+    has no stdin: the launcher leaves a `-` to the whole CLI (browserskill/cli/fast.py)."""
     raw = parse_tool_args(spec, args, cwd)
+    for p in spec.params:
+        if p.stdin and raw.get(p.name) == "-":
+            if stdin is None:
+                raise invalid(p.name, "`-` (read it from stdin) works on the bsk command "
+                              "line only", hint="give the text itself")
+            raw[p.name] = stdin()
     if isinstance(raw.get("url"), str):
         raw["url"] = local_file_url(raw["url"], cwd)
     if g.json and spec.json_param:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from browserskill.base.contract import refused
 from browserskill.base.errors import CODES
 from browserskill.base.errors import exit_code as exit_code_of
-from browserskill.base.render import RENDERERS, Words, error_text, result_text
+from browserskill.base.render import RENDERERS, Words, error_text, one_line, result_text
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def main_help(controls: Iterable[Any], tools: Iterable[Any], hidden: set[Words])
              "Usage: bsk [options] COMMAND [ARGS…]", "", "Browser tools:"]
     for t in tools:
         if t.words not in hidden:
-            lines.append(f"  {t.usage():<26} {t.summary.split('. ')[0].rstrip('.')}")
+            lines.append(f"  {t.usage():<26} {one_line(t.summary)}")
     lines += ["", "Sessions, daemon, operations:"]
     for c in controls:
         lines.append(f"  {c.usage.split(' [--cdp')[0]:<26} {c.summary}")
@@ -114,7 +114,7 @@ def group_help(word: str, controls: Iterable[Any], tools: Iterable[Any],
     """`bsk tab --help`: the commands of one group, or None if `word` is not a group."""
     rows = [(c.usage, c.summary)
             for c in controls if c.words[0] == word and len(c.words) > 1]
-    rows += [(t.usage(), t.summary.split(". ")[0].rstrip("."))
+    rows += [(t.usage(), one_line(t.summary))
              for t in tools if t.words[0] == word and len(t.words) > 1 and t.words not in hidden]
     if not rows:
         return None
@@ -160,7 +160,8 @@ def command_help(control: Any, spec: Any) -> str:
                 extra.append(f"default {p.default}")
             lines.append(f"  {name:<24} {p.help}" + (f" ({'; '.join(extra)})" if extra else ""))
             if p.positional:
-                lines.append(f"  {'':<24} (also {p.flag} VALUE)")
+                lines.append(f"  {'':<24} (also {p.flag} VALUE"
+                             + ("; - reads it from stdin)" if p.stdin else ")"))
     if spec.example:
         lines += ["", f"Example: {spec.example}"]
     lines += ["", GLOBAL_HELP]

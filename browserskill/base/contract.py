@@ -24,7 +24,9 @@ from __future__ import annotations
 import os
 from enum import StrEnum  # already loaded by the whole CLI (`re` needs it); not by fast.py
 
+# `Dispatched` lives with the error table (each code's default); it is the contract's too.
 from browserskill.base.errors import CODES, STATUS_FOR_CODE, invalid
+from browserskill.base.errors import Dispatched as Dispatched
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -200,14 +202,6 @@ class Status(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     OUTCOME_UNKNOWN = "outcome_unknown"
-
-
-class Dispatched(StrEnum):
-    """Did anything that could change the page reach the browser (`dispatched`)?"""
-
-    NO = "no"
-    YES = "yes"
-    UNKNOWN = "unknown"
 
 
 class CancelReason(StrEnum):

@@ -15,6 +15,8 @@ Pure and stdlib only: the I/O half is browserskill/tools/effects.py; render.py u
 
 from __future__ import annotations
 
+import json
+
 from browserskill.base.boundaries import reshaped
 
 TYPE_CHECKING = False
@@ -218,9 +220,11 @@ def _request(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _quote(text: str, limit: int = 60) -> str:
+    """The page's text in double quotes, escaped as a JSON string (a `"` in it is `\\"`,
+    never rewritten), so what is read can be copied back, e.g. into `bsk wait --text`."""
     def shape(text: str) -> str:
-        text = text if len(text) <= limit else text[:limit] + "…"
-        return '"' + text.replace('"', "'") + '"'
+        cut = len(text) > limit
+        return json.dumps(text[:limit], ensure_ascii=False)[:-1] + ('…"' if cut else '"')
     return reshaped(text, shape)
 
 

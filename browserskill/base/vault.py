@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
 from browserskill.base import paths
-from browserskill.base.contract import SECRET_MASK
+from browserskill.base.contract import SECRET_MASK, Dispatched
 from browserskill.base.errors import BskError, invalid
 
 STORE_FILE = "vault.enc"
@@ -236,7 +236,7 @@ def mismatch(name: str, origin: str, origins: list[str]) -> BskError:
         hint="check that the page is the site you meant (a look-alike address, or a frame "
              "of another site, is refused); a person adds an origin with `bsk secret set`",
         details={"reason": "secret_origin_mismatch", "secret": name, "origin": origin,
-                 "allowed": origins}, dispatched="no")
+                 "allowed": origins}, dispatched=Dispatched.NO)
 
 
 # -- redaction ----------------------------------------------------------------------------

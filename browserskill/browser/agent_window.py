@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError
 from browserskill.browser.extension_link import ExtensionLink, RestrictedPage
 from browserskill.browser.link import LinkError
@@ -39,7 +40,7 @@ def restricted_error(e: RestrictedPage) -> BskError:
     """The link's refusal of a browser page, as the session's caller hears it."""
     return BskError("action_failed", str(e), hint="BrowserSkill never touches chrome:// "
                     "pages, the extension store or other extensions' pages",
-                    details={"reason": "restricted_page"}, dispatched="no")
+                    details={"reason": "restricted_page"}, dispatched=Dispatched.NO)
 
 
 @dataclass
@@ -119,7 +120,7 @@ class AgentWindow:
             raise BskError("action_failed", f"tab {tab.tab_id} is the user's (borrowed): "
                            "the agent can't close it",
                            hint=f"give it back with `bsk tab return {tab.tab_id}`",
-                           details={"reason": "borrowed_tab"}, dispatched="no")
+                           details={"reason": "borrowed_tab"}, dispatched=Dispatched.NO)
 
     async def new_tab(self, tab_id: str, url: str = "about:blank") -> Tab:
         link = self.require_link()

@@ -274,7 +274,9 @@ class TabBuffers:
             self._end(key, entry, p)
         elif entry is not None:
             entry["state"] = "finished"
-            entry["bytes"] = int(p.get("encodedDataLength", 0))
+            # What came over the network, headers included (0: from a cache) — not the
+            # body's size, which `network show` gives as `bytes`.
+            entry["transfer_bytes"] = int(p.get("encodedDataLength", 0))
             self._end(key, entry, p)
         self._done(key)
 

@@ -2,21 +2,24 @@
 browser, over its keeper's Unix socket (NUL-framed, browser/keeper.py) — with flattened
 target sessions.
 
-One reader task owns the socket. Replies resolve the pending command by id; events go
-to subscribers keyed by CDP session id. When the socket closes (browser died, remote
-end went away), every pending command fails at once with `LinkClosed`.
+One reader owns the socket: a task over the WebSocket; over the keeper's socket, its
+protocol (`_FramedProtocol`), which splits frames as bytes arrive and handles each
+there — no task woken per message. Replies resolve the pending command by id; events go
+to subscribers keyed by CDP session id, in the order they arrived. When the socket
+closes (browser died, remote end went away), every pending command fails at once with
+`LinkClosed`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
 import websockets
 
+from browserskill.base import json_text
 from browserskill.browser.conversation import Conversation
 from browserskill.browser.link import (
     CdpError,
@@ -48,7 +51,11 @@ class CdpLink(Requester):
         self.endpoint = endpoint
         self._conv = Conversation(ws.send, lost=(websockets.ConnectionClosed, ConnectionError),
                                   name="connection")
-        self._reader = asyncio.create_task(self._read_loop(), name="cdp-reader")
+        self._reader: asyncio.Task[None] | None = None
+        if isinstance(ws, _FramedProtocol):
+            ws.start(self._dispatch_raw, self._conv.close)
+        else:
+            self._reader = asyncio.create_task(self._read_loop(), name="cdp-reader")
         self._prober: asyncio.Task[None] | None = None
         self._last_heard = 0.0  # loop time of the last message from the peer
 
@@ -56,9 +63,9 @@ class CdpLink(Requester):
     async def connect(cls, ws_url: str, *, timeout: float = 10.0) -> CdpLink:
         """`ws://…`/`wss://…`: a DevTools WebSocket; `unix:PATH`: a keeper's socket."""
         if ws_url.startswith("unix:"):
-            reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(
-                ws_url[5:], limit=MAX_MESSAGE), timeout)
-            return cls(_FramedSocket(reader, writer), ws_url)
+            _, framed = await asyncio.wait_for(asyncio.get_running_loop(
+                ).create_unix_connection(_FramedProtocol, ws_url[5:]), timeout)
+            return cls(framed, ws_url)
         try:
             ws = await asyncio.wait_for(
                 websockets.connect(
@@ -113,7 +120,7 @@ class CdpLink(Requester):
         and every reply still owed fails at once."""
         if reason is not None:
             self._conv.close(reason)
-            self._reader.cancel()
+            self._stop_reading()
         transport = getattr(self._ws, "transport", None)
         if transport is not None:
             transport.abort()
@@ -215,13 +222,19 @@ class CdpLink(Requester):
                 await self._ws.close()
         except TimeoutError:
             self.abort("closed by the daemon")
-        self._reader.cancel()
+        self._stop_reading()
+
+    def _stop_reading(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+        elif isinstance(self._ws, _FramedProtocol):
+            self._ws.stop()
 
     async def _read_loop(self) -> None:
         reason = "browser connection closed"
         try:
             async for raw in self._ws:
-                self._dispatch(json.loads(raw))
+                self._dispatch(json_text.loads(raw))
         except websockets.ConnectionClosed as e:
             reason = f"browser connection closed ({e})"
         except asyncio.CancelledError:
@@ -233,6 +246,9 @@ class CdpLink(Requester):
         finally:
             self._conv.close(reason)
 
+    def _dispatch_raw(self, raw: bytes) -> None:
+        self._dispatch(json_text.loads(raw))
+
     def _dispatch(self, msg: dict[str, Any]) -> None:
         self._last_heard = asyncio.get_running_loop().time()
         if msg.get("id") is not None:
@@ -241,34 +257,87 @@ class CdpLink(Requester):
             self._conv.emit(msg.get("sessionId"), msg["method"], msg.get("params", {}))
 
 
-class _FramedSocket:
-    """The keeper's stream as the three things CdpLink uses of a WebSocket: `send`,
-    `async for` messages, `close`. One JSON message per NUL-terminated frame."""
+class _FramedProtocol(asyncio.Protocol):
+    """The keeper's stream (one JSON message per NUL-terminated frame) as the two things
+    CdpLink uses of a WebSocket besides reading, `send` and `close`; reading is
+    `start(on_message, on_closed)`: each whole frame goes to `on_message` as it arrives,
+    in order, and the stream's end (or a frame past MAX_MESSAGE, or `on_message`
+    failing: a bug) to `on_closed(reason)`, once. At most one partial frame is held."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self._partial = bytearray()
+        self._on_message: Callable[[bytes], None] | None = None
+        self._on_closed: Callable[[str], None] | None = None
+        self._held: list[bytes] = []  # what arrived before `start` (none, in practice)
+        self._ended: str | None = None  # why it ended before `start`
+        self._told_closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's: no subclass
+
+    def start(self, on_message: Callable[[bytes], None],
+              on_closed: Callable[[str], None]) -> None:
+        self._on_message, self._on_closed = on_message, on_closed
+        held, self._held = self._held, []
+        for data in held:
+            self.data_received(data)
+        if self._ended is not None:
+            self._close(self._ended)
+
+    def stop(self) -> None:
+        """Read no more (the daemon closed the link): later bytes are dropped."""
+        self._on_message = None
+
+    def data_received(self, data: bytes) -> None:
+        if self._on_closed is None:  # not started yet
+            self._held.append(data)
+            return
+        start, end = 0, data.find(b"\0")
+        while end >= 0 and self._on_message is not None:
+            if self._partial:
+                self._partial += data[start:end]
+                frame = bytes(self._partial)
+                self._partial.clear()
+            else:
+                frame = data[start:end]
+            try:
+                self._on_message(frame)
+            except Exception as e:  # a bug here must not leave callers hanging
+                log.exception("CDP reader failed")
+                self._close(f"CDP reader failed: {e}")
+            start, end = end + 1, data.find(b"\0", end + 1)
+        if self._on_message is None:
+            return
+        self._partial += data[start:]
+        if len(self._partial) > MAX_MESSAGE:
+            self._partial.clear()
+            log.error("CDP reader failed: a message longer than %d bytes", MAX_MESSAGE)
+            self._close(f"CDP reader failed: a message longer than {MAX_MESSAGE} bytes")
+
+    def eof_received(self) -> bool:
+        self._close("browser connection closed")
+        return False  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._close("browser connection closed")
+
+    def _close(self, reason: str) -> None:
+        self._on_message = None
+        if self._on_closed is None:  # not started yet: told at `start`
+            self._ended = self._ended or reason
+        elif not self._told_closed:
+            self._told_closed = True
+            self._on_closed(reason)
 
     async def send(self, text: str) -> None:
-        if self._writer.is_closing():
+        if self.transport is None or self.transport.is_closing():
             raise ConnectionError("the browser keeper's socket is closed")
-        self._writer.write(text.encode() + b"\0")
-
-    def __aiter__(self) -> _FramedSocket:
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            return (await self._reader.readuntil(b"\0"))[:-1]
-        except (asyncio.IncompleteReadError, ConnectionError):
-            raise StopAsyncIteration from None
+        self.transport.write(text.encode() + b"\0")
 
     async def close(self) -> None:
-        self._writer.close()
-
-    @property
-    def transport(self) -> asyncio.BaseTransport:
-        return self._writer.transport
+        if self.transport is not None:
+            self.transport.close()
 
 
 def _cdp_error(method: str, err: dict[str, Any]) -> CdpError:

@@ -10,11 +10,11 @@ transports around this same core, the way `websockets` keeps its protocol apart 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from browserskill.base import json_text
 from browserskill.browser.link import EventHandler, LinkClosed, SendObserver
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class Conversation:
         midway forgets its reply (nobody will wait for it)."""
         msg_id, fut = self.open(what)
         try:
-            await self._write(json.dumps({"id": msg_id, **message}, separators=(",", ":")))
+            await self._write(json_text.dumps_ascii({"id": msg_id, **message}))
         except self._lost as e:
             self.close(f"{self._name} closed: {e}")
             raise LinkClosed(self.closed_reason or "closed") from None

@@ -18,7 +18,8 @@ Invariants:
 
 Run by the daemon as `python -m browserskill.browser.keeper STATE_FILE SOCKET LOG -- ARGV…`;
 it writes STATE_FILE ({"keeper_pid", "browser_pid", "socket", "cdp_url"?}) once the
-browser answers on the pipe. Stdlib only.
+browser answers on the pipe. Stdlib only, plus uvloop's loop where it imports
+(base/event_loop.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from browserskill.base import event_loop, heap
 
 _ID = re.compile(rb'^\{"id":\s*(\d+)')
 
@@ -186,7 +189,8 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     keeper = Keeper(argv[4:], socket_path, state_file, log_file)
-    asyncio.run(keeper.run())
+    heap.give_back_big_blocks()  # every message passes through: see base/heap.py
+    event_loop.run(keeper.run())
     return 0
 
 

@@ -44,13 +44,31 @@ class CdpError(LinkError):
 
 
 async def await_reply(method: str, fut: asyncio.Future[T], timeout: float) -> T:
-    """Await a reply future with a deadline; a late reply is then dropped."""
+    """Await a reply future with a deadline; a late reply is then dropped.
+
+    The deadline is one timer that cancels `fut` (what `asyncio.timeout` would do through
+    the task, without its context object: every command awaits here). A cancel of the
+    awaiting task itself, even one that arrives as the timer fires, stays a cancel."""
+    if fut.done():
+        return fut.result()
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        if not fut.done():
+            expired = True
+            fut.cancel()
+
+    timer = fut.get_loop().call_later(timeout, expire)
     try:
-        async with asyncio.timeout(timeout):
-            return await fut
-    except TimeoutError:
-        raise CommandTimeout(f"{method}: no answer within {timeout:g}s") from None
+        return await fut
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if expired and (task is None or not task.cancelling()):
+            raise CommandTimeout(f"{method}: no answer within {timeout:g}s") from None
+        raise
     finally:
+        timer.cancel()
         if not fut.done():
             fut.cancel()
 

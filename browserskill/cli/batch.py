@@ -68,7 +68,8 @@ def ended_early(client: Client, batch_id: str, commands: list[str],
     """Each step, in order: cancelled if it still runs, then as it ended; the first that
     never arrived and everything after it were not sent."""
     why = {"interrupted": "interrupted (Ctrl-C)", "timeout": "no answer in time",
-           "lost": "the daemon went away"}.get(what, what)
+           "lost": "the daemon went away", "unanswered": "the daemon went away"
+           }.get(what, what)
     print(f"bsk: {why}; cancelling batch {batch_id}'s running step…", file=sys.stderr)
     answers: list[dict[str, Any]] = []
     for k in range(1, len(commands) + 1):

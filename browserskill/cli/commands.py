@@ -1,5 +1,11 @@
 """The commands that are not browser tools: sessions, daemon, operations, status, doctor,
-MCP, skill. Each is `cmd_x(client, args) -> answer`; `CONTROL` lists them with usage."""
+MCP, skill. `CONTROL` lists them with usage, each with its `run(client, args) -> answer`.
+
+A control call's command (base/controls.py) takes its words, usage and summary from its
+control, and its arguments too (`run_control`: path parameters as positional arguments,
+`CliSpec.flags` as switches), unless a runner is registered under the control's name
+(`@runs("op_get")`) for what needs more. The commands the daemon does not answer (daemon
+start, mcp, secrets…) are `LOCAL`."""
 
 from __future__ import annotations
 
@@ -8,21 +14,56 @@ import sys
 from collections import namedtuple
 
 from browserskill import __version__
-from browserskill.base import contract, paths
+from browserskill.base import contract, controls, paths
 from browserskill.base.catalog import SESSION_START as _SESSION_START
 from browserskill.base.cli_args import looks_like_option, parse_tool_args
 from browserskill.base.contract import valid_op_id, valid_session_id
+from browserskill.base.controls import route
 from browserskill.base.errors import BskError, invalid
 from browserskill.cli.transport import DaemonUnreachable
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any
 
     from browserskill.cli.daemon_client import Client
 
+    Runner = Callable[[Client, list[str]], Any]
 
+# The runners of the control calls whose command needs more than `run_control`.
+RUNNERS: dict[str, Runner] = {}
+
+
+def runs(name: str) -> Callable[[Runner], Runner]:
+    def register(fn: Runner) -> Runner:
+        assert controls.BY_NAME[name].cli is not None and name not in RUNNERS, name
+        RUNNERS[name] = fn
+        return fn
+    return register
+
+
+def run_control(control: controls.Control, client: Client, args: list[str]) -> Any:
+    """A control's command as declared: its path parameters in order, then its switches;
+    anything else is the caller's mistake."""
+    usage = control.cli.usage
+    switches = dict(control.cli.flags)
+    on = [switches[a] for a in args if a in switches]
+    rest = [a for a in args if a not in switches]
+    values = {}
+    for field in control.params:
+        if field.where == "path":
+            if not rest or looks_like_option(rest[0]):
+                raise invalid(field.name, f"give the {field.name}", hint=f"usage: bsk {usage}")
+            values[field.name] = rest.pop(0)
+    _no_args(usage, rest)
+    query = "&".join(f"{name}=true" for name in dict.fromkeys(on))
+    path = controls.path_of(control, **values) + ("?" + query if query else "")
+    return client.call(control.method, path)[2]
+
+
+@runs("session_start")
 def cmd_session_start(client: Client, args: list[str]) -> Any:
     params = parse_tool_args(_SESSION_START, args)
     if "session_id" in params and not valid_session_id(params["session_id"]):
@@ -31,7 +72,7 @@ def cmd_session_start(client: Client, args: list[str]) -> Any:
     if client.g.timeout:  # the start's deadline (a Grid's slot is awaited up to it)
         params["timeout_ms"] = int(client.g.timeout * 1000)
     try:
-        return client.call("POST", "/v1/sessions", params, timeout=client.g.timeout or 60.0)[2]
+        return client.call(*route("session_start"), params, timeout=client.g.timeout or 60.0)[2]
     except KeyboardInterrupt:  # hanging up makes the daemon undo the start (api/app.py)
         return contract.refused(contract.error_dict(
             "cancelled", "interrupted: the session was not started",
@@ -39,14 +80,10 @@ def cmd_session_start(client: Client, args: list[str]) -> Any:
             session_id=params.get("session_id"))
 
 
-def cmd_session_list(client: Client, args: list[str]) -> Any:
-    _no_args("session list", args)
-    return client.call("GET", "/v1/sessions")[2]
-
-
+@runs("session_stop")
 def cmd_session_stop(client: Client, args: list[str]) -> Any:
     if args == ["--all"]:
-        _status, _, listing = client.call("GET", "/v1/sessions", spawn=False)
+        _status, _, listing = client.call(*route("session_list"), spawn=False)
         results = []
         for s in listing.get("sessions", []):
             results.append(_stop_one(client, s["session_id"]))
@@ -61,38 +98,22 @@ def _stop_one(client: Client, sid: str) -> Any:
         raise invalid("session", f"{sid!r} is not a session id")
     query = "?wait=true" if client.g.wait else ""
     try:
-        return client.call("DELETE", f"/v1/sessions/{sid}{query}",
-                           spawn=False)[2]
+        method, path = route("session_stop", sid=sid)
+        return client.call(method, path + query, spawn=False)[2]
     except DaemonUnreachable:
         raise BskError("session_not_found", f"no session {sid!r}: the daemon is not running",
                        details={"session_id": sid}) from None
 
 
-def cmd_browsers(client: Client, args: list[str]) -> Any:
-    _no_args("browsers", args)
-    return client.call("GET", "/v1/browsers")[2]
-
-
-def cmd_extension_pair(client: Client, args: list[str]) -> Any:
-    _no_args("extension pair", args)
-    return client.call("POST", "/v1/extension/pair")[2]
-
-
+@runs("extension_unpair")
 def cmd_extension_unpair(client: Client, args: list[str]) -> Any:
     if len(args) != 1 or looks_like_option(args[0]):
         raise invalid("browser_id", "give exactly one browser id",
                       hint="usage: bsk extension unpair ID (ids: `bsk browsers`)")
-    from urllib.parse import quote
-
-    return client.call("DELETE", f"/v1/extension/pairings/{quote(args[0], safe='')}")[2]
+    return client.call(*route("extension_unpair", browser_id=args[0]))[2]
 
 
-def cmd_status(client: Client, args: list[str]) -> Any:
-    connect = "--connect" in args
-    _no_args("status", [a for a in args if a != "--connect"])
-    return client.call("GET", "/v1/status" + ("?connect=true" if connect else ""))[2]
-
-
+@runs("doctor")
 def cmd_doctor(client: Client, args: list[str]) -> Any:
     _no_args("doctor", args)
     from browserskill.cli.doctor import run_doctor
@@ -111,7 +132,7 @@ def cmd_daemon_start(client: Client, args: list[str]) -> Any:
     from browserskill.daemon.spawn import reachable
 
     if reachable(paths.socket_file()):
-        info = client.call("GET", "/v1/daemon", spawn=False)[2]
+        info = client.call(*route("daemon_info"), spawn=False)[2]
         info["already_running"] = True
         wanted = _policy_of(daemon_args)
         running = (info.get("policy") or {}).get("source")
@@ -125,7 +146,7 @@ def cmd_daemon_start(client: Client, args: list[str]) -> Any:
             info["note"] = "options not applied: stop the daemon first to change them"
         return info
     client.start_daemon(args)
-    return client.call("GET", "/v1/daemon", spawn=False)[2]
+    return client.call(*route("daemon_info"), spawn=False)[2]
 
 
 def _policy_path_absolute(args: list[str]) -> list[str]:
@@ -182,13 +203,14 @@ def check_daemon_args(args: list[str]) -> None:
                           "keys); the daemon does not start without it") from None
 
 
+@runs("daemon_stop")
 def cmd_daemon_stop(client: Client, args: list[str]) -> Any:
     _no_args("daemon stop", args)
     from browserskill.daemon.spawn import reachable
 
     sock = paths.socket_file()
     try:
-        answer = client.call("POST", "/v1/daemon/stop", spawn=False)[2]
+        answer = client.call(*route("daemon_stop"), spawn=False)[2]
     except DaemonUnreachable:
         return {"stopped": False, "note": "no daemon was running"}
     import time
@@ -199,10 +221,11 @@ def cmd_daemon_stop(client: Client, args: list[str]) -> Any:
     return {"stopped": not reachable(sock), "pid": answer.get("pid")}
 
 
+@runs("daemon_info")
 def cmd_daemon_status(client: Client, args: list[str]) -> Any:
     _no_args("daemon status", args)
     try:
-        return {"running": True, **client.call("GET", "/v1/daemon", spawn=False)[2]}
+        return {"running": True, **client.call(*route("daemon_info"), spawn=False)[2]}
     except DaemonUnreachable:
         return {"running": False, "socket": paths.socket_file()}
 
@@ -216,20 +239,25 @@ def _op_id(args: list[str], usage: str) -> str:
     return args[0]
 
 
+@runs("op_get")
 def cmd_op_show(client: Client, args: list[str]) -> Any:
-    return client.call("GET", f"/v1/ops/{_op_id(args, 'op show ID')}")[2]
+    return client.call(*route("op_get", op_id=_op_id(args, "op show ID")))[2]
 
 
+@runs("op_cancel")
 def cmd_op_cancel(client: Client, args: list[str]) -> Any:
-    return client.call("POST", f"/v1/ops/{_op_id(args, 'op cancel ID')}/cancel")[2]
+    return client.call(*route("op_cancel", op_id=_op_id(args, "op cancel ID")))[2]
 
 
+@runs("op_wait")
 def cmd_op_wait(client: Client, args: list[str]) -> Any:
     timeout = int((client.g.timeout or 30) * 1000)
     op = _op_id(args, "op wait ID")
-    return client.call("GET", f"/v1/ops/{op}/wait?timeout_ms={timeout}")[2]
+    method, path = route("op_wait", op_id=op)
+    return client.call(method, f"{path}?timeout_ms={timeout}")[2]
 
 
+@runs("op_list")
 def cmd_op_list(client: Client, args: list[str]) -> Any:
     query = "?limit=50"
     if args[:1] == ["--all"]:
@@ -237,7 +265,8 @@ def cmd_op_list(client: Client, args: list[str]) -> Any:
     elif client.g.session:
         query += "&session=" + client.g.session
     _no_args("op list [--all]", args)
-    return client.call("GET", "/v1/ops" + query)[2]
+    method, path = route("op_list")
+    return client.call(method, path + query)[2]
 
 
 def cmd_mcp(client: Client, args: list[str]) -> Any:
@@ -279,13 +308,14 @@ def cmd_install_skill(client: Client, args: list[str]) -> Any:
     return cli_install(args)
 
 
+@runs("dashboard")
 def cmd_show(client: Client, args: list[str]) -> Any:
     """A one-time link to the dashboard; opened in the default browser when there is a
     display, through a file of the user's own: a browser's command line is readable by
     every user (`ps`), so no link that opens the dashboard goes on it (docs/dashboard.md)."""
     only_url = "--url" in args
     _no_args("show [--url]", [a for a in args if a != "--url"])
-    answer = client.call("POST", "/v1/dashboard")[2]
+    answer = client.call(*route("dashboard"))[2]
     answer["opened"] = False
     if not only_url and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
                          or sys.platform == "darwin"):
@@ -322,11 +352,6 @@ def cmd_replay(client: Client, args: list[str]) -> Any:
     from browserskill.cli.replay import replay
 
     return replay(client, args[0])
-
-
-def cmd_policy_show(client: Client, args: list[str]) -> Any:
-    _no_args("policy show", args)
-    return client.call("GET", "/v1/policy")[2]
 
 
 # -- secrets: local to this machine, read by the daemon (browserskill/base/vault.py) ---------
@@ -430,52 +455,19 @@ def daemon_options() -> list[tuple[str, str]]:
 Control = namedtuple("Control", "words run usage summary spec options", defaults=(None, None))
 
 
-CONTROL: tuple[Control, ...] = (
-    Control(("session", "start"), cmd_session_start,
-            "session start [ID] [--label L] [--isolated [--state FILE]] "
-            "[--browser extension|ID|LABEL | --cdp-url URL | --grid URL]",
-            "Start a session with its own tab in its own window; use it with -s ID or "
-            "BSK_SESSION=ID. Sessions share the profile's cookies and storage unless "
-            "--isolated. With --browser, in the user's browser (extension): its own Agent "
-            "Window; with --cdp-url, in a browser someone else runs; with --grid, in a "
-            "browser of its own on a Selenium Grid (docs/scaling-out.md).", _SESSION_START),
-    Control(("browsers",), cmd_browsers, "browsers",
-            "Browsers connected through the BrowserSkill extension (id, label, version), "
-            "and the paired ones."),
-    Control(("extension", "pair"), cmd_extension_pair, "extension pair",
-            "Pair a browser's BrowserSkill extension: prints a one-time code (valid 5 "
-            "minutes) to enter in the extension's options page. Until then the daemon "
-            "refuses that browser, whatever Origin it sends."),
-    Control(("extension", "unpair"), cmd_extension_unpair, "extension unpair ID",
-            "Forget a paired browser (its id from `bsk browsers`) and disconnect it; it "
-            "must pair again to connect."),
-    Control(("session", "list"), cmd_session_list, "session list", "List sessions."),
-    Control(("session", "stop"), cmd_session_stop, "session stop [ID | --all]",
-            "Stop a session and close its tabs (after its running operation)."),
-    Control(("status",), cmd_status, "status [--connect]",
-            "Daemon and browser status (--connect starts the browser to report it)."),
-    Control(("doctor",), cmd_doctor, "doctor",
-            "Check the set-up and say how to fix problems: the socket, the state dir, the "
-            "journal (writes failing, a journal moved aside as unreadable, a damaged WAL's "
-            "copy: docs/outcomes.md), the browser."),
+def _from_control(c: controls.Control) -> Control:
+    run = RUNNERS.get(c.name) or (lambda client, args: run_control(c, client, args))
+    spec = _SESSION_START if c.cli.help_tool == "session_start" else None
+    return Control(c.cli.words, run, c.cli.usage, c.cli.summary, spec)
+
+
+# The commands the daemon has no route for: they act on this machine.
+LOCAL: tuple[Control, ...] = (
     Control(("daemon", "start"), cmd_daemon_start,
             "daemon start [--foreground] [--cdp-url URL] [--grid URL] "
             "[--profile DIR | --ephemeral] [--headed] [--tcp-port PORT] "
             "[--expose-cdp [PORT]] [OPTION…]",
             "Start the daemon (bsk starts it on first use).", options=daemon_options),
-    Control(("daemon", "stop"), cmd_daemon_stop, "daemon stop",
-            "Stop the daemon; running operations end honestly."),
-    Control(("daemon", "status"), cmd_daemon_status, "daemon status",
-            "Daemon pid, socket, version and uptime."),
-    Control(("policy", "show"), cmd_policy_show, "policy show",
-            "The person's policy the daemon runs under (`daemon start --policy FILE`, "
-            "BSK_POLICY): domains, schemes, confirm and deny rules; read-only "
-            "(docs/safety.md)."),
-    Control(("op", "show"), cmd_op_show, "op show ID", "One operation with its timeline."),
-    Control(("op", "list"), cmd_op_list, "op list [--all]",
-            "Recent operations of this session (--all: every session)."),
-    Control(("op", "cancel"), cmd_op_cancel, "op cancel ID", "Cancel an operation."),
-    Control(("op", "wait"), cmd_op_wait, "op wait ID", "Wait for an operation to end."),
     Control(("mcp",), cmd_mcp,
             "mcp [--session ID | --isolated] [--caps GROUP,…] [--no-boundaries]",
             "Serve the browser tools over MCP on stdio. Each connection gets a session of "
@@ -489,10 +481,6 @@ CONTROL: tuple[Control, ...] = (
             "install-skill [--harness NAME]… [--dir DIR] [--list]",
             "Install the agent skill (SKILL.md) where claude, codex, opencode or cursor "
             "look for it."),
-    Control(("show",), cmd_show, "show [--url]",
-            "The live dashboard: every session, its operations as they move, a live view "
-            "of its current tab, cancel, stop, take over. Prints the URL (with its token) "
-            "and opens it when there is a display; --url only prints it. Loopback only."),
     Control(("replay",), cmd_replay, "replay FILE",
             "Run a script that `bsk record stop FILE` wrote (one bsk command per line) as "
             "ordinary operations in this session; stops at the first that does not "
@@ -509,7 +497,32 @@ CONTROL: tuple[Control, ...] = (
             "Forget a secret (--all: every one, and the vault's key)."),
     Control(("version",), cmd_version, "version", "Print the version."),
 )
+
+
+def _grouped(commands: list[Control]) -> tuple[Control, ...]:
+    """Each group's commands together, groups in the order they first appear; in a group,
+    the local ones first (`daemon start` before `daemon stop`)."""
+    first: dict[str, int] = {}
+    for i, c in enumerate(commands):
+        first.setdefault(c.words[0], i)
+    return tuple(sorted(commands, key=lambda c: (first[c.words[0]], c not in LOCAL)))
+
+
+CONTROL: tuple[Control, ...] = _grouped(
+    [_from_control(c) for c in controls.CONTROLS if c.cli is not None] + list(LOCAL))
 CONTROL_BY_WORDS = {c.words: c for c in CONTROL}
 # Control commands that describe an operation rather than end as one (`op wait` does end
 # with the operation's outcome, so its exit code is the operation's).
 REPORTS_AN_OP = {("op", "show"), ("op", "cancel")}
+
+
+def state_exit(words: tuple[str, ...], answer: Any) -> int:
+    """The exit code a control command's answer means when it is no error: `daemon
+    status` with no daemon exits non-zero, as `systemctl status` does for a stopped unit,
+    with the code a call that can't reach its daemon gets (browser_unavailable's)."""
+    if words == ("daemon", "status") and isinstance(answer, dict) \
+            and answer.get("running") is False:
+        from browserskill.base.errors import exit_code
+
+        return exit_code("browser_unavailable")
+    return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from browserskill.base import paths
+from browserskill.base.controls import route
 from browserskill.base.errors import BskError
 
 
@@ -23,7 +24,7 @@ def run_doctor(client: Any) -> dict[str, Any]:
         checks.append({"check": "state_dir_writable", "ok": False, "detail": f"{home}: {e}",
                        "fix": "set BSK_HOME to a writable directory"})
     try:
-        _, _, report = client.call("GET", "/v1/doctor", timeout=30)
+        _, _, report = client.call(*route("doctor"), timeout=30)
         checks.append({"check": "daemon", "ok": True,
                        "detail": f"reachable, pid {report['daemon']['pid']}"})
         checks.extend(report["checks"])

@@ -16,11 +16,16 @@ Invariants:
 - A tool call names its operation up front (`X-Op-Id`). Ctrl-C or SIGTERM while it
   runs, the daemon going away, or no answer by the wire deadline the daemon named go to
   the whole CLI with that op id, which cancels it or asks how it ended and prints that
-  (browserskill/cli/calls.py), exactly as `bsk` always has.
+  (browserskill/cli/calls.py), exactly as `bsk` always has. A daemon that went away
+  before one byte of its answer is told apart ("unanswered", not "lost"): a daemon
+  killed a moment before may still have taken the connection, and a call no daemon
+  recorded is then sent again.
 - A call the daemon answered ends the process with `posix._exit` once its output is
   flushed (`launch`): the interpreter's own teardown costs ~1.7 ms, a tenth of the call,
   and there is nothing to tear down — no thread, no `atexit`, no file but the two
   flushed streams. Every other way out (the whole CLI ran) exits normally.
+- Output whose reader has gone (`bsk --help | head -1`) ends `bsk` as SIGPIPE ends
+  other commands, quietly (browserskill/cli/closed_pipe.py).
 """
 
 import _signal  # type: ignore[import-not-found]  # (no stub; `signal` costs enum)
@@ -45,7 +50,8 @@ _ESCAPES = {i: f"\\u{i:04x}" for i in range(32)} | {34: '\\"', 92: "\\\\"}
 
 
 class _Lost(Exception):
-    """The daemon went away mid-call (a reset, or the end before the answer)."""
+    """The daemon went away mid-call (a reset, or the end before the answer); its one
+    argument: whether nothing of an answer had come."""
 
 
 def _interrupt(signum: int, frame: object) -> "NoReturn":
@@ -94,7 +100,10 @@ def _call(argv: list[str]) -> tuple[int, bool]:
             sock.close()
             return _whole_cli(argv), False
         try:
-            sock.sendall(request)
+            try:
+                sock.sendall(request)
+            except ConnectionError:  # the daemon's side closed before it read the call
+                raise _Lost(True) from None
             status, headers, rest = _head(sock)
             if status != 200:
                 sock.close()
@@ -106,7 +115,9 @@ def _call(argv: list[str]) -> tuple[int, bool]:
             return _whole_cli(argv, (op_id, "interrupted")), False
         except TimeoutError:
             return _whole_cli(argv, (op_id, "timeout")), False
-        except (_Lost, ConnectionError, ValueError):
+        except _Lost as e:
+            return _whole_cli(argv, (op_id, "unanswered" if e.args[0] else "lost")), False
+        except (ConnectionError, ValueError):
             return _whole_cli(argv, (op_id, "lost")), False
     finally:
         sock.close()
@@ -115,16 +126,21 @@ def _call(argv: list[str]) -> tuple[int, bool]:
         code, out_len, err_len = (int(x) for x in first.split())
     except ValueError:
         return _whole_cli(argv, (op_id, "lost")), False
-    try:
-        if out_len:
-            sys.stdout.buffer.write(rest[:out_len])
-            sys.stdout.flush()
-        if err_len:
-            sys.stderr.buffer.write(rest[out_len:out_len + err_len])
-            sys.stderr.flush()
-    except BrokenPipeError:  # `bsk snapshot | head -1`
-        return 0, False
+    gone = False
+    for stream, text in ((sys.stdout, rest[:out_len]),
+                         (sys.stderr, rest[out_len:out_len + err_len])):
+        try:
+            if text:
+                stream.buffer.write(text)
+                stream.flush()
+        except BrokenPipeError:  # `bsk snapshot | head -1`: the other stream still says
+            gone = True
+    if gone:
+        from browserskill.cli.closed_pipe import reader_gone
+
+        reader_gone()
     return code, True
+
 
 
 def _environ() -> dict[str, str]:
@@ -166,9 +182,12 @@ def _command_line(argv: list[str], env: dict[str, str]) -> bytes:
 def _head(sock: _socket.socket) -> tuple[int, dict[str, str], bytes]:
     data = b""
     while (split := http1.split_head(data)) is None:
-        chunk = sock.recv(READ)
+        try:
+            chunk = sock.recv(READ)
+        except ConnectionError:  # reset: a listener closed with our call still queued
+            chunk = b""
         if not chunk:
-            raise _Lost
+            raise _Lost(not data)
         data += chunk
     return (*http1.parse_head(split[0]), split[1])
 

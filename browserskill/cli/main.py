@@ -15,7 +15,7 @@ from browserskill.base.cli_args import Globals, split_globals, tool_params
 from browserskill.base.cli_render import outcome
 from browserskill.base.errors import BskError
 from browserskill.cli.calls import interrupted, lost_daemon, tool_call
-from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS, REPORTS_AN_OP
+from browserskill.cli.commands import CONTROL, CONTROL_BY_WORDS, REPORTS_AN_OP, state_exit
 from browserskill.cli.daemon_client import Client
 from browserskill.cli.transport import DaemonLost, DaemonUnreachable
 
@@ -49,24 +49,39 @@ def find_command(rest: list[str]) -> tuple[tuple[str, ...], list[str]]:
 def main(argv: list[str] | None = None, resume: tuple[str, str] | None = None) -> int:
     """Run one command line. `resume` (op id, what happened): the launcher's tool call
     (browserskill/cli/fast.py) was interrupted, lost its daemon, or timed out while the
-    daemon ran it; end it here as a call of our own would have ended."""
-    argv = sys.argv[1:] if argv is None else argv
+    daemon ran it; end it here as a call of our own would have ended. Output is flushed
+    before returning: a reader that went away (`bsk --help | head -1`) ends `bsk` here,
+    quietly, as SIGPIPE ends other commands (browserskill/cli/closed_pipe.py)."""
+    try:
+        code = _main(sys.argv[1:] if argv is None else argv, resume)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        from browserskill.cli.closed_pipe import reader_gone
+
+        reader_gone()
+    return code
+
+
+def _main(argv: list[str], resume: tuple[str, str] | None) -> int:
     import signal
 
     signal.signal(signal.SIGTERM, _sigterm)
     g = Globals()
     try:
         rest = split_globals(argv, g, owns=_tool_owns)
+        if rest[:1] == ["help"]:  # `bsk help tab select`, as git and cargo take it
+            g.help, rest = True, rest[1:]
         words, args = find_command(rest)
         if not words:
             group = render.group_help(rest[0], CONTROL, TOOLS, HIDDEN_WORDS) if rest else None
             if group is not None and g.help:
                 print(group)  # `bsk tab --help`: that group's commands
                 return 0
-            if g.help or not rest:
+            if not rest:
                 print(render.main_help(CONTROL, TOOLS, HIDDEN_WORDS))
                 return 0
-            raise unknown_command(rest)
+            raise unknown_command(rest)  # `bsk nope --help` too: say it is no command
         control = CONTROL_BY_WORDS.get(words)
         spec = BY_WORDS.get(words)
         if resume is not None and (control is not None or spec is None):
@@ -85,16 +100,16 @@ def main(argv: list[str] | None = None, resume: tuple[str, str] | None = None) -
                 return 0
             answer, code = outcome(answer)
             render.show(words, answer, as_json=g.json, marked=g.boundaries)
-            return code
+            return code or state_exit(words, answer)
         assert spec is not None
-        params = tool_params(spec, args, g)
+        params = tool_params(spec, args, g, stdin=read_stdin)
         if spec.name == "batch":  # several operations, each its own (cli/batch.py)
             from browserskill.cli.batch import batch_call
 
             answer, code = outcome(batch_call(client, params, resume))
         else:
             answer, code = outcome(tool_call(client, spec, params) if resume is None
-                                   else resumed(client, spec, *resume))
+                                   else resumed(client, spec, params, *resume))
         render.show(words, answer, as_json=g.json, marked=g.boundaries)
         return code
     except BskError as e:
@@ -123,15 +138,28 @@ def main(argv: list[str] | None = None, resume: tuple[str, str] | None = None) -
         return code
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
 
 
-def resumed(client: Client, spec: Any, op_id: str, what: str) -> dict[str, Any]:
+def read_stdin() -> str:
+    """A param's value from stdin (`eval -`): all of it, up to the wire's limit."""
+    from browserskill.cli.batch import STDIN_MAX_BYTES
+
+    text = sys.stdin.read(STDIN_MAX_BYTES + 1)
+    if len(text) > STDIN_MAX_BYTES:
+        raise BskError("invalid_params", f"more than {STDIN_MAX_BYTES} bytes on stdin",
+                       details={"field": "stdin"})
+    return text
+
+
+def resumed(client: Client, spec: Any, params: dict[str, Any], op_id: str,
+            what: str) -> dict[str, Any]:
     if what == "interrupted":
         return interrupted(client, op_id, spec.name)
     if what == "lost":
         return lost_daemon(client, op_id, spec.name)
+    if what == "unanswered":  # not one byte of an answer: sent again if no daemon has it
+        return lost_daemon(client, op_id, spec.name, lambda: tool_call(
+            client, spec, params, op_id, resend=False))
     raise TimeoutError
 
 

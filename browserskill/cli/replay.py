@@ -8,6 +8,7 @@ import os
 
 from browserskill.base import contract
 from browserskill.base.cli_args import script_line, script_steps
+from browserskill.base.contract import Dispatched, State, Status
 from browserskill.base.errors import BskError, invalid
 from browserskill.base.user_files import read_bounded
 from browserskill.cli.calls import tool_call
@@ -52,10 +53,10 @@ def replay(client: Client, path: str) -> dict[str, Any]:
             answer = tool_call(client, spec, params)
         except BskError as e:
             answer = contract.refused(e.to_dict(), tool=spec.name)
-        if answer.get("status") != "completed":
+        if answer.get("status") != Status.COMPLETED:
             return _stopped(answer, path, number, text, done)
         done.append(answer["op_id"])
-    return contract.result(op_id=None, session_id=None, tool=None, state="ended",
-                           status="completed", dispatched="yes" if done else "no",
-                           retry_safe=False,
+    return contract.result(op_id=None, session_id=None, tool=None, state=State.ENDED,
+                           status=Status.COMPLETED,
+                           dispatched=Dispatched.YES if done else Dispatched.NO, retry_safe=False,
                            result={"file": path, "completed": len(done), "ops": done})

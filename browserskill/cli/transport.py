@@ -21,7 +21,13 @@ class DaemonUnreachable(Exception):
 
 
 class DaemonLost(Exception):
-    """The request went out and the daemon went away before answering."""
+    """The request went out and the daemon went away before answering. `unanswered`: not
+    one byte of an answer came (the daemon may never have read the request: a call it
+    has no record of can then be sent again, browserskill/cli/calls.py)."""
+
+    def __init__(self, message: str, *, unanswered: bool = False) -> None:
+        super().__init__(message)
+        self.unanswered = unanswered
 
 
 def request(
@@ -56,7 +62,7 @@ def request(
                     break
                 chunks.append(chunk)
         except (ConnectionResetError, BrokenPipeError) as e:
-            raise DaemonLost(str(e)) from None
+            raise DaemonLost(str(e), unanswered=not chunks) from None
     finally:
         sock.close()
     return parse_response(b"".join(chunks))
@@ -66,7 +72,8 @@ def parse_response(data: bytes) -> tuple[int, dict[str, str], Any]:
     """An answer read to the connection's end (`Connection: close`)."""
     split = http1.split_head(data)
     if split is None:
-        raise DaemonLost("the daemon closed the connection without an answer")
+        raise DaemonLost("the daemon closed the connection without an answer",
+                         unanswered=not data)
     try:
         status, headers = http1.parse_head(split[0])
         payload = http1.body(headers, split[1], closed=True)

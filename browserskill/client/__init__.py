@@ -15,6 +15,11 @@ daemon on first use, as `bsk` does) or over TCP with a bearer token::
 Every tool in the catalog is a method (`open`, `click`, `snapshot`, `tab_new`, …) with its
 parameters as arguments, plus the per-call options `session`, `wait`, `timeout` (seconds),
 `key` (idempotency key), `detach` and `op_id`; `call(tool, params)` reaches any tool.
+Every control call (browserskill/base/controls.py) is a method too: `session_start`,
+`session_list`, `session_stop`, `op_get`, `op_list`, `op_cancel`, `op_wait`, `health`,
+`status`, `tools` (written by hand), and `daemon_info`, `daemon_stop`, `policy`, `doctor`,
+`browsers`, `extension_pair`, `extension_unpair`, `dashboard`, `openapi` (made from their
+declaration: path parameters as arguments, the JSON answer returned).
 A call returns a `Result` (the result shape, docs/design.md §3) when the operation completed —
 including an `eval` whose script threw (`result.ok` false, `error.code == "page_error"`) —
 and raises the exception class of its error code otherwise (`StaleRefError`,
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 from browserskill.base.contract import new_op_id
 from browserskill.client.aio import AsyncClient
-from browserskill.client.methods import install_tool_methods
+from browserskill.client.methods import install_control_methods, install_tool_methods
 from browserskill.client.results import (
     ERRORS,
     BrowserSkillError,
@@ -58,4 +63,5 @@ for _cls in ERRORS.values():
     __all__.append(_cls.__name__)
 del _cls
 
+install_control_methods()  # before the tools': a control's name is never a tool's
 install_tool_methods()

@@ -8,7 +8,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from browserskill.base import contract
 from browserskill.base.contract import CANCEL_GRACE_S, CANCEL_POLL_S, CancelThenWait
+from browserskill.base.controls import route
 from browserskill.client.core import (
     _Base,
     _check,
@@ -17,6 +19,7 @@ from browserskill.client.core import (
     _retry_delay,
     _should_retry,
     _spawn_error,
+    _status_route,
     session_start_body,
 )
 from browserskill.client.http11 import Http11, Lost, Unreachable
@@ -66,10 +69,11 @@ class AsyncClient(_Base):
                 raise self._lost(e, req) from None
         raise AssertionError("unreachable")
 
-    async def _ended_as_recorded(self, req: _Request,
+    async def _ended_as_recorded(self, req: _Request, *, none_if_never_sent: bool = False,
                                  ) -> tuple[int, Mapping[str, str], Any] | None:
         """We stopped waiting for our call's answer: cancel it by its id, then take how
-        the daemon recorded its end (contract.CancelThenWait) rather than guess."""
+        the daemon recorded its end (contract.CancelThenWait) rather than guess. With
+        `none_if_never_sent`, an operation the daemon never had gives None."""
         if req.op_id is None:
             return None
         plan = CancelThenWait(req.op_id, time.monotonic(), _q)
@@ -86,7 +90,31 @@ class AsyncClient(_Base):
                                                   timeout=CANCEL_GRACE_S + 5)
         except (Lost, Unreachable):
             return None
+        if status == 404 and none_if_never_sent:
+            return None
         return self._recorded(plan, req.session_id, req.tool, status, waited)
+
+    async def _batch_ended_early(self, req: _Request, inner: asyncio.Future[Any]) -> None:
+        """A batch whose caller was cancelled: its connection closes, which cancels the
+        running step and sends no more (api/batch.py); then each step's end, as `bsk
+        batch` reports a Ctrl-C (cli/batch.py), becomes `last_cancelled`."""
+        inner.cancel()
+        await asyncio.gather(inner, return_exceptions=True)
+        commands = list((req.body or {}).get("commands") or [])
+        answers: list[dict[str, Any]] = []
+        try:
+            for k in range(1, len(commands) + 1):
+                step = contract.batch_step_op_id(req.op_id or "", k)
+                ended = await self._ended_as_recorded(
+                    _Request("POST", "", op_id=step, session_id=req.session_id),
+                    none_if_never_sent=True)
+                if ended is None or not isinstance(ended[2], dict):
+                    break
+                answers.append(ended[2])
+        except Exception:  # the daemon went away meanwhile: what was learnt stands
+            pass
+        self.last_cancelled = Result.from_dict(contract.batch_answer(
+            req.session_id, commands, answers, "the batch was cancelled before it"))
 
     async def _start_daemon(self) -> None:
         from browserskill.daemon.spawn import DaemonStartError, spawn
@@ -129,6 +157,10 @@ class AsyncClient(_Base):
         except BaseException:
             if inner.done():
                 raise
+            if req.tool == "batch":  # no one operation to cancel by id: hang up instead
+                with anyio.CancelScope(shield=True):
+                    await self._batch_ended_early(req, inner)
+                raise
             with anyio.CancelScope(shield=True):
                 try:
                     plan = CancelThenWait(req.op_id or "", time.monotonic(), _q)
@@ -156,13 +188,13 @@ class AsyncClient(_Base):
                       block_domains: list[str] | None = None, use: bool = True) -> Session:
         body = session_start_body(session_id, label, isolated, state, browser, cdp_url, grid,
                                   allow_domains, block_domains)
-        session = Session.from_dict(await self._json("POST", "/v1/sessions", body))
+        session = Session.from_dict(await self._json(*route("session_start"), body))
         if use:
             self.session_id = session.session_id
         return session
 
     async def session_list(self) -> list[Session]:
-        answer = await self._json("GET", "/v1/sessions")
+        answer = await self._json(*route("session_list"))
         return [Session.from_dict(s) for s in answer["sessions"]]
 
     async def session_stop(self, session_id: str | None = None, *, wait: bool = True,
@@ -171,7 +203,7 @@ class AsyncClient(_Base):
         return Result.from_dict(_check(*await self._send(req)))
 
     async def op_get(self, op_id: str) -> Result:
-        return Result.from_dict(await self._json("GET", f"/v1/ops/{_q(op_id)}"))
+        return Result.from_dict(await self._json(*route("op_get", op_id=op_id)))
 
     async def op_list(self, session: str | None = None, *, all_sessions: bool = False,
                       limit: int = 50) -> list[Result]:
@@ -180,19 +212,19 @@ class AsyncClient(_Base):
         return [Result.from_dict(o) for o in answer["ops"]]
 
     async def op_cancel(self, op_id: str) -> Result:
-        return Result.from_dict(await self._json("POST", f"/v1/ops/{_q(op_id)}/cancel"))
+        return Result.from_dict(await self._json(*route("op_cancel", op_id=op_id)))
 
     async def op_wait(self, op_id: str, timeout: float = 30.0) -> Result:
         return Result.from_dict(_check(*await self._send(self._wait_request(op_id, timeout))))
 
     async def health(self) -> dict[str, Any]:
-        return await self._json("GET", "/v1/health")
+        return await self._json(*route("health"))
 
     async def status(self, connect: bool = False) -> dict[str, Any]:
-        return await self._json("GET", "/v1/status" + ("?connect=true" if connect else ""))
+        return await self._json(*_status_route(connect))
 
     async def tools(self) -> list[dict[str, Any]]:
-        return list((await self._json("GET", "/v1/tools"))["tools"])
+        return list((await self._json(*route("tools")))["tools"])
 
 
 # -- one method per catalog tool ----------------------------------------------------------

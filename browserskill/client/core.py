@@ -11,6 +11,7 @@ from urllib.parse import quote, urlencode
 
 from browserskill.base import catalog, contract, paths
 from browserskill.base.contract import DEFAULT_SESSION, CancelThenWait, new_op_id
+from browserskill.base.controls import route
 from browserskill.base.errors import CODES
 from browserskill.client.results import (
     ERRORS,
@@ -53,6 +54,11 @@ def session_start_body(session_id: str | None, label: str | None, isolated: bool
 
 def _q(value: str) -> str:
     return quote(value, safe="")
+
+
+def _status_route(connect: bool) -> tuple[str, str]:
+    method, path = route("status")
+    return method, path + ("?connect=true" if connect else "")
 
 
 def _answer(status: int, headers: Mapping[str, str], body: Any) -> dict[str, Any]:
@@ -140,7 +146,8 @@ class _Base:
         sid = session or self.session_id
         query = "?wait=true" if wait else ""
         body = {"timeout_ms": max(1, int(timeout * 1000))} if timeout else None
-        return _Request("DELETE", f"/v1/sessions/{_q(sid)}{query}", body,
+        method, path = route("session_stop", sid=sid)
+        return _Request(method, path + query, body,
                         read_timeout=contract.wire_timeout_s(
                             catalog.BY_NAME.get("session_stop"), {}, timeout))
 
@@ -149,7 +156,8 @@ class _Base:
         """GET /v1/ops/{id}/wait for up to `timeout` s, its answer awaited the margin
         longer (contract.WIRE_MARGIN_S, as any call's)."""
         ms = max(0, int(timeout * 1000))
-        return _Request("GET", f"/v1/ops/{_q(op_id)}/wait?timeout_ms={ms}",
+        method, path = route("op_wait", op_id=op_id)
+        return _Request(method, f"{path}?timeout_ms={ms}",
                         read_timeout=timeout + contract.WIRE_MARGIN_S)
 
     @staticmethod
@@ -157,7 +165,7 @@ class _Base:
         query: dict[str, Any] = {"limit": limit}
         if session:
             query["session"] = session
-        return "/v1/ops?" + urlencode(query)
+        return route("op_list")[1] + "?" + urlencode(query)
 
     def _unreachable(self, e: Exception) -> BrowserSkillError:
         where = self.base_url or str(self.socket)

@@ -1,4 +1,5 @@
-"""One method per catalog tool on both clients, with the tool's parameters as arguments."""
+"""One method per catalog tool on both clients, with the tool's parameters as arguments;
+and one per control call (base/controls.py) that the clients do not define by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 from keyword import iskeyword
 from typing import Any
 
-from browserskill.base import catalog
+from browserskill.base import catalog, controls
 from browserskill.client.aio import AsyncClient
 from browserskill.client.results import Result
 from browserskill.client.sync import Client
@@ -96,3 +97,71 @@ def install_tool_methods() -> None:
                 setattr(cls, spec.name, _tool_method(spec, is_async))
 
 
+
+
+def _control_signature(control: controls.Control) -> inspect.Signature:
+    """Path parameters positional, query parameters keyword-only (a switch defaults to
+    False, any other to None), then the body as a dict if the control takes one."""
+    params = [_P("self", _P.POSITIONAL_OR_KEYWORD)]
+    for f in control.params:
+        if f.where == "path":
+            params.append(_P(f.name, _P.POSITIONAL_OR_KEYWORD, annotation="str"))
+    for f in control.params:
+        if f.where == "query":
+            switch = f.schema.get("type") == "boolean"
+            annotation = "bool" if switch else _PY_TYPE.get(f.schema.get("type"), "Any") + " | None"
+            params.append(_P(f.name, _P.KEYWORD_ONLY, default=False if switch else None,
+                             annotation=annotation))
+    if control.body is not None:
+        params.append(_P("body", _P.KEYWORD_ONLY, default=None,
+                         annotation="dict[str, Any] | None"))
+    answer = "Result" if control.answers == "operation" else "dict[str, Any]"
+    return inspect.Signature(params, return_annotation=answer)
+
+
+def _control_request(control: controls.Control, sig: inspect.Signature, args: tuple[Any, ...],
+                     kwargs: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    from urllib.parse import urlencode
+
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = bound.arguments
+    path = controls.path_of(control, **{f.name: values[f.name] for f in control.params
+                                        if f.where == "path"})
+    query = {f.name: ("true" if values[f.name] is True else values[f.name])
+             for f in control.params if f.where == "query"
+             and values[f.name] not in (None, False)}
+    return path + ("?" + urlencode(query) if query else ""), values.get("body")
+
+
+def _control_method(control: controls.Control, is_async: bool) -> Callable[..., Any]:
+    sig = _control_signature(control)
+    as_result = control.answers == "operation"
+
+    if is_async:
+        async def amethod(*args: Any, **kwargs: Any) -> Any:
+            path, body = _control_request(control, sig, args, kwargs)
+            answer = await args[0]._json(control.method, path, body)
+            return Result.from_dict(answer) if as_result else answer
+        method: Callable[..., Any] = amethod
+    else:
+        def smethod(*args: Any, **kwargs: Any) -> Any:
+            path, body = _control_request(control, sig, args, kwargs)
+            answer = args[0]._json(control.method, path, body)
+            return Result.from_dict(answer) if as_result else answer
+        method = smethod
+    method.__name__ = method.__qualname__ = control.client.name
+    method.__doc__ = f"{control.summary}\n\nHTTP: `{control.method} {control.path}`."
+    method.__signature__ = sig  # type: ignore[attr-defined]
+    return method
+
+
+def install_control_methods() -> None:
+    """The generated ones; a hand-written method (`ClientSpec.args` given) stays as it is
+    (tests/test_controls.py holds its parameters to the control's)."""
+    for control in controls.CONTROLS:
+        if control.client is None or control.client.args is not None:
+            continue
+        for cls, is_async in ((Client, False), (AsyncClient, True)):
+            assert not hasattr(cls, control.client.name), control.client.name
+            setattr(cls, control.client.name, _control_method(control, is_async))

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from browserskill.base.contract import CANCEL_GRACE_S, CANCEL_POLL_S, CancelThenWait
+from browserskill.base.controls import route
 from browserskill.client.core import (
     _Base,
     _check,
@@ -16,6 +17,7 @@ from browserskill.client.core import (
     _retry_delay,
     _should_retry,
     _spawn_error,
+    _status_route,
     session_start_body,
 )
 from browserskill.client.http11 import BlockingHttp11, Lost, Unreachable
@@ -108,7 +110,8 @@ class Client(_Base):
             try:
                 status, headers, body = self._send(req)
             except KeyboardInterrupt:
-                self._cancel_quietly(req.op_id)
+                if tool != "batch":  # a batch's id names no operation: the hang-up (the
+                    self._cancel_quietly(req.op_id)  # connection closed) cancels its step
                 raise
             if attempt < self.retries and _should_retry(status, headers):
                 time.sleep(_retry_delay(headers, self.retry_max_delay))
@@ -142,13 +145,13 @@ class Client(_Base):
         With `use`, this client acts in it from now on."""
         body = session_start_body(session_id, label, isolated, state, browser, cdp_url, grid,
                                   allow_domains, block_domains)
-        session = Session.from_dict(self._json("POST", "/v1/sessions", body))
+        session = Session.from_dict(self._json(*route("session_start"), body))
         if use:
             self.session_id = session.session_id
         return session
 
     def session_list(self) -> list[Session]:
-        return [Session.from_dict(s) for s in self._json("GET", "/v1/sessions")["sessions"]]
+        return [Session.from_dict(s) for s in self._json(*route("session_list"))["sessions"]]
 
     def session_stop(self, session_id: str | None = None, *, wait: bool = True,
                      timeout: float | None = None) -> Result:
@@ -160,7 +163,7 @@ class Client(_Base):
 
     def op_get(self, op_id: str) -> Result:
         """One operation with its timeline (however it ended: this does not raise for it)."""
-        return Result.from_dict(self._json("GET", f"/v1/ops/{_q(op_id)}"))
+        return Result.from_dict(self._json(*route("op_get", op_id=op_id)))
 
     def op_list(self, session: str | None = None, *, all_sessions: bool = False,
                 limit: int = 50) -> list[Result]:
@@ -170,7 +173,7 @@ class Client(_Base):
 
     def op_cancel(self, op_id: str) -> Result:
         """Ask for a cancel; `Result.cancel` is "requested" or "already_ended"."""
-        return Result.from_dict(self._json("POST", f"/v1/ops/{_q(op_id)}/cancel"))
+        return Result.from_dict(self._json(*route("op_cancel", op_id=op_id)))
 
     def op_wait(self, op_id: str, timeout: float = 30.0) -> Result:
         """Wait for an operation to end; raise its error like the call itself would.
@@ -180,13 +183,13 @@ class Client(_Base):
     # -- the daemon ------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
-        return self._json("GET", "/v1/health")
+        return self._json(*route("health"))
 
     def status(self, connect: bool = False) -> dict[str, Any]:
-        return self._json("GET", "/v1/status" + ("?connect=true" if connect else ""))
+        return self._json(*_status_route(connect))
 
     def tools(self) -> list[dict[str, Any]]:
-        return list(self._json("GET", "/v1/tools")["tools"])
+        return list(self._json(*route("tools"))["tools"])
 
 
 # -- the asyncio client -------------------------------------------------------------------

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,16 @@ class Daemon:
 
     def touch(self) -> None:
         self._last_activity = time.monotonic()
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """A request (or an open dashboard) in flight: the idle timer waits for its end."""
+        self.requests_in_flight += 1
+        try:
+            yield
+        finally:
+            self.requests_in_flight -= 1
+            self.touch()
 
     def idle_for(self) -> float:
         if self.requests_in_flight or self.sessions.sessions or self.dispatcher.busy():

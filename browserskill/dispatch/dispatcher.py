@@ -239,7 +239,7 @@ class Dispatcher:
             await self._dispatch(op, session)
         except BskError as e:
             op.fail(e)
-            if op.idempotency_key and e.code in SHOULD_RETRY and op.dispatched == "no":
+            if op.idempotency_key and e.code in SHOULD_RETRY and op.dispatched == Dispatched.NO:
                 # Refused before dispatch (busy, no browser): the key stays free for the
                 # retry the answer invites.
                 self._keys.pop((op.session_id, op.idempotency_key), None)
@@ -293,7 +293,7 @@ class Dispatcher:
         if said != approvals.APPROVE:
             raise BskError("denied", f"{request['what']} was denied in {by}: nothing was sent",
                            hint="don't try it another way; ask the user what to do",
-                           details={"rule": request["rule"], "by": by}, dispatched="no")
+                           details={"rule": request["rule"], "by": by}, dispatched=Dispatched.NO)
         op.state = was
 
     async def _dispatch(self, op: Operation, session: Session) -> None:
@@ -316,8 +316,7 @@ class Dispatcher:
             op, session, approvals.request(session, op, ruling, params))
         work = asyncio.create_task(self._handle(ctx, op))
         # The scope trips at its deadline: no timer of our own (docs/design.md §4).
-        watched: set[asyncio.Future[Any]] = {work, op.scope.tripped.future}
-        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        await _first_of(work, op.scope.tripped.future)
         if not work.done() or _lost_to_the_trip(op, work):
             await self._end_tripped(op, work)
         else:
@@ -325,7 +324,7 @@ class Dispatcher:
             if recovered and op.result is not None:
                 op.result["browser_restarted"] = recovered
                 op.result_text = None  # serialized before this was added
-        if op.status == "completed":
+        if op.status == Status.COMPLETED:
             await self._after_call(ctx, op)
 
     async def _after_call(self, ctx: ToolContext, op: Operation) -> None:
@@ -358,7 +357,7 @@ class Dispatcher:
             raise BskError("action_failed", "a dialog is open on the page",
                            hint="answer it with `bsk dialog accept [TEXT]` or `bsk dialog "
                                 "dismiss`", details={"reason": "dialog_open", **result},
-                           dispatched="no") from None
+                           dispatched=Dispatched.NO) from None
         except asyncio.CancelledError:
             raise _unknown("the handler was cancelled unexpectedly", op) from None
         except (CommandTimeout, TimeoutError) as e:
@@ -369,20 +368,20 @@ class Dispatcher:
             raise self._gone(e, self.sessions.sessions.get(op.session_id)) from None
         except LinkError as e:
             raise BskError("action_failed", str(e), details={"reason": "browser_error"},
-                           dispatched="yes" if op.effect_sent else "no") from None
+                           dispatched=Dispatched.YES if op.effect_sent else Dispatched.NO) from None
         op.complete(result, retry_safe=catalog.BY_NAME[op.tool].effect.retry_safe)
 
     def _gone(self, e: Exception, session: Session | None = None) -> BskError:
         if isinstance(e, TabCrashed):
             return BskError("action_failed", f"{e}; nothing was sent",
                             hint="`bsk reload` brings the tab back (or `bsk tab new URL`)",
-                            details={"reason": "tab_crashed"}, dispatched="no")
+                            details={"reason": "tab_crashed"}, dispatched=Dispatched.NO)
         if session is not None and session.backend.lost():
             return BskError("browser_unavailable", f"the browser went away: {e}",
                             hint=session.backend.lost_hint())
         return BskError("action_failed", f"the tab is gone: {e}",
                         hint="`bsk tab list`, then `bsk tab select ID` or `bsk tab new URL`",
-                        details={"reason": "tab_gone"}, dispatched="no")
+                        details={"reason": "tab_gone"}, dispatched=Dispatched.NO)
 
     async def _end_tripped(self, op: Operation, work: asyncio.Task[dict[str, Any]]) -> None:
         """The scope tripped: stop the handler, run its compensations (bounded, shielded),
@@ -418,7 +417,7 @@ class Dispatcher:
             compensations=tuple((e["ok"], e["undoes_effect"])
                                 for e in (report.entries if report else [])),
             learned=_learned(learned)))
-        if verdict.status == "completed":
+        if verdict.status == Status.COMPLETED:
             op.note("completed_despite_cancel")
             if finished:  # it happened: never report a done action as cancelled
                 self._settle(op, work)
@@ -475,12 +474,14 @@ class Dispatcher:
         row = self.journal.get(op_id)
         if row is None:
             aside = self.journal.found_aside()
+            # `journal_whole`: no journal was moved aside, so no daemon ever dispatched it
+            # (a CLI whose daemon died before reading its call then sends it again).
             raise BskError("op_not_found", f"no operation {op_id!r}",
                            hint="list recent ones with `bsk op list`" + (
                                f"; operations in a journal moved aside as unreadable "
                                f"({', '.join(p.name for p in aside)}) can't be shown: "
                                "see `bsk doctor`" if aside else ""),
-                           details={"op_id": op_id})
+                           details={"op_id": op_id, "journal_whole": not aside})
         return row
 
     def live(self, op_id: str) -> Operation | None:
@@ -516,12 +517,12 @@ _CANCEL_TEXT: dict[str, str] = {  # every CancelReason's (tests/test_contract.py
 }
 
 
-def _learned(verdict: Any) -> tuple[str, str] | None:
+def _learned(verdict: Any) -> tuple[str, Dispatched] | None:
     """A compensation's verdict (a result, or a BskError) as a fact for `outcome`."""
     if verdict is None:
         return None
     if not isinstance(verdict, BskError):
-        return ("completed", "yes")
+        return (Status.COMPLETED, Dispatched.YES)
     return (verdict.code, verdict.dispatched or CODES[verdict.code].dispatched)
 
 
@@ -554,7 +555,7 @@ def _worded(verdict: outcome.Verdict, op: Operation, details: dict[str, Any],
         return BskError(code, "no person answered before the call's deadline: nothing "
                         "was sent", hint="ask the user to answer in the dashboard (bsk show) "
                         "and call again, with a --timeout that leaves them time",
-                        details=details, dispatched="no")
+                        details=details, dispatched=Dispatched.NO)
     if why == "cleanup_timed_out":
         return _unknown("cleanup did not finish within its deadline", op, details)
     if why == "lost_before_effect":
@@ -590,6 +591,27 @@ def _lost_to_the_trip(op: Operation, work: asyncio.Task[Any]) -> bool:
     return isinstance(error, LinkClosed | TabGone) and not op.scope.timed_out
 
 
+async def _first_of(a: asyncio.Future[Any], b: asyncio.Future[Any]) -> None:
+    """Return when `a` or `b` is done: `asyncio.wait(FIRST_COMPLETED)` for two, without
+    its sets and its closure (every call waits on this once). Cancelling the waiter
+    leaves both running, as `asyncio.wait` does."""
+    if a.done() or b.done():
+        return
+    waiter = asyncio.get_running_loop().create_future()
+
+    def wake(_: object) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    a.add_done_callback(wake)
+    b.add_done_callback(wake)
+    try:
+        await waiter
+    finally:
+        a.remove_done_callback(wake)
+        b.remove_done_callback(wake)
+
+
 def _log_abandoned(task: asyncio.Task[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.info("abandoned handler ended with %r", task.exception())
@@ -606,7 +628,7 @@ def _unknown(message: str, op: Operation, details: dict[str, Any] | None = None)
             extra["steps_sent_count"] = len(op.steps_sent)
     return BskError("outcome_unknown", message,
                     hint="the page may have changed: take a snapshot before acting again",
-                    details={**extra, **(details or {})}, dispatched="yes")
+                    details={**extra, **(details or {})}, dispatched=Dispatched.YES)
 
 
 def _canon(params: dict[str, Any]) -> str:

@@ -8,6 +8,16 @@ applied in bounded batches (`prune_batch`): the daemon's start only reconciles, 
 background task (`prune_gradually`) deletes a big backlog batch by batch while requests
 are served; `record` deletes at most one batch every 500 writes.
 
+The JSON columns (params, error, timeline, and a result `Operation.complete` wrote)
+are compact text (`json_text.dumps_ascii`: the stdlib's with `separators=(",", ":")`,
+orjson's where that is the same); rows an older daemon wrote have the stdlib's spaces.
+Both read back as the same values.
+
+`has` (is this op id taken? asked on every call that names its operation) reads a set of
+the ids in the database, read once on first use and kept with it (each INSERT adds,
+retention's DELETE removes what it deleted): no query per call, ~100 bytes per row. Only
+this daemon writes its journal, so the set and the table cannot drift apart.
+
 Faults (docs/outcomes.md, "when the disk or the journal fails"):
 - a write that fails (a full disk, an I/O error) never raises into the caller: the
   operation is kept in memory (`unwritten`) and written, in order, before the next write
@@ -32,7 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from browserskill.base import contract, paths
+from browserskill.base import catalog, contract, json_text, paths
+from browserskill.base.contract import Dispatched, Status
 from browserskill.base.errors import BskError
 from browserskill.dispatch import wal
 from browserskill.session.operations import (
@@ -105,6 +116,7 @@ class Journal:
         self.write_error: str | None = None
         self.db = self._open()
         self._writes = 0
+        self._ids: set[str] | None = None  # the op ids in the database (`has`), once read
 
     # -- opening ---------------------------------------------------------------------
 
@@ -196,7 +208,7 @@ class Journal:
         self.unwritten.setdefault(op.op_id, op)
         if len(self.unwritten) > MAX_UNWRITTEN:
             refused = next((k for k, o in self.unwritten.items()
-                            if o.ended and o.dispatched == "no" and k != op.op_id), None)
+                            if o.ended and o.dispatched == Dispatched.NO and k != op.op_id), None)
             if refused is not None:
                 del self.unwritten[refused]
 
@@ -240,20 +252,22 @@ class Journal:
         changing = (
             op.idempotency_key, op.state, op.status, op.dispatched, int(op.retry_safe),
             op.result_text if op.result_text is not None else _kept_text(op.result),
-            None if op.error is None else json.dumps(op.error),
-            op.ended_at, json.dumps(op.timeline),
+            None if op.error is None else json_text.dumps_ascii(op.error),
+            op.ended_at, json_text.dumps_ascii(op.timeline),
         )
         if op.journaled and op.params_changed:  # a maybe-secret now known (Operation.masked)
             self.db.execute("UPDATE ops SET params=? WHERE op_id=?",
-                            (json.dumps(op.shown_params()), op.op_id))
+                            (json_text.dumps_ascii(op.shown_params()), op.op_id))
         op.params_changed = False
         if op.journaled:  # later writes touch only what changes (no index rewrites)
             self.db.execute(_UPDATE, (*changing, op.op_id))
         else:
             self.db.execute(_INSERT, (op.op_id, op.session_id, op.tool,
-                                      json.dumps(op.shown_params()), *changing[:7],
+                                      json_text.dumps_ascii(op.shown_params()), *changing[:7],
                                       op.created_at, *changing[7:]))
             op.journaled = True
+            if self._ids is not None:
+                self._ids.add(op.op_id)
         self._writes += 1
         if op.state == ENDED and self._writes % 500 == 0:
             try:
@@ -262,9 +276,11 @@ class Journal:
                 log.warning("journal retention: %s", e)
 
     def has(self, op_id: str) -> bool:
-        """Is there an operation `op_id`? (An index lookup: no row is read or parsed.)"""
-        return op_id in self.unwritten or self.db.execute(
-            "SELECT 1 FROM ops WHERE op_id = ?", (op_id,)).fetchone() is not None
+        """Is there an operation `op_id`? (A set lookup: the ids are read once, an
+        index-only scan, then kept as rows are written and deleted.)"""
+        if self._ids is None:
+            self._ids = {row[0] for row in self.db.execute("SELECT op_id FROM ops")}
+        return op_id in self.unwritten or op_id in self._ids
 
     def get(self, op_id: str) -> dict[str, Any] | None:
         if op_id in self.unwritten:
@@ -314,28 +330,35 @@ class Journal:
         for row in rows:
             op = _to_result(row)
             timeline = op["timeline"]
+            # Nobody cancelled it, so a call again overrides no one: safe where nothing
+            # went out, and for a tool that only reads the page (a repeat changes nothing).
+            spec = catalog.BY_NAME.get(row[2])
+            retry_safe = True
             if row[5] == QUEUED:
-                status, dispatched, code = "cancelled", "no", "cancelled"
+                status, dispatched, code = Status.CANCELLED, Dispatched.NO, "cancelled"
                 message = "the daemon stopped before this operation was dispatched"
                 hint = "nothing reached the browser; it is safe to call again"
             elif row[5] == AWAITING_APPROVAL:  # held for a person: nothing went out
-                status, dispatched, code = "cancelled", "no", "cancelled"
+                status, dispatched, code = Status.CANCELLED, Dispatched.NO, "cancelled"
                 message = ("the daemon stopped while this operation awaited a person's "
                            "approval; nothing was sent")
                 hint = "call again to ask the person again"
             else:
-                status, dispatched, code = "outcome_unknown", "unknown", "outcome_unknown"
+                status, dispatched = Status.OUTCOME_UNKNOWN, Dispatched.UNKNOWN
+                code = "outcome_unknown"
                 message = "the daemon stopped while this operation was in the browser"
-                hint = "inspect the page (snapshot) before acting again"
+                retry_safe = spec is not None and spec.effect.retry_safe
+                hint = ("it only reads the page: call again" if retry_safe
+                        else "inspect the page (snapshot) before acting again")
             timeline.append([iso(now), "reconciled", "daemon restarted"])
-            timeline.append([iso(now), "ended", status])
+            timeline.append([iso(now), ENDED, status])
             error = {"code": code, "message": message, "hint": hint,
                      "details": {"reconciled": True, "state_at_death": row[5]}}
             self.db.execute(
-                "UPDATE ops SET state=?, status=?, dispatched=?, retry_safe=0, error=?, "
+                "UPDATE ops SET state=?, status=?, dispatched=?, retry_safe=?, error=?, "
                 "ended_at=?, timeline=? WHERE op_id=?",
-                (ENDED, status, dispatched, json.dumps(error), now, json.dumps(timeline),
-                 row[0]),
+                (ENDED, status, dispatched, int(retry_safe), json.dumps(error), now,
+                 json.dumps(timeline), row[0]),
             )
             counts[status] += 1
         return counts
@@ -355,13 +378,15 @@ class Journal:
         """Delete at most `limit` (default one batch) ended operations past retention,
         oldest first, in one short transaction; returns how many went. Never touches an
         operation that is not ended."""
-        cur = self.db.execute(
+        gone = self.db.execute(
             "DELETE FROM ops WHERE rowid IN (SELECT rowid FROM ops WHERE created_at < ? "
-            " AND state = ? ORDER BY created_at LIMIT ?)",
+            " AND state = ? ORDER BY created_at LIMIT ?) RETURNING op_id",
             (self._prune_before(), ENDED, limit or self.prune_batch_rows),
-        )
-        self.pruned += cur.rowcount
-        return cur.rowcount
+        ).fetchall()
+        if self._ids is not None:
+            self._ids.difference_update(row[0] for row in gone)
+        self.pruned += len(gone)
+        return len(gone)
 
     def prune(self) -> int:
         """Everything past retention, batch after batch, blocking (not for the event loop:

@@ -45,9 +45,9 @@ class Facts:
     cleanup_complete: bool = True  # every compensation ran within the cleanup deadline
     # Each reported compensation: (ran ok, undoes its effect).
     compensations: tuple[tuple[bool, bool], ...] = ()
-    # How a compensation learned the operation ended: ("completed", "yes"), or the
-    # error code it ended with and its dispatched ("tool_page_unloaded", "yes").
-    learned: tuple[str, str] | None = None
+    # How a compensation learned the operation ended: (completed, yes), or the
+    # error code it ended with and its dispatched ("tool_page_unloaded", yes).
+    learned: tuple[str, Dispatched] | None = None
 
 
 class Verdict(NamedTuple):
@@ -88,7 +88,7 @@ def decide(f: Facts) -> Verdict:
         return _failed("outcome_unknown", sent, "cleanup_timed_out")
     if f.learned is not None:
         code, dispatched = f.learned
-        if code == "completed":
+        if code == Status.COMPLETED:
             return _completed(f, "learned")
         if code in ("outcome_unknown", "internal") and not f.effect_sent:
             dispatched = Dispatched.UNKNOWN  # as `Operation.fail` reports it

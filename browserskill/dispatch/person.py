@@ -150,7 +150,7 @@ class PersonInTheLoop:
             await asyncio.wait({released.future, op.scope.tripped.future},
                                return_when=asyncio.FIRST_COMPLETED)
             ended_by = ("hand_back" if released.is_set()
-                        else op.scope.reason or "deadline")
+                        else op.scope.reason or CancelReason.DEADLINE)
             op.complete({"ended_by": ended_by, "held_s": round(loop.time() - started, 3)},
                         retry_safe=False)
         except BskError as e:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from browserskill.base import contract, vault
+from browserskill.base import contract, json_text, vault
 from browserskill.base.contract import CancelReason, Dispatched, State, Status, new_op_id
 from browserskill.base.errors import CODES, STATUS_FOR_CODE, BskError, retry_safe_for
 from browserskill.session.scope import Once, OperationScope
@@ -162,8 +162,8 @@ class Operation:
     secret_digest: bytes | None = None  # of the concealed text, to compare a keyed repeat
     # The journal's JSON text of `result`, made when it completed, if that text was ASCII
     # and within KEPT_RESULT_MAX_CHARS (the journal keeps it whole): one serialization
-    # of a result serves the cap, the journal and `keep_bounded`. None: made when needed
-    # (and after any change to `result`).
+    # of a result serves the cap, the journal and `keep_bounded`; compact when the result
+    # is small (`complete`). None: made when needed (and after any change to `result`).
     result_text: str | None = field(default=None, repr=False)
     scope: OperationScope = field(default_factory=OperationScope, repr=False)
     done: Once = field(default_factory=lambda: Once(), repr=False)  # it has ended
@@ -239,6 +239,15 @@ class Operation:
         # A stored secret's value is masked in what every surface, the journal and the
         # dashboard get (browserskill/base/vault.py): the page may echo it anywhere.
         scrubbed = vault.scrub(result)
+        compact = json_text.dumps_ascii(scrubbed)
+        if 2 * len(compact) <= KEPT_RESULT_MAX_CHARS:
+            # Within both bounds: the text `capped_result` and `kept_form` measure (the
+            # stdlib's, with spaces and non-ASCII as is) is never twice the compact
+            # ASCII one (a space per separator, an escape never shorter than its
+            # character). One orjson call instead of the stdlib's encoder.
+            self.result = scrubbed
+            self.result_text = compact
+            return
         text = json.dumps(scrubbed, ensure_ascii=False)
         self.result = capped_result(scrubbed, text)
         if self.result is scrubbed and len(text) <= KEPT_RESULT_MAX_CHARS and text.isascii():
@@ -267,7 +276,7 @@ class Operation:
         self.dispatched = dispatched
         self.retry_safe = retry_safe
         self.ended_at = time.time()
-        self.note("ended", status)
+        self.note(ENDED, status)
 
     def to_result(self, *, with_timeline: bool = False) -> dict[str, Any]:
         """Its answer; `with_timeline` (`op show`, `op wait`) adds its history, and says

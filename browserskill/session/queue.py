@@ -12,6 +12,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 
+from browserskill.base.contract import State
 from browserskill.base.errors import BskError
 from browserskill.session.operations import Operation
 
@@ -30,7 +31,7 @@ class SessionQueue:
         if holder.by_person:
             message = message or (f"session {self.session_id} is held by a person "
                                   f"({holder.tool}, {holder.op_id})")
-        elif holder.state == "awaiting_approval":
+        elif holder.state == State.AWAITING_APPROVAL:
             message = message or (f"session {self.session_id} is waiting for a person to "
                                   f"approve {holder.tool} ({holder.op_id})")
         return BskError(

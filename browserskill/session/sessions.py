@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from browserskill.base import background, contract
-from browserskill.base.contract import DEFAULT_SESSION
+from browserskill.base.contract import DEFAULT_SESSION, Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.base.policy import Policy, PolicyError
 from browserskill.browser.backend import Backend
@@ -41,6 +41,7 @@ LET_GO_TIMEOUT_S = 3.0  # closing what a session whose re-adoption failed had
 # New tabs one page may open per action (since its last input began): the rest are closed
 # as they come, and the action's result says how many (a popup storm: docs/outcomes.md).
 MAX_POPUPS_PER_ACTION = 20
+_ORIGIN_URLS_HELD = 256  # per session: past it the set starts over (a URL is parsed again)
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ class Session:
         # Each feature's own state (hover, help, script recording, …): session/features.py
         self.features = FeatureStates()
         self.routes.policy = self.policy
+        self._origin_urls: set[str] = set()  # URLs `remember_origins` parsed already
 
     def set_policy(self, policy: Policy) -> None:
         """The one place a session's policy is set (at its start or re-adoption)."""
@@ -153,19 +155,32 @@ class Session:
                 raise BskError(
                     "action_failed", "this session has no open tab",
                     hint="open one with `bsk tab new URL`", details={"reason": "no_tab"},
-                    dispatched="no",
+                    dispatched=Dispatched.NO,
                 )
+            ids = list(self.tabs)
+            there = ", ".join(ids[:20]) + (f", … ({len(ids)} in all)" if ids[20:] else "") \
+                if ids else "none"
             raise BskError(
-                "invalid_params", f"tab_id: no tab {tab_id!r} in session {self.id}",
-                hint="see `bsk tab list`", details={"field": "tab_id", "tabs": list(self.tabs)},
+                "tab_not_found", f"no tab {tab_id!r} in session {self.id} (its tabs: {there})",
+                hint="`bsk tab list` lists them", details={"tab_id": tab_id,
+                                                           "tabs": list(self.tabs)},
             )
         return self.tabs[tab_id]
 
     def remember_origins(self) -> None:
+        """Add its tabs' origins to `origins` (after every call: a URL seen already is
+        skipped without parsing it; `origins` only grows)."""
+        seen = self._origin_urls
         for tab in self.tabs.values():
-            parts = urlsplit(tab.url)
+            url = tab.url
+            if url in seen:
+                continue
+            parts = urlsplit(url)
             if parts.scheme in ("http", "https") and parts.netloc:
                 self.origins.add(f"{parts.scheme}://{parts.netloc}")
+            if len(seen) >= _ORIGIN_URLS_HELD:
+                seen.clear()
+            seen.add(url)
 
     def popups_of(self, tab_id: str) -> list[str]:
         return self.popups.get(tab_id, [])

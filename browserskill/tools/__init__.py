@@ -1,2 +1,2 @@
 """Browser tools: one implementation per catalog entry (the catalog, pure data, is
-`base/catalog.py`)."""
+`base/catalog/`)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from browserskill.base.catalog.human import TabBorrowParams, TabReturnParams
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser.agent_window import AgentWindow, Borrow
 from browserskill.tools.context import ToolContext
@@ -43,7 +45,7 @@ async def user_tabs(ctx: ToolContext) -> list[dict[str, Any]]:
 
 
 @implements("tab_borrow")
-async def tab_borrow(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def tab_borrow(ctx: ToolContext, params: TabBorrowParams) -> dict[str, Any]:
     win = _window(ctx, "tab_id")
     session = ctx.session
     link = win.require_link()
@@ -53,14 +55,15 @@ async def tab_borrow(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
                       "u123)", hint="see `bsk tab list --scope user`")
     got = (await link.call({"op": "tab_get", "tabId": chrome}))["tab"]
     if got is None:
-        raise invalid("tab_id", f"no tab {params['tab_id']} in the browser",
-                      hint="see `bsk tab list --scope user`")
+        raise BskError("tab_not_found", f"no tab {params['tab_id']} in the browser",
+                       hint="`bsk tab list --scope user` lists the user's tabs",
+                       details={"tab_id": params["tab_id"]})
     holder = win.ext.borrows.get(chrome)
     if holder is not None:
         raise BskError("action_failed", f"tab {params['tab_id']} is already borrowed by "
                        f"session {holder}", hint="wait until it is returned",
                        details={"reason": "already_borrowed", "session_id": holder},
-                       dispatched="no")
+                       dispatched=Dispatched.NO)
     if chrome in win.chrome_tabs.values() or any(
             w.window_id == got["windowId"] for w in win.ext.sessions.values()):
         raise invalid("tab_id", f"tab {params['tab_id']} is an agent's tab, not the user's")
@@ -80,7 +83,7 @@ async def tab_borrow(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
         ctx.settled(asking)
         if answer.get("reason") == "restricted":
             raise BskError("action_failed", answer.get("message", "restricted page"),
-                           details={"reason": "restricted_page"}, dispatched="no")
+                           details={"reason": "restricted_page"}, dispatched=Dispatched.NO)
         if not answer.get("approved"):
             why = {"timeout": f"no answer within {wait_s:g}s: denied (it fails closed)",
                    "denied": "the user denied it"}.get(answer.get("reason", ""),
@@ -88,7 +91,7 @@ async def tab_borrow(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
             raise BskError("action_failed", f"borrowing {params['tab_id']}: {why}",
                            hint="ask the user, or work in the Agent Window's own tabs",
                            details={"reason": "borrow_denied", "answer": answer.get("reason")},
-                           dispatched="yes")
+                           dispatched=Dispatched.YES)
         tab_id = session.next_tab_id()
         origin_window, origin_index = got["windowId"], got["index"]
         previous = session.current_tab_id
@@ -124,7 +127,7 @@ async def tab_borrow(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
 
 
 @implements("tab_return")
-async def tab_return(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def tab_return(ctx: ToolContext, params: TabReturnParams) -> dict[str, Any]:
     win = _window(ctx, "tab_id")
     tab_id = params["tab_id"]
     chrome = _user_tab_id(tab_id)

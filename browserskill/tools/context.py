@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from browserskill.base import catalog
-from browserskill.base.contract import Dispatched
+from browserskill.base.contract import CancelReason, Dispatched
 from browserskill.base.errors import BskError
 from browserskill.browser.link import CdpError, Command, CommandTimeout, await_reply
 from browserskill.browser.tab import DialogOpened, Tab, TabCrashed, TabGone
@@ -119,7 +119,12 @@ class ToolContext:
         return self.op.effect_sent
 
     @property
-    def cancel_reason(self) -> str | None:
+    def dispatched(self) -> Dispatched:
+        """What a failure now says reached the browser: yes once an effect went out."""
+        return Dispatched.YES if self.op.effect_sent else Dispatched.NO
+
+    @property
+    def cancel_reason(self) -> CancelReason | None:
         """Why the call's scope tripped (cancel, deadline, link_lost, …); None if not."""
         return self.op.cancel_reason
 

@@ -14,6 +14,7 @@ import json
 import os
 from typing import Any
 
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 
 PLAYWRIGHT_CORE = "1.65.1"  # the version scripts/install.sh installs
@@ -45,7 +46,7 @@ def device(name: str) -> dict[str, Any]:
         raise BskError("action_failed", f"the device list is not available ({path}: {e})",
                        hint="run scripts/install.sh (it installs Playwright's device list), "
                             "or set BSK_DEVICES to a devices JSON file",
-                       details={"reason": "no_device_list"}, dispatched="no") from None
+                       details={"reason": "no_device_list"}, dispatched=Dispatched.NO) from None
     if name in known:
         return known[name]
     folded = [k for k in known if k.casefold() == name.casefold()]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from browserskill.base.catalog.tabs import DialogAcceptParams, DialogDismissParams
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
@@ -18,7 +20,7 @@ async def answer(ctx: ToolContext, accept: bool, text: str | None) -> dict[str, 
     dialog = tab.dialog
     if dialog is None:
         raise BskError("action_failed", "no dialog is open in the current tab",
-                       details={"reason": "no_dialog"}, dispatched="no")
+                       details={"reason": "no_dialog"}, dispatched=Dispatched.NO)
     params: dict[str, Any] = {"accept": accept}
     if text is not None:
         params["promptText"] = text
@@ -28,10 +30,10 @@ async def answer(ctx: ToolContext, accept: bool, text: str | None) -> dict[str, 
 
 
 @implements("dialog_accept")
-async def dialog_accept(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def dialog_accept(ctx: ToolContext, params: DialogAcceptParams) -> dict[str, Any]:
     return await answer(ctx, True, params["text"])
 
 
 @implements("dialog_dismiss")
-async def dialog_dismiss(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def dialog_dismiss(ctx: ToolContext, params: DialogDismissParams) -> dict[str, Any]:
     return await answer(ctx, False, None)

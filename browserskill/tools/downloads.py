@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from browserskill.base.catalog.params import NoParams
 from browserskill.browser.link import CdpError, LinkError
 from browserskill.browser.tab import Tab
 
 if TYPE_CHECKING:
     from browserskill.session.sessions import Session
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
@@ -248,7 +250,7 @@ async def settle(ctx: ToolContext, since: int, *, expect: bool = False) -> list[
 
 
 @implements("download_list")
-async def download_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def download_list(ctx: ToolContext, params: NoParams) -> dict[str, Any]:
     await watch(ctx)
     downloads = of_session(ctx)
     return {"downloads": [d.to_dict() for d in downloads.items],
@@ -256,7 +258,7 @@ async def download_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, A
 
 
 @implements("download_wait")
-async def download_wait(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def download_wait(ctx: ToolContext, params: NoParams) -> dict[str, Any]:
     """Until a download not yet reported has finished and none is still running."""
     await watch(ctx)
     downloads = of_session(ctx)
@@ -282,6 +284,6 @@ async def download_wait(ctx: ToolContext, params: dict[str, Any]) -> dict[str, A
                         "`bsk download list`)" if downloads.items else ""))
             raise BskError("action_failed", f"waited {waited:.1f}s: {what}",
                            hint="raise --timeout; `bsk download list` shows every download "
-                                "of this session", dispatched="no",
+                                "of this session", dispatched=Dispatched.NO,
                            details={"reason": "timeout", "waited_ms": round(waited * 1000),
                                     "in_progress": [d.to_dict() for d in running]}) from None

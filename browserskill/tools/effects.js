@@ -41,7 +41,12 @@
     else if (attr("aria-selected") !== null) s.selected = attr("aria-selected") === "true";
     if (attr("aria-pressed") !== null) s.pressed = attr("aria-pressed");
     s.disabled = !!el.disabled || attr("aria-disabled") === "true";
-    if (["input", "textarea", "select"].includes(el.localName) && el.type !== "checkbox" &&
+    if (el.localName === "select") {
+      // What a person sees it set to, as the snapshot shows it (flatpickr's month: its
+      // option "March", not the option's value "2").
+      s.value = [...el.selectedOptions].map(o => o.textContent.replace(/\s+/g, " ").trim())
+        .join(", ").slice(0, 200);
+    } else if (["input", "textarea"].includes(el.localName) && el.type !== "checkbox" &&
         el.type !== "radio" && el.type !== "file") {
       s.value = el.type === "password" ? (el.value ? "•".repeat(8) : "") : el.value.slice(0, 200);
     }
@@ -61,7 +66,7 @@
           else st.overflow = true;
         }
         for (const n of r.addedNodes) {
-          if (st.removed.has(n)) st.removed.delete(n);  // moved, not new
+          if (st.removed.has(n)) { st.removed.delete(n); st.moved.add(n); }  // moved, not new
           else if (st.added.size < MAX_NODES) st.added.add(n);
           else st.overflow = true;
         }
@@ -110,7 +115,7 @@
     const editable = target && (["input", "textarea", "select"].includes(target.localName) ||
                                 target.isContentEditable);
     st = {t0: now(), last: 0, raw: 0, target, editing: !!opts.editing && !!editable,
-          added: new Set(), removed: new Set(), attrs: new Map(), texts: new Map(),
+          added: new Set(), removed: new Set(), moved: new Set(), attrs: new Map(), texts: new Map(),
           scrolled: new Set(), overflow: false, states, shownBefore, focus: deepActive(),
           scroll: [scrollX, scrollY]};
     return {has_snap: !!globalThis.__bskSnap};
@@ -139,6 +144,21 @@
     if (n.nodeType !== 1 || SILENT.has(n.localName)) return "";
     return n.isConnected ? (shown(n) ? clip(n.innerText) : "") : clip(n.textContent);
   }
+  // The text an added element brought: not the text nodes it only took in from where
+  // they were (an editor wrapping the selected words in <strong> to bold them, Quill's),
+  // which were on the page before.
+  function newText(n, s) {
+    if (n.nodeType !== 1) return visibleText(n);
+    const walker = document.createTreeWalker(n, NodeFilter.SHOW_TEXT);
+    const fresh = [];
+    let moved = false;
+    for (let t; (t = walker.nextNode());) {
+      if (s.moved.has(t) || s.removed.has(t)) moved = true;
+      else fresh.push(t.data);
+    }
+    if (!moved) return visibleText(n);
+    return shown(n) ? clip(fresh.join(" ")) : "";
+  }
   // Libraries show a popup by a class word (Bootstrap's `show` on a menu or a modal,
   // `open`, `is-visible`) or by taking one away (`d-none`, `hidden`): the styles that
   // hid it before are not there to ask, the words are.
@@ -152,6 +172,11 @@
     for (const w of was) if (HIDES.has(w) && !now.has(w)) return true;
     return false;
   }
+  // An animation that takes an element out of sight (not a colour or shadow transition).
+  const HIDING = new Set(["opacity", "transform", "scale", "translate", "visibility",
+                          "display", "clipPath", "height", "maxHeight"]);
+  const hides = (a) => a.playState === "running" && !!a.effect &&
+    a.effect.getKeyframes().some(k => Object.keys(k).some(p => HIDING.has(p)));
   const SILENT = new Set(["script", "style", "template", "noscript", "link", "meta"]);
   const countNodes = (n) => n.nodeType === 1 ? 1 + n.getElementsByTagName("*").length : 1;
 
@@ -188,9 +213,11 @@
     }
     // Which elements appeared or went away, to name: roots and what is inside them.
     const appeared = [], gone = [];
-    const pick = (root, into, visible) => {
+    // `keep`: whether an element found there counts (a host shown by an attribute holds
+    // controls that were shown before: they did not appear).
+    const pick = (root, into, visible, keep = () => true) => {
       if (root.nodeType !== 1 || into.length >= MAX_NAMED) return;
-      if (!visible || shown(root)) into.push(root);
+      if ((!visible || shown(root)) && keep(root)) into.push(root);
       // A web component's dialog or controls live in its shadow root (Shoelace's
       // `<sl-dialog open>`): looked for there too.
       const inside = [...root.querySelectorAll("*")];
@@ -198,13 +225,13 @@
       for (const el of inside) {
         if (into.length >= MAX_NAMED) break;
         if (el.hasAttribute("role") || /^(a|button|input|select|textarea|h[1-6]|img|dialog|summary|option|li|label)$/.test(el.localName)) {
-          if (!visible || shown(el)) into.push(el);
+          if ((!visible || shown(el)) && keep(el)) into.push(el);
         }
       }
     };
     for (const n of addedRoots) {
       pick(n, appeared, true);
-      const t = visibleText(n);
+      const t = newText(n, s);
       if (t) textAppeared.push(t);
     }
     for (const n of removedRoots) {
@@ -217,11 +244,26 @@
       const wasHidden = name === "hidden" ? old !== null : name === "aria-hidden" ? old === "true"
         : name === "open" ? old === null : name === "style" ? /display\s*:\s*none|visibility\s*:\s*hidden/.test(old || "")
         : name === "class" ? classShows(old, el.getAttribute("class")) : false;
-      if (wasHidden && !s.shownBefore.has(el)) { pick(el, appeared, true); textAppeared.push(visibleText(el)); }
+      if (wasHidden && !s.shownBefore.has(el)) {
+        pick(el, appeared, true, (inner) => !s.shownBefore.has(inner));
+        textAppeared.push(visibleText(el));
+      }
     }
     for (const [el, name, old] of hiddenNow) {
       const nowHidden = name === "hidden" ? el.hasAttribute("hidden") : name === "open" ? !el.hasAttribute("open") : name === "aria-hidden" ? el.getAttribute("aria-hidden") === "true" : !el.checkVisibility();
-      if (nowHidden && old !== el.getAttribute(name)) { pick(el, gone, false); textGone.push(clip(el.textContent)); }
+      if (nowHidden && old !== el.getAttribute(name)) {
+        // What is still drawn inside, and not fading or moving out within a part around
+        // it (a closing dialog's panel), is still there: a select's own field as its list
+        // closes. Each element on the way up is asked for its own animations (a shadow
+        // root's getAnimations() is every one in its tree; the document's, none of them).
+        const leaving = (inner) => {
+          for (let n = inner; n && n !== el; n = n.assignedSlot || n.parentNode || n.host)
+            if (n.nodeType === 1 && n.getAnimations().some(hides)) return true;
+          return false;
+        };
+        pick(el, gone, false, (inner) => inner === el || !shown(inner) || leaving(inner));
+        textGone.push(clip(el.textContent));
+      }
     }
     const focusNow = deepActive();
     const out = {
@@ -287,12 +329,14 @@
         if (!st) return resolve(report({...opts, quiet: true}));
         note(observer.takeRecords());
         const t = now();
+        // A page that reacted is not settled while a transition it started still runs,
+        // nor until `quietMs` after it ended: a modal's backdrop fades in, and only its
+        // `transitionend` handler shows the modal (Bootstrap) — look again a frame on.
+        if (st.raw && moving()) st.animatedAt = t;
         let wait = st.raw || opts.active
-          ? opts.quietMs - (t - Math.max(st.t0, st.last))
+          ? opts.quietMs - (t - Math.max(st.t0, st.last, st.animatedAt || 0))
           : opts.reactionMs - (t - called);
-        // A page that reacted is not settled while a transition it started still runs
-        // (a modal's backdrop fades in before the modal is shown): look again a frame on.
-        if (wait <= 0 && st.raw && moving()) wait = 16;
+        if (wait > 16 && st.animatedAt === t) wait = 16;
         if (wait <= 0) return resolve(report({...opts, quiet: true}));
         if (t >= end) return resolve(report({...opts, quiet: false}));
         setTimeout(check, Math.max(1, Math.min(wait, end - t)));

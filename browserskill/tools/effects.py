@@ -342,6 +342,23 @@ def watched(name: str, fn: Handler) -> Handler:
             raise
         if window is not None and isinstance(result, dict):
             result["effects"] = await observe(ctx, window, result, params)
+            _as_left(result)
         return result
 
     return run
+
+
+def _as_left(result: dict[str, Any]) -> None:
+    """The target's state (`element`, read as the input ended) as the watch last saw it:
+    a widget that opens a frame later (tom-select) must not be called closed beside an
+    effect saying it opened."""
+    element, ref = result.get("element"), result.get("ref")
+    dom = (result.get("effects") or {}).get("dom") or {}
+    if not isinstance(element, dict):
+        return
+    for st in dom.get("states") or ():
+        if st.get("ref") != ref:
+            continue
+        for key, (_, after) in st.get("changed", {}).items():
+            if key in element:
+                element[key] = after == "true" if isinstance(after, str) else bool(after)

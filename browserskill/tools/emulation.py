@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import weakref
 import zoneinfo
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from browserskill.base.catalog.emulation import EmulateParams, PermissionsParams, WindowResizeParams
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser.extension_link import ExtensionOpError
 from browserskill.browser.link import CdpError, LinkError, TargetHandle
@@ -139,7 +142,7 @@ async def set_permissions(ctx: ToolContext, names: list[str], origin: str | None
         if context is not None:
             params["browserContextId"] = context
         # A refused command changed nothing, but what this call did before it stays done.
-        before = "yes" if ctx.effect_sent else "no"
+        before = ctx.dispatched
         ctx.mark_dispatched()
         try:
             await link.send("Browser.setPermission", params, timeout=ctx.remaining())
@@ -160,12 +163,12 @@ async def set_permissions(ctx: ToolContext, names: list[str], origin: str | None
             raise BskError("action_failed", f"the browser refused the permission: {e}",
                            hint="permissions need the daemon's own browser: the extension "
                                 "reaches tabs only" if e.code == -32601 else "",
-                           details={"reason": "browser_error"}, dispatched="yes") from None
+                           details={"reason": "browser_error"}, dispatched=Dispatched.YES) from None
         except LinkError as e:  # the extension's relay has no browser-level target
             raise BskError("action_failed", f"can't set permissions here: {e}",
                            hint="permissions need the daemon's own browser (embedded)",
                            details={"reason": "unsupported"},
-                           dispatched="yes" if ctx.effect_sent else "no") from None
+                           dispatched=ctx.dispatched) from None
         done.append(name)
 
 
@@ -192,6 +195,17 @@ async def _apply(ctx: ToolContext, tab: Tab, settings: dict[str, Any],
     dev = device(settings["device"]) if "device" in settings else {}
     touched = set(given)
     note = None
+    if "locale" in touched:
+        # First: Chromium checks the locale only here, and a refused one must leave the
+        # other settings (Accept-Language among them) as they were.
+        sent_before = ctx.effect_sent
+        try:
+            await ctx.act("Emulation.setLocaleOverride", {"locale": given["locale"]}, tab=tab)
+        except CdpError as e:
+            raise BskError(
+                "invalid_params", f"locale: {given['locale']!r}: {e.message}",
+                hint="a BCP 47 locale, e.g. de-DE or pt-BR", details={"field": "locale"},
+                dispatched=Dispatched.YES if sent_before else Dispatched.NO) from None
     if _METRICS & touched:
         viewport = dev.get("viewport") or {}
         await ctx.act("Emulation.setDeviceMetricsOverride", {
@@ -210,12 +224,6 @@ async def _apply(ctx: ToolContext, tab: Tab, settings: dict[str, Any],
         if "locale" in settings:
             agent["acceptLanguage"] = settings["locale"]
         await ctx.act("Emulation.setUserAgentOverride", agent, tab=tab)
-    if "locale" in touched:
-        try:
-            await ctx.act("Emulation.setLocaleOverride", {"locale": given["locale"]}, tab=tab)
-        except CdpError as e:
-            raise invalid("locale", f"{given['locale']!r}: {e.message}",
-                          hint="a BCP 47 locale, e.g. de-DE or pt-BR") from None
     if _MEDIA & touched:
         features = []
         if "color_scheme" in settings:
@@ -263,8 +271,9 @@ async def _apply(ctx: ToolContext, tab: Tab, settings: dict[str, Any],
 
 
 @implements("emulate")
-async def emulate(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    given = {k: params[k] for k in _FIELDS if params[k] is not None}
+async def emulate(ctx: ToolContext, params: EmulateParams) -> dict[str, Any]:
+    fields: Mapping[str, Any] = params  # the settings by name
+    given = {k: fields[k] for k in _FIELDS if fields[k] is not None}
     reset = params["reset"] or params["off"]
     if reset:
         if given:
@@ -289,7 +298,7 @@ async def emulate(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def _permissions(ctx: ToolContext, params: dict[str, Any], setting: str
+async def _permissions(ctx: ToolContext, params: PermissionsParams, setting: str
                        ) -> dict[str, Any]:
     origin = params["origin"]
     if origin is not None:
@@ -310,17 +319,17 @@ async def _permissions(ctx: ToolContext, params: dict[str, Any], setting: str
 
 
 @implements("permissions_grant")
-async def permissions_grant(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def permissions_grant(ctx: ToolContext, params: PermissionsParams) -> dict[str, Any]:
     return await _permissions(ctx, params, "granted")
 
 
 @implements("permissions_clear")
-async def permissions_clear(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def permissions_clear(ctx: ToolContext, params: PermissionsParams) -> dict[str, Any]:
     return await _permissions(ctx, params, "prompt")
 
 
 @implements("window_resize")
-async def window_resize(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def window_resize(ctx: ToolContext, params: WindowResizeParams) -> dict[str, Any]:
     """The session's windows, through its link: CDP's Browser.* window commands, or through
     the extension chrome.windows on the session's Agent Window (never a user's window).
     Other sessions' windows are never touched; the session's new tabs get the size too."""
@@ -351,7 +360,7 @@ async def _resize_window_of(ctx: ToolContext, tab: Tab,
     except (CdpError, ExtensionOpError) as e:
         raise BskError("action_failed", f"can't resize the window of tab {tab.tab_id}: {e}",
                        details={"reason": "browser_error"},
-                       dispatched="yes" if ctx.effect_sent else "no") from None
+                       dispatched=ctx.dispatched) from None
     window_id = window["windowId"]
     try:
         if window.get("bounds", {}).get("windowState", "normal") != "normal":
@@ -363,7 +372,7 @@ async def _resize_window_of(ctx: ToolContext, tab: Tab,
                                      timeout=ctx.remaining())
     except (CdpError, ExtensionOpError) as e:
         raise BskError("action_failed", f"the browser did not resize the window: {e}",
-                       details={"reason": "browser_error"}, dispatched="yes") from None
+                       details={"reason": "browser_error"}, dispatched=Dispatched.YES) from None
     return window_id, await link.window_bounds(window_id, timeout=ctx.remaining())
 
 

@@ -12,7 +12,10 @@ import json
 from typing import Any
 
 from browserskill.base import catalog
+from browserskill.base.catalog.reading import EvalParams
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
+from browserskill.browser.link import CdpError
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import element_handle, resolve
 from browserskill.tools.registry import implements
@@ -36,10 +39,45 @@ _SCOPED = "{{{code}\n}}"
 # --ref: the code is a function of the element, or an expression using `el`.
 _ON_ELEMENT = ("async function(el) {{ const f = ({code}\n); "
                "return typeof f === 'function' ? await f.call(el, el) : f; }}")
+# Where the caller's code starts in each wrapper (line 0, this column): a syntax error's
+# position is given back in the caller's own text (`_syntax_error`).
+_SCOPED_AT = _SCOPED.format(code="\0").index("\0")
+_ON_ELEMENT_AT = _ON_ELEMENT.format(code="\0").index("\0") + 1  # CDP adds a "("
+
+
+# What the browser says when the script ran but its value could not come back, and what
+# that means to the caller (the raw protocol text names neither).
+_CANT_RETURN = ("Object reference chain is too long", "Object couldn't be returned by value")
+_PAGE_LEFT = ("Inspected target navigated or closed", "Execution context was destroyed")
 
 
 @implements("eval")
-async def evaluate(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def evaluate(ctx: ToolContext, params: EvalParams) -> dict[str, Any]:
+    try:
+        return await _evaluate(ctx, params)
+    except CdpError as e:
+        if any(m in e.message for m in _CANT_RETURN):
+            raise BskError(
+                "action_failed", "the script ran, but its value can't be returned as JSON "
+                "(it refers to itself, as `window` does, or nests too deep)",
+                hint="return the data you need as plain values, e.g. `document.title`, "
+                     "`({url: location.href, count: items.length})`, `el.outerHTML`, or "
+                     "`JSON.stringify(value, ['key1', 'key2'])`",
+                details={"reason": "value_not_serializable", "browser": str(e)},
+                dispatched=Dispatched.YES) from e
+        if any(m in e.message for m in _PAGE_LEFT):
+            raise BskError(
+                "action_failed", "the page navigated away (or its frame closed) while the "
+                "script was running: the script ran, and its value went with the page",
+                hint="see where the page is now with `bsk snapshot`; to navigate from a "
+                     "script, don't await after it (`location.href = URL`), then `bsk wait "
+                     "--url …`",
+                details={"reason": "navigated_during_script", "browser": str(e)},
+                dispatched=Dispatched.YES) from e
+        raise
+
+
+async def _evaluate(ctx: ToolContext, params: EvalParams) -> dict[str, Any]:
     if params["ref"] and params["frame"]:
         raise invalid("frame", "give --ref or --frame, not both")
     if params["ref"]:
@@ -65,7 +103,9 @@ async def evaluate(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
         finally:
             await _release(ctx, where)
     if "exceptionDetails" in answer:
-        return _thrown(ctx, answer["exceptionDetails"])
+        return _thrown(ctx, _syntax_error(
+            answer["exceptionDetails"], params["expression"],
+            _ON_ELEMENT_AT if params["ref"] else _SCOPED_AT))
     return _bounded(_value(answer["result"]), params["max_chars"], answer.get("cut"))
 
 
@@ -104,7 +144,7 @@ async def _frame_world(ctx: ToolContext, ref: str) -> dict[str, Any]:
         raise BskError("action_failed", f"the document of {ref}'s frame is not ready",
                        hint="wait for it to load (e.g. `bsk wait --selector …`), then "
                             "call again", details={"reason": "frame_not_ready", "ref": ref},
-                       dispatched="no")
+                       dispatched=Dispatched.NO)
     return {"contextId": world, "session_id": tab.session_for_frame(frame_id)}
 
 
@@ -136,6 +176,28 @@ async def _settle(ctx: ToolContext, remote: dict[str, Any], where: dict[str, Any
         return {"result": {**remote, "value": kept["cut"]},
                 "cut": {"total_chars": kept["total"]}}
     return {"result": {**remote, "value": kept.get("whole")}}
+
+
+def _syntax_error(details: dict[str, Any], code: str, start: int) -> dict[str, Any]:
+    """A syntax error in the caller's code said in the terms of that code, not of the
+    wrapper around it: its position within the code, and when the parser reached the
+    wrapper's closing text (`eval '('` meets the wrapper's `}`), the code ended early —
+    "Unexpected end of input" at its end. A SyntaxError thrown while running (`JSON.parse`,
+    a nested `eval`) has a stack and is left as it is."""
+    exception = details.get("exception") or {}
+    text = exception.get("description") or ""
+    line, column = details.get("lineNumber"), details.get("columnNumber")
+    if exception.get("className") != "SyntaxError" or "\n" in text.strip() \
+            or not isinstance(line, int) or not isinstance(column, int):
+        return details
+    lines = code.split("\n")
+    if line >= len(lines):  # in the wrapper's text after the code: the code ended early
+        text, line, column = "SyntaxError: Unexpected end of input", len(lines) - 1, \
+            len(lines[-1])
+    elif line == 0:
+        column = max(0, column - start)
+    return {**details, "text": text, "exception": {**exception, "description": text},
+            "lineNumber": line, "columnNumber": column}
 
 
 def _thrown(ctx: ToolContext, details: dict[str, Any]) -> dict[str, Any]:

@@ -36,10 +36,18 @@ import re
 import shutil
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from browserskill.base import user_files
+from browserskill.base.catalog.evidence import (
+    PathParams,
+    PdfParams,
+    TraceStartParams,
+    VideoStartParams,
+)
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import CdpError, LinkError
 from browserskill.browser.tab import Tab, TabGone
@@ -74,7 +82,7 @@ _VIDEO_SUFFIXES = (".webm", ".mp4")
 _SIZE = re.compile(r"^(\d{1,5})x(\d{1,5})$")
 
 
-def _target(params: dict[str, Any], suffixes: tuple[str, ...] = ()) -> Path:
+def _target(params: Mapping[str, Any], suffixes: tuple[str, ...] = ()) -> Path:
     path = Path(params["path"])
     if suffixes and path.suffix.lower() not in suffixes:
         raise invalid("path", f"{path.name}: the file name must end in "
@@ -120,7 +128,7 @@ async def save_stream(tab: Tab, handle: str, path: Path, timeout: float, *,
 
 
 @implements("pdf")
-async def pdf(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def pdf(ctx: ToolContext, params: PdfParams) -> dict[str, Any]:
     path = _target(params, (".pdf",))
     width, height = _PAPER_INCHES[params["format"]]
     tab = ctx.tab
@@ -132,7 +140,7 @@ async def pdf(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
         raise BskError("action_failed", f"the browser did not print the page: {e}",
                        hint="printing to PDF needs a Chromium that supports it (headless "
                             "Chromium does; some headed builds don't)",
-                       details={"reason": "browser_error"}, dispatched="no") from None
+                       details={"reason": "browser_error"}, dispatched=Dispatched.NO) from None
     try:
         size = await save_stream(tab, answer["stream"], path, ctx.remaining())
     except OSError as e:
@@ -149,7 +157,7 @@ def _ffmpeg() -> str:
     if found is None:
         raise BskError("action_failed", "recording video needs ffmpeg, which is not installed",
                        hint="run scripts/install.sh, or install it (Debian: apt-get install "
-                            "ffmpeg)", details={"reason": "no_ffmpeg"}, dispatched="no")
+                            "ffmpeg)", details={"reason": "no_ffmpeg"}, dispatched=Dispatched.NO)
     return found
 
 
@@ -301,14 +309,15 @@ class VideoRecording:
         except TimeoutError:
             await self.abandon()
             raise BskError("action_failed", "the video encoder did not finish in time",
-                           details={"reason": "encoder_timeout"}, dispatched="yes") from None
+                           details={"reason": "encoder_timeout"},
+                           dispatched=Dispatched.YES) from None
         err = _tail(self.log_file)
         self.log_file.unlink(missing_ok=True)
         if self.proc.returncode != 0:
             self.failed = f"ffmpeg exited {self.proc.returncode}: {err}"
         if self.failed:
             raise BskError("action_failed", f"the video could not be encoded: {self.failed}",
-                           details={"reason": "encoder_failed"}, dispatched="yes")
+                           details={"reason": "encoder_failed"}, dispatched=Dispatched.YES)
 
     async def abandon(self) -> None:
         """Stop everything at once, keeping no file (a failed start, a cancelled stop)."""
@@ -374,7 +383,7 @@ class LeftoverVideo:
         if not self.file.exists() or self.file.stat().st_size == 0:
             raise BskError("action_failed", "the daemon stopped before any of this video "
                            "was written", details={"reason": "nothing_recorded"},
-                           dispatched="yes")
+                           dispatched=Dispatched.YES)
         fixed = self.file.with_name(self.file.stem + ".remux.webm")
         proc = await asyncio.create_subprocess_exec(
             _ffmpeg(), "-loglevel", "error", "-i", str(self.file), "-c", "copy", "-y",
@@ -393,7 +402,7 @@ class LeftoverVideo:
             fixed.unlink(missing_ok=True)
             raise BskError("action_failed", "what was recorded before the daemon stopped "
                            f"could not be read back: {err.decode(errors='replace')[-300:]}",
-                           details={"reason": "nothing_recorded"}, dispatched="yes")
+                           details={"reason": "nothing_recorded"}, dispatched=Dispatched.YES)
         fixed.replace(self.file)
 
     async def stop_with_session(self) -> dict[str, Any]:
@@ -503,11 +512,11 @@ def _already(ctx: ToolContext, kind: str, stop: str) -> None:
             raise BskError("action_failed", f"this session has a {kind} that a daemon crash "
                            f"interrupted (tab {summary.get('tab_id')}), not yet saved",
                            hint=f"save it first: bsk {stop} FILE",
-                           details={"reason": "already_recording"}, dispatched="no")
+                           details={"reason": "already_recording"}, dispatched=Dispatched.NO)
         raise BskError("action_failed", f"this session is already recording a {kind} "
                        f"(tab {summary.get('tab_id')})",
                        hint=f"stop it first: bsk {stop} FILE",
-                       details={"reason": "already_recording"}, dispatched="no")
+                       details={"reason": "already_recording"}, dispatched=Dispatched.NO)
 
 
 def _running(ctx: ToolContext, kind: str, start: str) -> Any:
@@ -515,12 +524,12 @@ def _running(ctx: ToolContext, kind: str, start: str) -> Any:
     if running is None:
         raise BskError("action_failed", f"this session is not recording a {kind}",
                        hint=f"start one with: bsk {start}",
-                       details={"reason": "not_recording"}, dispatched="no")
+                       details={"reason": "not_recording"}, dispatched=Dispatched.NO)
     return running
 
 
 @implements("video_start")
-async def video_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def video_start(ctx: ToolContext, params: VideoStartParams) -> dict[str, Any]:
     size = _size(params["size"])
     _already(ctx, "video", "video stop")
     ffmpeg = _ffmpeg()
@@ -546,7 +555,7 @@ async def video_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
 
 
 @implements("video_stop")
-async def video_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def video_stop(ctx: ToolContext, params: PathParams) -> dict[str, Any]:
     path = _target(params, _VIDEO_SUFFIXES)
     recording: VideoRecording | LeftoverVideo = _running(ctx, "video", "video start")
     ctx.mark_dispatched()
@@ -625,10 +634,10 @@ async def _to_mp4(source: Path, path: Path, timeout: float) -> None:
         raise BskError("action_failed", "re-encoding to MP4 did not finish in time; the "
                        f"WebM is kept at {source}", hint="give a longer --timeout, or a "
                        ".webm file", details={"reason": "encoder_timeout"},
-                       dispatched="yes") from None
+                       dispatched=Dispatched.YES) from None
     if proc.returncode != 0:
         raise BskError("action_failed", f"re-encoding to MP4 failed: {err.decode()[-500:]}",
-                       details={"reason": "encoder_failed"}, dispatched="yes")
+                       details={"reason": "encoder_failed"}, dispatched=Dispatched.YES)
 
 
 # -- trace ------------------------------------------------------------------------------
@@ -694,16 +703,16 @@ class TraceRecording:
                 done = await self.complete
             if "stream" not in done:
                 raise BskError("action_failed", "Chromium returned no trace data",
-                               details={"reason": "browser_error"}, dispatched="yes")
+                               details={"reason": "browser_error"}, dispatched=Dispatched.YES)
             size = await save_stream(self.tab, done["stream"], path, timeout,
                                      session_id=self.cdp_session)
         except TimeoutError:
             raise BskError("action_failed", "the trace did not finish in time",
-                           details={"reason": "trace_timeout"}, dispatched="yes") from None
+                           details={"reason": "trace_timeout"}, dispatched=Dispatched.YES) from None
         except (LinkError, TabGone) as e:
             raise BskError("action_failed", f"the trace is lost: {e}",
                            hint="the traced tab closed or its browser went away",
-                           details={"reason": "tab_gone"}, dispatched="yes") from None
+                           details={"reason": "tab_gone"}, dispatched=Dispatched.YES) from None
         finally:
             self._unsubscribe()
             if self.readopted:  # the dead daemon's CDP session, kept open for this trace
@@ -722,7 +731,7 @@ class TraceRecording:
 
 
 @implements("trace_start")
-async def trace_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def trace_start(ctx: ToolContext, params: TraceStartParams) -> dict[str, Any]:
     if params["categories"] is not None:
         categories = [c.strip() for c in params["categories"].split(",") if c.strip()]
         if not categories:
@@ -738,7 +747,7 @@ async def trace_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
                            "Chromium runs one trace at a time",
                            hint=f"wait for it, or: bsk -s {other.id} trace stop FILE",
                            details={"reason": "trace_busy", "session": other.id},
-                           dispatched="no")
+                           dispatched=Dispatched.NO)
     tab = ctx.tab
     recording = TraceRecording(tab, categories, _recordings_dir(ctx),
                                f"{ctx.session.id}-{ctx.op_id}")
@@ -757,12 +766,12 @@ async def trace_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
         raise BskError("action_failed", f"the browser did not start tracing: {e}",
                        hint="a trace started by another DevTools client may be running; "
                             "through the extension, tracing is not available",
-                       details={"reason": "browser_error"}, dispatched="yes") from None
+                       details={"reason": "browser_error"}, dispatched=Dispatched.YES) from None
     return {"recording": "trace", "tab_id": tab.tab_id, "categories": categories}
 
 
 @implements("trace_stop")
-async def trace_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def trace_stop(ctx: ToolContext, params: PathParams) -> dict[str, Any]:
     path = _target(params)
     recording: TraceRecording = _running(ctx, "trace", "trace start")
     ctx.mark_dispatched()

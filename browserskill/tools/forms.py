@@ -13,7 +13,8 @@ import os
 from typing import Any
 
 from browserskill.base import user_files
-from browserskill.base.contract import SECRET_MASK
+from browserskill.base.catalog.forms import CheckParams, FillParams, SelectParams, UploadParams
+from browserskill.base.contract import SECRET_MASK, Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser import keys
 from browserskill.tools import secrets
@@ -115,11 +116,11 @@ def _not_editable(ref: str, verdict: dict[str, Any]) -> BskError:
             "element_readonly": "nothing was sent; a read-only field takes no input"}.get(
         reason, "scroll or open what hides it, then snapshot again")
     return BskError("action_failed", f"{ref} can't be filled: {verdict.get('why', reason)}",
-                    hint=hint, details={"reason": reason, "ref": ref}, dispatched="no")
+                    hint=hint, details={"reason": reason, "ref": ref}, dispatched=Dispatched.NO)
 
 
 @implements("fill")
-async def fill(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def fill(ctx: ToolContext, params: FillParams) -> dict[str, Any]:
     ref = params["ref"]
     text, stored = secrets.wanted(ctx, params)
     target = resolve(ctx, ref)
@@ -142,13 +143,14 @@ async def fill(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
             raise BskError("action_failed", f"{ref} does not accept {shown}",
                            hint="use the format the field expects (e.g. 2024-05-31, #ff0000)",
                            details={"reason": "invalid_value", "ref": ref,
-                                    "value": done.get("value")}, dispatched="no")
+                                    "value": done.get("value")}, dispatched=Dispatched.NO)
     else:
         focus: Any = await call_on(ctx, target, _FOCUS_SELECT, act=True)
         if not focus.get("focused"):
             raise BskError("action_failed", f"{ref} did not take focus, so it can't be filled",
                            hint="something on the page keeps focus elsewhere; snapshot again",
-                           details={"reason": "not_focusable", "ref": ref}, dispatched="yes")
+                           details={"reason": "not_focusable", "ref": ref},
+                           dispatched=Dispatched.YES)
         tab = target.tab
         if text:
             await ctx.step("insertText", "Input.insertText", {"text": text}, tab=tab)
@@ -205,7 +207,7 @@ _SELECT = """function(wanted, apply) {
 
 
 @implements("select")
-async def select(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def select(ctx: ToolContext, params: SelectParams) -> dict[str, Any]:
     ref, wanted = params["ref"], params["values"]
     target = resolve(ctx, ref)
     check: Any = await call_on(ctx, target, _SELECT, wanted, False)
@@ -230,16 +232,16 @@ def _select_error(ref: str, wanted: list[str], v: dict[str, Any]) -> BskError:
                         f"{ref} has no option {', '.join(map(repr, v['missing']))}; "
                         f"options: {shown}{more}",
                         hint="pass an option's value or label as listed",
-                        details=details, dispatched="no")
+                        details=details, dispatched=Dispatched.NO)
     if reason == "option_disabled":
         details.update(disabled=v["disabled"], options=v["options"])
         return BskError("action_failed", f"option {', '.join(map(repr, v['disabled']))} of "
-                        f"{ref} is disabled", details=details, dispatched="no")
+                        f"{ref} is disabled", details=details, dispatched=Dispatched.NO)
     if reason == "not_multiple":
         return invalid("values", f"{ref} takes one option, got {len(wanted)}")
     return BskError("action_failed", f"{ref} can't be selected from: {v.get('why', reason)}",
                     hint="select takes a <select> element; check the ref with `bsk snapshot`",
-                    details=details, dispatched="no")
+                    details=details, dispatched=Dispatched.NO)
 
 
 # -- check / uncheck -------------------------------------------------------------------
@@ -260,25 +262,25 @@ _CHECK_STATE = """function() {
 }"""
 
 
-async def _set_checked(ctx: ToolContext, params: dict[str, Any], want: bool) -> dict[str, Any]:
+async def _set_checked(ctx: ToolContext, params: CheckParams, want: bool) -> dict[str, Any]:
     ref = params["ref"]
     target = resolve(ctx, ref)
     state: Any = await call_on(ctx, target, _CHECK_STATE)
     if not state.get("kind"):
         raise BskError("action_failed", f"{ref} can't be {'checked' if want else 'unchecked'}:"
                        f" {state.get('why')}", hint="check the ref with `bsk snapshot`",
-                       details={"reason": "not_checkable", "ref": ref}, dispatched="no")
+                       details={"reason": "not_checkable", "ref": ref}, dispatched=Dispatched.NO)
     result: dict[str, Any] = {"ref": ref, "tab_id": target.tab.tab_id, "kind": state["kind"]}
     if state["checked"] is want:
         return {**result, "checked": want, "changed": False}
     if state.get("disabled"):
         raise BskError("action_failed", f"{ref} is disabled", details={
             "reason": "element_disabled", "ref": ref, "checked": state["checked"]},
-            dispatched="no")
+            dispatched=Dispatched.NO)
     if not want and state["kind"] in ("radio", "menuitemradio"):
         raise BskError("action_failed", f"{ref} is a radio button: check another option of "
                        "its group instead", details={"reason": "not_checkable", "ref": ref},
-                       dispatched="no")
+                       dispatched=Dispatched.NO)
     tab = target.tab
     x, y = await _click_point(ctx, target)
     marks = Marks.take(ctx, tab)
@@ -294,7 +296,7 @@ async def _set_checked(ctx: ToolContext, params: dict[str, Any], want: bool) -> 
                        f"{'checked' if want else 'unchecked'} (the page handled the click)",
                        hint="snapshot to see the page's state",
                        details={"reason": "state_unchanged", "ref": ref,
-                                "checked": after["checked"]}, dispatched="yes")
+                                "checked": after["checked"]}, dispatched=Dispatched.YES)
     return result
 
 
@@ -309,12 +311,12 @@ async def _click_point(ctx: ToolContext, target: Resolved) -> tuple[float, float
 
 
 @implements("check")
-async def check(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def check(ctx: ToolContext, params: CheckParams) -> dict[str, Any]:
     return await _set_checked(ctx, params, True)
 
 
 @implements("uncheck")
-async def uncheck(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def uncheck(ctx: ToolContext, params: CheckParams) -> dict[str, Any]:
     return await _set_checked(ctx, params, False)
 
 
@@ -335,7 +337,7 @@ _FILES = """function() {
 
 
 @implements("upload")
-async def upload(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def upload(ctx: ToolContext, params: UploadParams) -> dict[str, Any]:
     ref, files = params["ref"], params["files"]
     for f in files:
         if not os.path.isabs(f):
@@ -349,7 +351,7 @@ async def upload(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
         raise BskError("action_failed", f"{ref} can't take files: {kind['why']}",
                        hint="upload takes an <input type=file>; check the ref with "
                             "`bsk snapshot`",
-                       details={"reason": kind["error"], "ref": ref}, dispatched="no")
+                       details={"reason": kind["error"], "ref": ref}, dispatched=Dispatched.NO)
     if len(files) > 1 and not kind["multiple"]:
         raise invalid("files", f"{ref} takes one file, got {len(files)}")
     node = await element_handle(ctx, target)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from browserskill.base.catalog import BY_NAME
+from browserskill.base.catalog.ops import BatchParams
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError
 from browserskill.tools import (
     borrow,
@@ -50,11 +52,11 @@ MODULES = (navigation, evaluate, snapshot, screenshot, input, tabs, session, dia
 
 
 @implements("batch")
-async def _batch(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def _batch(ctx: ToolContext, params: BatchParams) -> dict[str, Any]:
     """A batch is several operations (browserskill/api/batch.py runs them), never one."""
     raise BskError("invalid_params", "tool: a batch runs its commands as operations of "
                    "their own, not as one", hint="POST /v1/sessions/{sid}/tools/batch",
-                   details={"field": "tool"}, dispatched="no")
+                   details={"field": "tool"}, dispatched=Dispatched.NO)
 
 
 def load() -> dict[str, Handler]:

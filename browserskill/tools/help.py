@@ -15,6 +15,8 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from browserskill.base.catalog.human import RequestHelpParams
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser.tab import Tab
 from browserskill.tools import observe
@@ -57,7 +59,7 @@ async def _holds(ctx: ToolContext, tab: Tab, kind: str, needle: str, end: float)
 
 
 @implements("request_help")
-async def request_help(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def request_help(ctx: ToolContext, params: RequestHelpParams) -> dict[str, Any]:
     until = parse_until(params["until"]) if params["until"] else None
     request = ctx.feature(HelpRequest)
     if request.is_open():
@@ -103,7 +105,7 @@ async def request_help(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
                        f"{params['reason']}", hint="ask again with a longer --timeout, or "
                        "tell the user what you need", details={"reason": "timeout",
                                                                "waited_ms": waited_ms},
-                       dispatched="no")
+                       dispatched=Dispatched.NO)
     tab = ctx.session.tab()
     return {
         "ended_by": "done" if answer.done() else "condition",

@@ -12,13 +12,21 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from browserskill.base.catalog.input import (
+    ClickParams,
+    DblclickParams,
+    DragParams,
+    HoverParams,
+    ScrollParams,
+)
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import CdpError, Command
 from browserskill.browser.tab import Tab
 from browserskill.session.sessions import MAX_POPUPS_PER_ACTION
 from browserskill.tools import downloads
 from browserskill.tools.context import Step, ToolContext
-from browserskill.tools.navigation import wait_for_document
+from browserskill.tools.navigation import error_page, wait_for_document
 from browserskill.tools.pointer import HoverPoint, Pointer, point_for
 from browserskill.tools.refs import call_answer, call_on, call_request, resolve
 from browserskill.tools.registry import implements
@@ -112,7 +120,13 @@ async def after_input(ctx: ToolContext, marks: Marks, wait_until: str, *,
                        f"started was refused: {url}: {why}",
                        hint="the person who started the daemon set this policy (`bsk policy "
                             "show`); the tab shows Chromium's error page: `bsk back`",
-                       details={"url": url, "rule": why, **out}, dispatched="yes")
+                       details={"url": url, "rule": why, **out}, dispatched=Dispatched.YES)
+    if out.get("navigated") and (failed := error_page(tab)) is not None:
+        # The input was sent; the page it led to did not load (as `open` says of it).
+        raise BskError(
+            failed.code, f"the input was sent, and the {failed.message}",
+            hint=failed.hint + "; the tab shows Chromium's error page: `bsk back`",
+            details={**out, **failed.details}, dispatched=Dispatched.YES)
     if expect_download or downloading():
         out["downloads"] = await downloads.settle(ctx, marks.downloads, expect=expect_download)
     out["url"] = tab.url
@@ -271,7 +285,7 @@ def _state_after(target: Any, answer: dict[str, Any] | None) -> dict[str, Any] |
 
 
 @implements("click")
-async def click(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def click(ctx: ToolContext, params: ClickParams) -> dict[str, Any]:
     if params["count"] > 3:
         raise invalid("count", "must be 1, 2 or 3")
     return await click_ref(ctx, params["ref"], button=params["button"], count=params["count"],
@@ -280,14 +294,14 @@ async def click(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 
 
 @implements("dblclick")
-async def dblclick(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def dblclick(ctx: ToolContext, params: DblclickParams) -> dict[str, Any]:
     return await click_ref(ctx, params["ref"], count=2,
                            modifiers=modifier_mask(params["modifiers"]),
                            wait_until=params["wait_until"])
 
 
 @implements("hover")
-async def hover(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def hover(ctx: ToolContext, params: HoverParams) -> dict[str, Any]:
     target = resolve(ctx, params["ref"])
     x, y = await point_for(ctx, target)
     await mouse(ctx, target.tab, "move", x, y)
@@ -309,7 +323,7 @@ async def restore_hover(ctx: ToolContext, tab: Tab) -> None:
 
 
 @implements("drag")
-async def drag(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def drag(ctx: ToolContext, params: DragParams) -> dict[str, Any]:
     source = resolve(ctx, params["source"])
     target = resolve(ctx, params["target"])
     tab = source.tab
@@ -368,8 +382,50 @@ _SCROLL_POS = """function() {
 }"""
 
 
+# A wheel over an element scrolls the nearest box around it that can still move that way
+# (a grid's viewport, a list, the page), not the element itself. Before it: the
+# element's chain of boxes (up through shadow roots, to the page) with their positions,
+# kept on the element in BrowserSkill's isolated world (the page never sees it); after:
+# the innermost box that moved is the one reported, or, if none moved (already at the
+# end), the innermost that can scroll.
+_SCROLL_CHAIN = """function() {
+  const chain = [];
+  for (let n = this; n; n = n.parentElement
+       || (n.getRootNode() instanceof ShadowRoot ? n.getRootNode().host : null))
+    chain.push([n, n.scrollLeft, n.scrollTop]);
+  const page = document.scrollingElement;
+  if (page && !chain.some(c => c[0] === page)) chain.push([page, page.scrollLeft, page.scrollTop]);
+  this[Symbol.for('bsk.scrollChain')] = chain;
+}"""
+_SCROLL_MOVED = """function() {
+  const key = Symbol.for('bsk.scrollChain'), chain = this[key] || [[this, 0, 0]];
+  delete this[key];
+  const page = document.scrollingElement;
+  const scrolls = n => {
+    if (n === page) return true;
+    const s = getComputedStyle(n);
+    return (n.scrollHeight > n.clientHeight && /auto|scroll/.test(s.overflowY))
+      || (n.scrollWidth > n.clientWidth && /auto|scroll/.test(s.overflowX));
+  };
+  return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => {
+    const moved = chain.find(([n, x, y]) => n.scrollLeft !== x || n.scrollTop !== y);
+    const el = moved ? moved[0] : (chain.map(c => c[0]).find(scrolls) || page || this);
+    const out = {x: el.scrollLeft, y: el.scrollTop, max_y: el.scrollHeight - el.clientHeight,
+                 moved: !!moved, of: el === this ? 'element' : el === page ? 'page' : 'ancestor'};
+    if (out.of === 'ancestor') {
+      const refs = globalThis.__bsk && __bsk.refs;
+      for (const [ref, node] of refs || []) if (node === el) { out.ref = ref; break; }
+      const role = el.getAttribute('role'), label = el.getAttribute('aria-label');
+      out.element = '<' + el.localName + (el.id ? ' id=' + el.id : '')
+        + (role ? ' role=' + role : '') + (label ? ' aria-label="' + label + '"' : '') + '>';
+    }
+    r(out);
+  })));
+}"""
+
+
 @implements("scroll")
-async def scroll(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def scroll(ctx: ToolContext, params: ScrollParams) -> dict[str, Any]:
     dx, dy = params["dx"], params["dy"]
     ref = params["ref"]
     if params["into_view"]:
@@ -386,6 +442,7 @@ async def scroll(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     if ref:
         target = resolve(ctx, ref)
         x, y = await point_for(ctx, target)
+        await call_on(ctx, target, _SCROLL_CHAIN)
     else:
         metrics = await ctx.inspect("Page.getLayoutMetrics", tab=tab)
         view = metrics["cssVisualViewport"]
@@ -393,7 +450,7 @@ async def scroll(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     await mouse(ctx, tab, "wheel", x, y, deltaX=dx, deltaY=dy)
     if ref:
         try:
-            pos = await call_on(ctx, target, _SCROLL_POS)
+            pos = await call_on(ctx, target, _SCROLL_MOVED)
         except BskError as e:
             if e.details.get("reason") != "element_removed":
                 raise

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from browserskill.base.catalog.input import PressParams, TypeParams
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError
 from browserskill.browser import keys
 from browserskill.browser.tab import Tab
@@ -128,7 +130,7 @@ async def focused_state(ctx: ToolContext, tab: Tab) -> dict[str, Any]:
 
 
 @implements("press")
-async def press(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def press(ctx: ToolContext, params: PressParams) -> dict[str, Any]:
     chord = parse_key(params["key"])
     tab = ctx.tab
     marks = Marks.take(ctx, tab)
@@ -166,7 +168,7 @@ async def refuse_untypable(ctx: ToolContext, tab: Tab) -> bool:
                        "nothing was typed", hint="focus an editable field first (click "
                        "it), or use `bsk press KEY` for keys that are not text",
                        details={"reason": found["reason"], "focused": found["focused"]},
-                       dispatched="no")
+                       dispatched=Dispatched.NO)
     return isinstance(found, dict) and bool(found.get("secret"))
 
 
@@ -203,7 +205,7 @@ async def focused_origin(ctx: ToolContext, tab: Tab, *, mark: bool = False) -> s
 
 
 @implements("type")
-async def type_text(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def type_text(ctx: ToolContext, params: TypeParams) -> dict[str, Any]:
     wanted, stored = secrets.wanted(ctx, params)
     text: str = wanted.replace("\r\n", "\n")
     tab = ctx.tab

@@ -18,12 +18,12 @@ locator is never re-resolved later: the result's `located` says which ref it bec
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from typing import Any
 
 from browserskill.base.catalog import BY_NAME, TARGET_PARAMS, ToolSpec
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError
+from browserskill.base.locator_syntax import SYNTAX, Part, invalid_locator, is_locator, parse
 from browserskill.browser.link import CdpError
 from browserskill.session.sessions import RefBinding
 from browserskill.tools import policy_check
@@ -32,55 +32,7 @@ from browserskill.tools.refs import isolated_world
 from browserskill.tools.registry import Handler
 from browserskill.tools.snapshot import ACTIONABLE, REF_ROLES, run_script
 
-KINDS = ("css=", "text=", "role=")
-# ROLE, optionally [name="NAME"] or [name='NAME'] (backslash escapes inside the quotes)
-_ROLE = re.compile(r"""^([A-Za-z][\w-]*)\s*(?:\[\s*name\s*=\s*
-                       (?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')\s*\])?$""", re.X)
-SYNTAX = ('css=SELECTOR, text=TEXT or role=ROLE[name="NAME"], optionally chained into an '
-          'iframe with " >> " (css=iframe#pay >> role=button[name="Pay"])')
 MAX_CANDIDATES = 10
-
-
-@dataclass(frozen=True)
-class Part:
-    kind: str  # css | text | role
-    value: str
-    name: str | None = None  # role=…[name="…"]
-
-    def __str__(self) -> str:
-        if self.kind == "role" and self.name is not None:
-            return f"role={self.value}[name={json.dumps(self.name)}]"
-        return f"{self.kind}={self.value}"
-
-
-def is_locator(value: object) -> bool:
-    return isinstance(value, str) and value.lstrip().startswith(KINDS)
-
-
-def parse(field: str, locator: str) -> list[Part]:
-    """The chain of parts, or invalid_params naming the field and the syntax."""
-    parts = []
-    for raw in re.split(r"\s+>>\s+", locator.strip()):
-        kind, sep, body = raw.partition("=")
-        if not sep or kind not in ("css", "text", "role") or not body.strip():
-            raise _invalid(field, f"{raw!r} is not a locator")
-        if kind == "role":
-            match = _ROLE.match(body.strip())
-            if not match:
-                raise _invalid(field, f"{raw!r}: a role locator is role=ROLE or "
-                               'role=ROLE[name="NAME"]')
-            name = match.group(2) if match.group(2) is not None else match.group(3)
-            if name is not None:
-                name = re.sub(r"\\(.)", r"\1", name)
-            parts.append(Part("role", match.group(1), name))
-        else:
-            parts.append(Part(kind, body.strip() if kind == "css" else body))
-    return parts
-
-
-def _invalid(field: str, why: str) -> BskError:
-    return BskError("invalid_params", f"{field}: {why}", hint=f"a locator is {SYNTAX}",
-                    details={"field": field}, dispatched="no")
 
 
 async def _match(ctx: ToolContext, field: str, frame_id: str,
@@ -94,7 +46,7 @@ async def _match(ctx: ToolContext, field: str, frame_id: str,
     if "error" in value:
         raise BskError("invalid_params", f"{field}: {part}: {value['error']}",
                        hint=f"a locator is {SYNTAX}", details={"field": field},
-                       dispatched="no")
+                       dispatched=Dispatched.NO)
     for ref, role, name in value["matches"]:
         if ref not in ctx.session.refs:
             ctx.session.refs[ref] = RefBinding(tab.tab_id, frame_id, loader, role, name)
@@ -130,7 +82,8 @@ async def locate(ctx: ToolContext, field: str, locator: str) -> str:
                 "ref_not_found", f"{field}: nothing visible matches {where}",
                 hint="check the page with `bsk snapshot` (a ref from it, or a locator that "
                      "matches what it shows)",
-                details={"field": field, "locator": locator, "ref": locator}, dispatched="no")
+                details={"field": field, "locator": locator, "ref": locator},
+                dispatched=Dispatched.NO)
         if count > 1:
             shown = "; ".join(f"{ref} {role} {json.dumps(name)}" if name else f"{ref} {role}"
                               for ref, role, name in matches[:MAX_CANDIDATES])
@@ -141,13 +94,13 @@ async def locate(ctx: ToolContext, field: str, locator: str) -> str:
                 details={"field": field, "locator": locator, "count": count,
                          "matches": [{"ref": r, "role": role, "name": name}
                                         for r, role, name in matches[:MAX_CANDIDATES]]},
-                dispatched="no")
+                dispatched=Dispatched.NO)
         ref = matches[0][0]
         if index == len(parts) - 1:
             return str(ref)
         child = await _frame_of(ctx, frame_id, ref)
         if child is None:
-            raise _invalid(field, f"{where} is {matches[0][1]} {ref}, not a loaded iframe "
+            raise invalid_locator(field, f"{where} is {matches[0][1]} {ref}, not a loaded iframe "
                            "(>> goes into an iframe)")
         frame_id = child
     raise AssertionError("unreachable")  # parse() returns at least one part

@@ -10,8 +10,17 @@ on purpose, so later moves carry it (a drag) until `mouse up`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from browserskill.base.catalog.mouse import (
+    MouseClickParams,
+    MouseDownParams,
+    MouseMoveParams,
+    MouseUpParams,
+    MouseWheelParams,
+)
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import (
@@ -27,7 +36,7 @@ from browserskill.tools.pointer import HoverPoint, Pointer
 from browserskill.tools.registry import implements
 
 
-async def _point(ctx: ToolContext, params: dict[str, Any]) -> tuple[float, float]:
+async def _point(ctx: ToolContext, params: Mapping[str, Any]) -> tuple[float, float]:
     """X Y, refused (nothing sent) unless inside the tab's viewport."""
     x, y = float(params["x"]), float(params["y"])
     metrics = await ctx.inspect("Page.getLayoutMetrics")
@@ -62,7 +71,7 @@ def _base(ctx: ToolContext, x: float, y: float) -> dict[str, Any]:
 
 
 @implements("mouse_move")
-async def mouse_move(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def mouse_move(ctx: ToolContext, params: MouseMoveParams) -> dict[str, Any]:
     x, y = await _point(ctx, params)
     held = _held_mask(ctx)
     extra: dict[str, Any] = {"buttons": held} if held else {}
@@ -74,14 +83,15 @@ async def mouse_move(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
 
 
 @implements("mouse_down")
-async def mouse_down(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def mouse_down(ctx: ToolContext, params: MouseDownParams) -> dict[str, Any]:
     x, y = await _point(ctx, params)
     button = params["button"]
     held = ctx.feature(Pointer).buttons_held
     if button in held:
         raise BskError("action_failed", f"the {button} button is already down",
                        hint=f"release it first: bsk mouse up X Y --button {button}",
-                       details={"reason": "button_held", "button": button}, dispatched="no")
+                       details={"reason": "button_held", "button": button},
+                       dispatched=Dispatched.NO)
     tab = ctx.tab
     await mouse(ctx, tab, "move", x, y)
 
@@ -99,7 +109,7 @@ async def mouse_down(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]
 
 
 @implements("mouse_up")
-async def mouse_up(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def mouse_up(ctx: ToolContext, params: MouseUpParams) -> dict[str, Any]:
     x, y = await _point(ctx, params)
     button = params["button"]
     tab = ctx.tab
@@ -119,7 +129,7 @@ async def mouse_up(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-async def _click(ctx: ToolContext, params: dict[str, Any], count: int) -> dict[str, Any]:
+async def _click(ctx: ToolContext, params: MouseClickParams, count: int) -> dict[str, Any]:
     x, y = await _point(ctx, params)
     tab = ctx.tab
     modifiers = modifier_mask(params["modifiers"])
@@ -134,17 +144,17 @@ async def _click(ctx: ToolContext, params: dict[str, Any], count: int) -> dict[s
 
 
 @implements("mouse_click")
-async def mouse_click(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def mouse_click(ctx: ToolContext, params: MouseClickParams) -> dict[str, Any]:
     return await _click(ctx, params, 1)
 
 
 @implements("mouse_dblclick")
-async def mouse_dblclick(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def mouse_dblclick(ctx: ToolContext, params: MouseClickParams) -> dict[str, Any]:
     return await _click(ctx, params, 2)
 
 
 @implements("mouse_wheel")
-async def mouse_wheel(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def mouse_wheel(ctx: ToolContext, params: MouseWheelParams) -> dict[str, Any]:
     dx, dy = params["dx"], params["dy"]
     if dx == 0 and dy == 0:
         raise invalid("dy", "give --dx and/or --dy (pixels; negative scrolls up/left)")

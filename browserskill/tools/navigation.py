@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from browserskill.base.catalog.navigation import HistoryParams, OpenParams
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser.tab import DialogOpened, Tab
 from browserskill.tools import downloads
@@ -106,7 +108,7 @@ async def wait_for_document(ctx: ToolContext, tab: Tab, loader_id: str,
             f"{wait_until}); now at {tab.url}",
             hint="the tab is usable: `bsk open` another address, or wait_until=commit",
             details={"reason": "navigation_loop", "url": tab.url,
-                     "documents": len(followed)}, dispatched="yes")
+                     "documents": len(followed)}, dispatched=Dispatched.YES)
     if followed:
         return {"note": f"the page navigated on by itself ({len(followed)} time"
                         f"{'s' if len(followed) > 1 else ''}) before it loaded"}
@@ -141,8 +143,10 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
     before = downloads.count(ctx)
     ours: list[str] = []
     followed: dict[str, Any] = {}
-    for _ in range(NAVIGATE_TRIES):
+    for attempt in range(NAVIGATE_TRIES):
         commits, requests = tab.main_commits, tab.page_requests
+        leaving = tab.main_loader()
+        leaving_navigates = leaving is not None and tab.navigated_on(leaving)
         answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
         if answer.get("errorText") == "net::ERR_ABORTED":  # perhaps it became a download
             started = await _download_began(ctx, tab, before)
@@ -153,7 +157,7 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
             # The document's Network request id is its loader id.
             refused = tab.buffers.policy_block_of(answer.get("loaderId") or "")
             if refused:  # a redirect to a host the policy refuses: that hop never went
-                raise blocked(url, refused, dispatched="yes")
+                raise blocked(url, refused, dispatched=Dispatched.YES)
             raise _failed(tab, url, answer["errorText"],
                           tab.buffers.route_of(answer.get("loaderId") or ""))
         loader_id = answer.get("loaderId")
@@ -167,6 +171,11 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
             followed = await wait_for_document(ctx, tab, landed, wait_until, ours=True)
             if tab.requests_at_commit(landed) > requests:
                 await _not_overtaken(ctx, tab, landed)
+            if followed and leaving_navigates and attempt < NAVIGATE_TRIES - 1:
+                # The page left was navigating itself: its navigation, queued behind ours,
+                # can commit after ours with its request told only then, and look like a
+                # redirect of ours. Send ours again rather than land where it went.
+                continue
             break
         except Overtaken:
             continue
@@ -176,7 +185,7 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
             f"{NAVIGATE_TRIES} times (it keeps navigating itself); now at {tab.url}",
             hint="`bsk open` again, or wait_until=commit; the tab is usable",
             details={"reason": "navigation_loop", "url": tab.url,
-                     "cancelled": NAVIGATE_TRIES}, dispatched="yes")
+                     "cancelled": NAVIGATE_TRIES}, dispatched=Dispatched.YES)
     if tab.dialog is not None:  # the new page opened one: a read now would wait on it
         raise DialogOpened(tab.dialog)
     title = await ctx.inspect("Runtime.evaluate", {"expression": "document.title",
@@ -215,7 +224,7 @@ async def _not_overtaken(ctx: ToolContext, tab: Tab, landed: str) -> None:
         raise Overtaken(tab.main_loader())
 
 
-def blocked(url: str, reason: str, dispatched: str = "no") -> BskError:
+def blocked(url: str, reason: str, dispatched: Dispatched = Dispatched.NO) -> BskError:
     """The session's policy does not let its pages reach `url` (docs/safety.md)."""
     return BskError("blocked_by_policy", f"{url}: {reason}",
                     hint="the person who started the daemon set this policy (`bsk policy "
@@ -244,11 +253,11 @@ def _failed(tab: Tab, url: str, error: str, route: str | None) -> BskError:
         "action_failed", f"navigation to {url} failed: {error}{why}", hint=hint,
         details={"reason": "navigation_error", "error_text": error, "url": url,
                  **({"route": route} if route else {})},
-        dispatched="yes",
+        dispatched=Dispatched.YES,
     )
 
 
-def _error_page(tab: Tab) -> BskError | None:
+def error_page(tab: Tab) -> BskError | None:
     """The tab shows Chromium's error page: the failed document request, as an error."""
     if not tab.url.startswith("chrome-error://"):
         return None
@@ -256,7 +265,7 @@ def _error_page(tab: Tab) -> BskError | None:
         if entry.get("type") == "Document" and not entry.get("iframe"):
             if entry.get("blocked_by_policy"):  # back/forward/reload into a refused URL
                 return blocked(entry.get("_full_url") or entry["url"],
-                               entry["blocked_by_policy"], dispatched="yes")
+                               entry["blocked_by_policy"], dispatched=Dispatched.YES)
             if entry.get("error"):
                 return _failed(tab, entry.get("_full_url") or entry["url"],
                                entry.get("error", "failed"), entry.get("route"))
@@ -279,7 +288,7 @@ _SILENCE_DIALOGS = ("window.alert = () => {}; window.confirm = () => false; "
 
 
 @implements("open")
-async def open_url(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def open_url(ctx: ToolContext, params: OpenParams) -> dict[str, Any]:
     """Leaving a page dismisses its alerts, confirms and prompts (the one open now, and
     those it opens until the new document commits), as a person's browser does; its
     beforeunload dialog is the agent's to answer (docs/outcomes.md, pages that trap)."""
@@ -319,7 +328,7 @@ async def history_step(ctx: ToolContext, delta: int, wait_until: str) -> dict[st
     if not 0 <= index < len(entries):
         where = "back" if delta < 0 else "forward"
         raise BskError("action_failed", f"there is no page to go {where} to",
-                       details={"reason": "no_history"}, dispatched="no")
+                       details={"reason": "no_history"}, dispatched=Dispatched.NO)
     return await commit_and_wait(
         ctx, tab, wait_until, "Page.navigateToHistoryEntry", {"entryId": entries[index]["id"]}
     )
@@ -337,22 +346,22 @@ async def commit_and_wait(
     followed: dict[str, Any] = {}
     if loader and wait_until != "commit":
         followed = await wait_for_document(ctx, tab, loader, wait_until)
-    failed = _error_page(tab)
+    failed = error_page(tab)
     if failed is not None:
         raise failed
     return replaced({**page_state(tab), **followed}, crashed)
 
 
 @implements("back")
-async def back(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def back(ctx: ToolContext, params: HistoryParams) -> dict[str, Any]:
     return await history_step(ctx, -1, params["wait_until"])
 
 
 @implements("forward")
-async def forward(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def forward(ctx: ToolContext, params: HistoryParams) -> dict[str, Any]:
     return await history_step(ctx, 1, params["wait_until"])
 
 
 @implements("reload")
-async def reload(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def reload(ctx: ToolContext, params: HistoryParams) -> dict[str, Any]:
     return await commit_and_wait(ctx, ctx.tab, params["wait_until"], "Page.reload", None)

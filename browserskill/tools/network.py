@@ -22,7 +22,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from browserskill import __version__
 from browserskill.base import user_files, vault
-from browserskill.base.errors import invalid
+from browserskill.base.catalog.network import NetworkHarParams, NetworkShowParams
+from browserskill.base.errors import BskError
 from browserskill.browser.buffers import public
 from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
@@ -155,14 +156,25 @@ def _body_fields(ctx: ToolContext, tab: Tab, name: str, mime: str,
     return out
 
 
+def _no_request(tab: Tab, request_id: str) -> BskError:
+    """request_not_found, naming what the buffer does hold (its latest ids)."""
+    ids = list(dict.fromkeys(str(e["id"]) for e in tab.buffers.network.entries()
+                             if e.get("id")))
+    held = (f"its latest: {', '.join(ids[-5:])}" + (f" ({len(ids)} held)" if ids[5:] else "")
+            if ids else "it is empty")
+    return BskError("request_not_found",
+                    f"no request {request_id!r} in tab {tab.tab_id}'s network buffer ({held})",
+                    hint="`bsk network` lists the ids (the buffer keeps the latest 1000 "
+                         "requests of the current tab)",
+                    details={"id": request_id, "tab_id": tab.tab_id, "latest": ids[-5:]})
+
+
 @implements("network_show")
-async def network_show(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def network_show(ctx: ToolContext, params: NetworkShowParams) -> dict[str, Any]:
     tab = ctx.session.tab()
     hops = tab.buffers.find_request(params["id"])
     if not hops:
-        raise invalid("id", f"no request {params['id']!r} in tab {tab.tab_id}'s network "
-                      "buffer", hint="`bsk network` lists the ids (the buffer keeps the "
-                                     "latest 1000 requests of the current tab)")
+        raise _no_request(tab, params["id"])
     entry = _main_hop(hops)
     out: dict[str, Any] = {"tab_id": tab.tab_id, **public(entry), "url": entry["_full_url"]}
     out.pop("seq", None)
@@ -181,8 +193,10 @@ async def network_show(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
     if redirects:
         out["redirects"] = redirects
     limit = params["max_body"]
+    got = await _response_body(ctx, tab, entry)
+    if not isinstance(got, str):  # the body's own size, decoded (transfer_bytes: the wire's)
+        out["bytes"] = len(got[0])
     if params["body"]:
-        got = await _response_body(ctx, tab, entry)
         out.update(_body_fields(ctx, tab, entry["id"], entry.get("mime_type", ""), got,
                                 limit, "body_"))
     if params["request_body"]:
@@ -236,7 +250,8 @@ def har_entry(entry: dict[str, Any], content: dict[str, Any] | None = None,
         "content": content or {"size": 0, "mimeType": entry.get("mime_type") or
                                "x-unknown"},
         "redirectURL": location, "headersSize": -1,
-        "bodySize": int(entry.get("bytes", -1))}
+        "bodySize": content["size"] if content else -1,
+        "_transferSize": int(entry.get("transfer_bytes", -1))}
     out: dict[str, Any] = {
         "startedDateTime": _iso(entry["time"]), "time": round(float(total), 3),
         "request": request, "response": response, "cache": {}, "timings": timing,
@@ -250,7 +265,7 @@ def har_entry(entry: dict[str, Any], content: dict[str, Any] | None = None,
 
 
 @implements("network_har")
-async def network_har(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def network_har(ctx: ToolContext, params: NetworkHarParams) -> dict[str, Any]:
     path = Path(params["path"])
     check_writable(path)
     gate = asyncio.Semaphore(HAR_READS_AT_ONCE)

@@ -16,9 +16,14 @@ import asyncio
 import json
 import time
 import uuid
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from browserskill.base.catalog.evidence import ConsoleParams, HtmlParams
+from browserskill.base.catalog.navigation import WaitParams
+from browserskill.base.catalog.network import NetworkParams
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import CdpError, TargetClosed
 from browserskill.browser.tab import Tab
@@ -95,49 +100,50 @@ def _timeout(what: str, waited: float) -> BskError:
     return BskError("action_failed", f"waited {waited:.1f}s: {what} did not happen",
                     hint="raise the call's --timeout, or look at the page (snapshot) first",
                     details={"reason": "timeout", "waited_ms": round(waited * 1000)},
-                    dispatched="no")
+                    dispatched=Dispatched.NO)
 
 
 @implements("wait")
-async def wait(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
-    chosen = [n for n in _CONDITIONS if params[n] not in (None, False)]
+async def wait(ctx: ToolContext, params: WaitParams) -> dict[str, Any]:
+    given: Mapping[str, Any] = params  # the conditions by name; exactly one is set
+    chosen = [n for n in _CONDITIONS if given[n] not in (None, False)]
     if len(chosen) != 1:
         got = f" (got {', '.join(chosen)})" if chosen else ""
         raise invalid("condition", "give exactly one of --text, --selector, --navigation, "
                       f"--network-idle, --ms, --gone, --text-gone{got}",
                       hint='e.g. bsk wait --text "Welcome"')
     kind = chosen[0]
-    if kind in ("text", "selector", "gone", "text_gone") and not params[kind].strip():
+    value = given[kind]
+    if kind in ("text", "selector", "gone", "text_gone") and not value.strip():
         raise invalid(kind, "must not be empty")
     loop = asyncio.get_running_loop()
     started = loop.time()
     budget = max(0.05, ctx.remaining() - ANSWER_MARGIN_S)
     if kind == "ms":
-        if params["ms"] / 1000 > budget:
-            need = params["ms"] / 1000 + 1
-            raise invalid("ms", f"{params['ms']} ms is longer than the call's --timeout "
+        if value / 1000 > budget:
+            need = value / 1000 + 1
+            raise invalid("ms", f"{value} ms is longer than the call's --timeout "
                           f"({ctx.remaining():.0f} s left)",
                           hint=f"pass --timeout {need:.0f} or more, or leave --timeout out: "
                                "the deadline then stretches to fit the pause")
-        await asyncio.sleep(params["ms"] / 1000)  # the caller asked for exactly this pause
-        return {"waited_ms": params["ms"]}
+        await asyncio.sleep(value / 1000)  # the caller asked for exactly this pause
+        return {"waited_ms": value}
     if kind == "gone":
-        return await _gone(ctx, params["gone"], budget)
+        return await _gone(ctx, value, budget)
     tab = ctx.tab
     end = started + budget
     result: dict[str, Any]
     if kind == "text_gone":
-        what = f"text {params['text_gone']!r} going away"
-        if not await _main_frame_holds(ctx, tab, "text_gone", params["text_gone"], end):
+        what = f"text {value!r} going away"
+        if not await _main_frame_holds(ctx, tab, "text_gone", value, end):
             raise _timeout(what, loop.time() - started)
-        result = {"text_gone": params["text_gone"]}
+        result = {"text_gone": value}
     elif kind in ("text", "selector"):
-        what = f"text {params['text']!r}" if kind == "text" else f"selector {params['selector']!r}"
-        found = await _observe(ctx, tab, kind, params[kind], end)
+        what = f"text {value!r}" if kind == "text" else f"selector {value!r}"
+        found = await _observe(ctx, tab, kind, value, end)
         if found is None:
             raise _timeout(what, loop.time() - started)
-        result = {kind: params[kind], **{k: v for k, v in found.items()
-                                                          if k != "found"}}
+        result = {kind: value, **{k: v for k, v in found.items() if k != "found"}}
     elif kind == "navigation":
         try:
             result = await _navigation(ctx, tab, params["wait_until"], end)
@@ -411,7 +417,7 @@ _ELEMENT_HTML = """function(max) {
 
 
 @implements("html")
-async def html(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def html(ctx: ToolContext, params: HtmlParams) -> dict[str, Any]:
     limit = params["max_chars"]
     out: dict[str, Any]
     if params["ref"]:
@@ -434,14 +440,14 @@ async def html(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 
 
 @implements("console")
-async def console(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def console(ctx: ToolContext, params: ConsoleParams) -> dict[str, Any]:
     tab = ctx.session.tab()  # a read of our own buffer: works even while a dialog is open
     return {"tab_id": tab.tab_id,
             **tab.buffers.read_console(params["since"], params["limit"])}
 
 
 @implements("network")
-async def network(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def network(ctx: ToolContext, params: NetworkParams) -> dict[str, Any]:
     tab = ctx.session.tab()
     return {"tab_id": tab.tab_id,
             **tab.buffers.read_network(params["since"], params["limit"])}

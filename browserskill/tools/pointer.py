@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError
 from browserskill.browser.tab import Tab
 from browserskill.tools.context import ToolContext
@@ -128,15 +129,15 @@ async def point_for(ctx: ToolContext, target: Resolved, *, via_label: bool = Fal
         raise BskError("action_failed", f"{ref} is disabled: nothing was clicked",
                        hint="the page enables it when it is ready: wait (e.g. `bsk wait "
                             "--text …`) or do what it depends on first, then snapshot again",
-                       details={"reason": "element_disabled", "ref": ref}, dispatched="no")
+                       details={"reason": "element_disabled", "ref": ref}, dispatched=Dispatched.NO)
     if spot.get("hidden"):
         raise BskError("action_failed", f"{ref} is hidden or has no size",
                        hint="check it is visible (snapshot), or act on another element",
-                       details={"reason": "not_visible", "ref": ref}, dispatched="no")
+                       details={"reason": "not_visible", "ref": ref}, dispatched=Dispatched.NO)
     if spot.get("covered"):
         raise BskError("action_failed", f"{ref} is covered by {spot['covered']}",
                        hint="close or scroll away what covers it, then snapshot again",
                        details={"reason": "covered", "ref": ref,
-                                "covered_by": spot["covered"]}, dispatched="no")
+                                "covered_by": spot["covered"]}, dispatched=Dispatched.NO)
     ox, oy = await frame_origin(ctx, target.tab, target.binding.frame_id)
     return spot["x"] + ox, spot["y"] + oy

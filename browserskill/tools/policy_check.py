@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError
 from browserskill.base.policy import ALLOW, Verdict
 from browserskill.session.sessions import Session
@@ -77,4 +78,4 @@ def denied(verdict: Verdict, tool: str) -> BskError:
                     hint="the person who started the daemon set this rule; ask them, or do "
                          "something else",
                     details={"rule": verdict.rule.to_json(), "index": verdict.index},
-                    dispatched="no")
+                    dispatched=Dispatched.NO)

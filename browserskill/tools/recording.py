@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from browserskill.base import user_files, vault
+from browserskill.base.catalog.evidence import PathParams
+from browserskill.base.catalog.params import NoParams
 from browserskill.base.errors import BskError
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import Tab, TabGone
@@ -226,7 +228,7 @@ async def after_call(ctx: ToolContext, params: dict[str, Any],
 
 
 @implements("record_start")
-async def record_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def record_start(ctx: ToolContext, params: NoParams) -> dict[str, Any]:
     session = ctx.session
     state = ctx.feature(ScriptRecording)
     if state.script is not None:
@@ -244,7 +246,7 @@ async def record_start(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
 
 
 @implements("record_stop")
-async def record_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def record_stop(ctx: ToolContext, params: PathParams) -> dict[str, Any]:
     session = ctx.session
     path = Path(params["path"])
     check_writable(path)

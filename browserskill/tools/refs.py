@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError
 from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
@@ -54,7 +55,7 @@ def not_a_ref_hint(ref: str) -> str:
 
 def _stale(ref: str, why: str) -> BskError:
     return BskError("stale_ref", f"ref {ref} is stale: {why}", hint=SNAPSHOT_HINT,
-                    details={"ref": ref}, dispatched="no")
+                    details={"ref": ref}, dispatched=Dispatched.NO)
 
 
 def check_binding(ctx: ToolContext, ref: str) -> tuple[Tab, RefBinding]:
@@ -68,12 +69,12 @@ def check_ref(session: Session, ref: str) -> tuple[Tab, RefBinding]:
     binding = session.refs.get(ref)
     if binding is None:
         raise BskError("ref_not_found", f"no ref {ref!r} in this session's snapshots",
-                       hint=not_a_ref_hint(ref), details={"ref": ref}, dispatched="no")
+                       hint=not_a_ref_hint(ref), details={"ref": ref}, dispatched=Dispatched.NO)
     if binding.tab_id != session.current_tab_id:
         raise BskError(
             "ref_not_found", f"ref {ref} belongs to tab {binding.tab_id}, not the current tab",
             hint=f"`bsk tab select {binding.tab_id}` first, or snapshot this tab",
-            details={"ref": ref, "tab_id": binding.tab_id}, dispatched="no",
+            details={"ref": ref, "tab_id": binding.tab_id}, dispatched=Dispatched.NO,
         )
     tab = session.tabs.get(binding.tab_id)
     if tab is None or tab.gone:
@@ -141,7 +142,7 @@ def call_answer(target: Resolved, answer: dict[str, Any], *, acted: bool,
         text = details.get("exception", {}).get("description") or details.get("text", "")
         raise BskError("action_failed", f"the page threw while acting on {target.ref}: {text}",
                        details={"reason": "page_threw", "ref": target.ref},
-                       dispatched="yes" if acted or sent_before else "no")
+                       dispatched=Dispatched.YES if acted or sent_before else Dispatched.NO)
     value = answer.get("result", {}).get("value") or {}
     stale = value.get("stale")
     if stale is None:
@@ -151,7 +152,7 @@ def call_answer(target: Resolved, answer: dict[str, Any], *, acted: bool,
     raise BskError("action_failed", f"{target.ref} left the page mid-action "
                    f"({_STALE_WHY.get(stale, stale)})", hint=SNAPSHOT_HINT,
                    details={"reason": "element_removed", "ref": target.ref},
-                   dispatched="yes")
+                   dispatched=Dispatched.YES)
 
 
 async def call_on(ctx: ToolContext, target: Resolved, function: str, *args: object,

@@ -8,10 +8,13 @@ A route's body is read when it is added, so a later change to its file does not 
 from __future__ import annotations
 
 import mimetypes
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from browserskill.base import user_files
+from browserskill.base.catalog.network import RouteAddParams, RouteRemoveParams
+from browserskill.base.catalog.params import NoParams
 from browserskill.base.errors import invalid
 from browserskill.browser.routing import Route
 from browserskill.tools.context import ToolContext
@@ -40,7 +43,7 @@ def _headers(raw: list[str] | None) -> list[tuple[str, str]]:
     return out
 
 
-def _route(params: dict[str, Any], file_body: bytes | None) -> Route:
+def _route(params: Mapping[str, Any], file_body: bytes | None) -> Route:
     """The route the call describes; `file_body` is --file's content (None: not read yet)."""
     pattern = params["pattern"]
     if params["abort"] is not None:
@@ -72,7 +75,7 @@ def _route(params: dict[str, Any], file_body: bytes | None) -> Route:
 
 
 @implements("route_add")
-async def route_add(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def route_add(ctx: ToolContext, params: RouteAddParams) -> dict[str, Any]:
     route = _route(params, None)  # every other rule is checked before the file is read
     if params["file"]:  # bounded, and off the event loop (browserskill/base/user_files.py)
         route = _route(params, await user_files.read_file(params["file"], "file",
@@ -85,12 +88,12 @@ async def route_add(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
 
 
 @implements("route_list")
-async def route_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def route_list(ctx: ToolContext, params: NoParams) -> dict[str, Any]:
     return {"routes": ctx.session.routes.describe()}
 
 
 @implements("route_remove")
-async def route_remove(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def route_remove(ctx: ToolContext, params: RouteRemoveParams) -> dict[str, Any]:
     table = ctx.session.routes
     removed = table.remove(params["pattern"])
     out: dict[str, Any] = {"pattern": params["pattern"], "removed": removed,
@@ -104,7 +107,7 @@ async def route_remove(ctx: ToolContext, params: dict[str, Any]) -> dict[str, An
 
 
 @implements("route_clear")
-async def route_clear(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def route_clear(ctx: ToolContext, params: NoParams) -> dict[str, Any]:
     table = ctx.session.routes
     cleared = table.clear()
     if cleared:

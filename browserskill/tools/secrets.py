@@ -15,6 +15,7 @@ is not bound to (docs/safety.md, "Secrets").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from browserskill.base import vault
@@ -57,7 +58,7 @@ class Stored:
                                  self.origins)
 
 
-def wanted(ctx: ToolContext, params: dict[str, Any]) -> tuple[str, Stored | None]:
+def wanted(ctx: ToolContext, params: Mapping[str, Any]) -> tuple[str, Stored | None]:
     """The text a fill or type enters: TEXT, or a stored secret's value (read here, in the
     daemon; the call's params name it only, so they are shown as given)."""
     text, name = params.get("text"), params.get("secret")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from browserskill.base.catalog.params import NoParams
 from browserskill.session.sessions import Recordings
 from browserskill.tools.context import ToolContext
 from browserskill.tools.registry import implements
 
 
 @implements("session_stop")
-async def session_stop(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_stop(ctx: ToolContext, params: NoParams) -> dict[str, Any]:
     ctx.mark_dispatched()
     closed = await ctx.end_session()
     out: dict[str, Any] = {"session_id": ctx.session.id, "stopped": True, "tabs_closed": closed}

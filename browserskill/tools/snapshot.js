@@ -615,14 +615,17 @@
       if (why) {
         inferred(el, role, why, out, inActionable);
       } else if (!role || role === "generic" || role === "paragraph" || role === "rowgroup") {
-        // A label's words already name its control: don't repeat them as text.
-        const labelled = el.localName === "label" && el.control ? clean(el.textContent) : "";
+        // A label's words already name its control: don't repeat them as text. A click
+        // anywhere in it is its control's (Shoelace's checkbox draws its box and text
+        // in a `cursor: pointer` label): a cursor inherited there is no target of its own.
+        const labels = el.localName === "label" && !!el.control;
+        const labelled = labels ? clean(el.textContent) : "";
         if (isInline(el)) {
-          walk(el, out, labelled || parentText, inActionable);
+          walk(el, out, labelled || parentText, inActionable || labels);
         } else {
           out.joinable = false;
           const inner = [];
-          walk(el, inner, labelled || parentText, inActionable);
+          walk(el, inner, labelled || parentText, inActionable || labels);
           out.push(...(iconRow(inner) ? [["group", "", null, [], null, inner]] : inner));
           out.joinable = false;
         }

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from browserskill.base.catalog.reading import SnapshotParams
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError
 from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
@@ -314,7 +316,7 @@ async def read_frame(ctx: ToolContext, tab: Tab, frame_id: str, *, root_ref: str
     if value.get("missing"):
         raise BskError("stale_ref", f"ref {root_ref} is not in the page any more",
                        hint="take a full snapshot", details={"ref": root_ref},
-                       dispatched="no")
+                       dispatched=Dispatched.NO)
     session = ctx.session
     for ref, role, name in value["refs"]:
         held = session.refs.get(ref)
@@ -401,7 +403,7 @@ def _prune_refs(session: Session) -> None:
 
 
 @implements("snapshot")
-async def snapshot(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def snapshot(ctx: ToolContext, params: SnapshotParams) -> dict[str, Any]:
     tab = ctx.tab
     await restore_hover(ctx, tab)
     frame_id = tab.main_frame_id or ""

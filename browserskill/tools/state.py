@@ -19,12 +19,23 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from browserskill.base import user_files
+from browserskill.base.catalog.params import NoParams
+from browserskill.base.catalog.state import (
+    CookiesDeleteParams,
+    CookiesListParams,
+    CookiesSetParams,
+    StateFileParams,
+    StorageAreaParams,
+    StorageKeyParams,
+    StorageSetParams,
+)
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import CdpError
 from browserskill.browser.storage_state import (
@@ -67,7 +78,7 @@ def _web_url(tab: Tab) -> str | None:
 
 
 @implements("cookies_list")
-async def cookies_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def cookies_list(ctx: ToolContext, params: CookiesListParams) -> dict[str, Any]:
     tab = ctx.tab
     if params.get("url"):
         found = (await ctx.inspect("Network.getCookies", {"urls": [params["url"]]},
@@ -82,7 +93,7 @@ def _scope(ctx: ToolContext) -> str:
 
 
 @implements("cookies_set")
-async def cookies_set(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def cookies_set(ctx: ToolContext, params: CookiesSetParams) -> dict[str, Any]:
     tab = ctx.tab
     cookie: dict[str, Any] = {"name": params["name"], "value": params["value"]}
     if params.get("url") and params.get("domain"):
@@ -105,11 +116,12 @@ async def cookies_set(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
             cookie[key] = True
     if params.get("same_site"):
         cookie["sameSite"] = params["same_site"]
-    if params.get("expires") is not None:
-        if params["expires"] <= time.time():
+    expires = params["expires"]
+    if expires is not None:
+        if expires <= time.time():
             raise invalid("expires", "is in the past: the browser would drop the cookie at "
                           "once", hint="to remove a cookie: bsk cookies delete NAME")
-        cookie["expires"] = params["expires"]
+        cookie["expires"] = expires
     try:
         answer = await ctx.act("Network.setCookie", cookie, tab=tab)
     except CdpError as e:
@@ -123,20 +135,20 @@ async def cookies_set(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
 def _refused_cookie(why: str) -> BskError:
     return BskError("invalid_params", f"cookie refused: {why}",
                     hint="check the domain/url (a secure cookie needs https; SameSite=None "
-                         "needs --secure)", details={"field": "name"}, dispatched="no")
+                         "needs --secure)", details={"field": "name"}, dispatched=Dispatched.NO)
 
 
 @implements("cookies_delete")
-async def cookies_delete(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def cookies_delete(ctx: ToolContext, params: CookiesDeleteParams) -> dict[str, Any]:
     tab = ctx.tab
     name = params["name"]
     before = [c for c in await _all_cookies(ctx, tab) if c["name"] == name]
+    domain = params["domain"]
     if params.get("url"):
         targets = [{"name": name, "url": params["url"]}]
     else:
         targets = [{"name": name, "domain": c["domain"], "path": c["path"]} for c in before
-                   if (not params.get("domain") or c["domain"].lstrip(".") ==
-                       params["domain"].lstrip("."))
+                   if (not domain or c["domain"].lstrip(".") == domain.lstrip("."))
                    and (not params.get("path") or c["path"] == params["path"])]
     for target in targets:
         await ctx.act("Network.deleteCookies", target, tab=tab)
@@ -145,7 +157,7 @@ async def cookies_delete(ctx: ToolContext, params: dict[str, Any]) -> dict[str, 
 
 
 @implements("cookies_clear")
-async def cookies_clear(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def cookies_clear(ctx: ToolContext, params: NoParams) -> dict[str, Any]:
     tab = ctx.tab
     count = len(await _all_cookies(ctx, tab))
     await ctx.act("Network.clearBrowserCookies", tab=tab)
@@ -154,13 +166,13 @@ async def cookies_clear(ctx: ToolContext, params: dict[str, Any]) -> dict[str, A
 
 # -- storage ----------------------------------------------------------------------------
 
-async def _storage(ctx: ToolContext, op: str, params: dict[str, Any],
+async def _storage(ctx: ToolContext, op: str, params: Mapping[str, Any],
                    key: str | None = None, value: str | None = None) -> dict[str, Any]:
     tab = ctx.tab
     area = "sessionStorage" if params.get("session_storage") else "localStorage"
     frame = tab.main_frame_id
     if frame is None:
-        raise BskError("action_failed", "the tab has no document yet", dispatched="no",
+        raise BskError("action_failed", "the tab has no document yet", dispatched=Dispatched.NO,
                        details={"reason": "no_document"})
     world = await isolated_world(ctx, tab, frame)
     args = ", ".join(json.dumps(a) for a in (area, op, key, value))
@@ -174,41 +186,41 @@ async def _storage(ctx: ToolContext, op: str, params: dict[str, Any],
         raise BskError("action_failed", f"{area} of {tab.url} can't be used: {out['error']}",
                        hint="open a page of the site first (`bsk open URL`); about:blank and "
                             "data: pages have no storage", details={"reason": "no_storage"},
-                       dispatched="no")
+                       dispatched=Dispatched.NO)
     return {**out, "area": area, "tab_id": tab.tab_id}
 
 
 @implements("storage_list")
-async def storage_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def storage_list(ctx: ToolContext, params: StorageAreaParams) -> dict[str, Any]:
     out = await _storage(ctx, "list", params)
     out["items"] = [{"name": k, "value": v} for k, v in out.pop("items", [])]
     return out
 
 
 @implements("storage_get")
-async def storage_get(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def storage_get(ctx: ToolContext, params: StorageKeyParams) -> dict[str, Any]:
     out = await _storage(ctx, "get", params, key=params["name"])
     if not out.get("found"):
         raise BskError("action_failed", f"no key {params['name']!r} in {out['area']} of "
                        f"{out['origin']}", hint="`bsk storage list` shows the keys",
                        details={"reason": "no_such_key", "key": params["name"]},
-                       dispatched="no")
+                       dispatched=Dispatched.NO)
     return {"key": params["name"], **out}
 
 
 @implements("storage_set")
-async def storage_set(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def storage_set(ctx: ToolContext, params: StorageSetParams) -> dict[str, Any]:
     out = await _storage(ctx, "set", params, key=params["name"], value=params["value"])
     return {"key": params["name"], **out}
 
 
 @implements("storage_delete")
-async def storage_delete(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def storage_delete(ctx: ToolContext, params: StorageKeyParams) -> dict[str, Any]:
     return {"key": params["name"], **await _storage(ctx, "delete", params, key=params["name"])}
 
 
 @implements("storage_clear")
-async def storage_clear(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def storage_clear(ctx: ToolContext, params: StorageAreaParams) -> dict[str, Any]:
     return await _storage(ctx, "clear", params)
 
 
@@ -226,7 +238,7 @@ _ORIGIN_STORAGE_JS = """(() => {
 
 
 @implements("state_save")
-async def state_save(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def state_save(ctx: ToolContext, params: StateFileParams) -> dict[str, Any]:
     if os.path.isabs(params["path"]):
         check_writable(Path(params["path"]))  # refused before any work, like a screenshot
     tab = ctx.tab
@@ -276,7 +288,7 @@ async def write_private(path: str, text: str) -> str:
 
 
 @implements("state_load")
-async def state_load(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def state_load(ctx: ToolContext, params: StateFileParams) -> dict[str, Any]:
     state = await read_state_file(params["path"], "path")
     tab = ctx.tab
     ctx.mark_dispatched()

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from browserskill.base.catalog.params import NoParams
+from browserskill.base.catalog.webmcp import WebmcpInvokeParams
+from browserskill.base.contract import CancelReason, Dispatched
 from browserskill.base.errors import BskError
 from browserskill.browser.tab import DialogOpened
 from browserskill.tools import webmcp_client as client
@@ -25,12 +28,12 @@ _UNLOADED = {
     CRASHED: "the tool's page crashed before it answered",
     DETACHED: "the tool's frame went away before it answered",
     "tab_closed": "the tool's tab was closed before it answered",
-    "link_lost": "the browser connection was lost before the tool answered",
+    CancelReason.LINK_LOST: "the browser connection was lost before the tool answered",
 }
 
 
 @implements("webmcp_list")
-async def webmcp_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def webmcp_list(ctx: ToolContext, params: NoParams) -> dict[str, Any]:
     tabs = client.live_tabs(ctx.session)
     await client.settle(tabs, min(client.SETTLE_S, ctx.remaining()))
     for tab in tabs:
@@ -46,7 +49,7 @@ async def webmcp_list(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any
 
 
 @implements("webmcp_invoke")
-async def webmcp_invoke(ctx: ToolContext, params: dict[str, Any]) -> dict[str, Any]:
+async def webmcp_invoke(ctx: ToolContext, params: WebmcpInvokeParams) -> dict[str, Any]:
     await client.settle(client.live_tabs(ctx.session), min(client.SETTLE_S, ctx.remaining()))
     found = client.resolve(ctx.session, params["tool"])  # tool_not_found at once if gone
     tool_input = client.check_input(params["input"])
@@ -99,7 +102,7 @@ def _ending(ctx: ToolContext, found: client.Found, call: client.Call,
             "tool_not_found", f"Chromium refused to invoke {found.ref}: {outcome.reason}",
             hint="the page may have just unregistered it; list the tools again with "
                  "`bsk webmcp list`", details={**facts, "reason": outcome.reason},
-            dispatched="no")
+            dispatched=Dispatched.NO)
     if outcome.kind == "page_unloaded":
         what = _UNLOADED.get(outcome.reason, "the tool's page reloaded or navigated away "
                                              "before it answered")
@@ -110,7 +113,7 @@ def _ending(ctx: ToolContext, found: client.Found, call: client.Call,
             details={**facts, "reason": outcome.reason,
                      "failed_after_s": round(outcome.at - (m.sent_at or outcome.at), 3),
                      "timeline": m.log},
-            dispatched="yes")
+            dispatched=Dispatched.YES)
     response = outcome.response or {}
     status = {"Completed": "completed", "Error": "error", "Canceled": "canceled"}.get(
         response.get("status", ""), str(response.get("status", "")).lower())
@@ -141,7 +144,7 @@ def _after_cancel(ctx: ToolContext, found: client.Found, call: client.Call,
     `terminated`: the compensation stopped the tool's running script, so an `Error`
     answer is that stop's doing, not the tool ending on its own."""
     m = call.machine
-    reason = ctx.cancel_reason or "deadline"
+    reason = ctx.cancel_reason or CancelReason.DEADLINE
     facts: dict[str, Any] = {"tool_ref": found.ref, "name": found.tool.name, **m.summary(),
                              "cancel_sent": call.cancel_sent}
     if terminated:
@@ -154,11 +157,11 @@ def _after_cancel(ctx: ToolContext, found: client.Found, call: client.Call,
     if outcome is not None and not stopped_by_us and (
             outcome.kind != "responded" or outcome.status != "Canceled"):
         return _ending(ctx, found, call, outcome)  # it ended on its own, before the cancel
-    if outcome is None and reason == "link_lost":
-        return BskError("tool_page_unloaded", _UNLOADED["link_lost"] + "; it may have run",
+    if outcome is None and reason == CancelReason.LINK_LOST:
+        return BskError("tool_page_unloaded", _UNLOADED[reason] + "; it may have run",
                         hint="check the page before calling it again",
-                        details={**facts, "reason": "link_lost"}, dispatched="yes")
-    if reason == "deadline":
+                        details={**facts, "reason": reason}, dispatched=Dispatched.YES)
+    if reason == CancelReason.DEADLINE:
         timeout = call.timeout_s
         return BskError(
             "outcome_unknown",
@@ -170,12 +173,12 @@ def _after_cancel(ctx: ToolContext, found: client.Found, call: client.Call,
                  "with a longer --timeout (at most 120 s)",
             details={**facts, **({"timeout_s": timeout} if timeout else {}),
                      "tool_status": outcome.status if outcome else None},
-            dispatched="yes" if m.started or m.invocation_id else "unknown")
+            dispatched=Dispatched.YES if m.started or m.invocation_id else Dispatched.UNKNOWN)
     if outcome is None:
         return BskError(
             "outcome_unknown", "cancel requested, but the page never confirmed it",
             hint="the tool may still be running: check the page before acting again",
-            details=facts, dispatched="yes")
+            details=facts, dispatched=Dispatched.YES)
     started = m.started
     return BskError(
         "cancelled",
@@ -183,5 +186,5 @@ def _after_cancel(ctx: ToolContext, found: client.Found, call: client.Call,
         "cancelled; the page had not started the tool",
         hint="check the page before calling it again" if started else
              "call again if you still want it",
-        details={**facts, "tool_status": "Canceled"}, dispatched="yes")
+        details={**facts, "tool_status": "Canceled"}, dispatched=Dispatched.YES)
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import CdpError, LinkError
 from browserskill.webmcp.invocation import Invocation, Outcome
@@ -130,7 +131,7 @@ def not_found(session: Session, query: str, *, by_ref: bool) -> BskError:
     details: dict[str, Any] = {"field": "tool", "tool": query}
     if reason:
         details["reason"] = reason
-    return BskError("tool_not_found", message, hint=hint, details=details, dispatched="no")
+    return BskError("tool_not_found", message, hint=hint, details=details, dispatched=Dispatched.NO)
 
 
 def _why_gone(session: Session, query: str, by_ref: bool) -> str:

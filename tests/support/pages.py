@@ -14,6 +14,18 @@ def ref_of(snapshot: str, role: str, name: str) -> str:
     return match.group(1)
 
 
+def release(bsk: Bsk, site: str, *tags: str) -> None:
+    """Ends counter.html's `gated(TAG)` calls: another session sets their keys on the
+    origin (the holding session itself is busy, so it cannot)."""
+    other = bsk.with_session("releaser")
+    other.ok("session", "start", "releaser")
+    try:
+        other.ok("open", f"{site}/counter.html")
+        other.ok("eval", ";".join(f"localStorage.setItem('release-{t}', '1')" for t in tags))
+    finally:
+        other.ok("session", "stop")
+
+
 def clicks_report_the_state_they_left(s: Bsk, site: str) -> None:
     """A click answers with what it left the element as (read right after its release):
     expanded, checked, or gone (the page re-rendered it)."""
