@@ -10,7 +10,7 @@ import {
 } from "./connection.js";
 import { tabWindows } from "./focus.js";
 import {
-  abortSequence, attached, detachWaiters, detachedTabs, handle, inputOrder,
+  abortSequence, abortsPending, attached, detachWaiters, detachedTabs, handle, inputOrder,
 } from "./relay.js";
 import { agent, borrowed, overlaid, restore, save } from "./state.js";
 import { prompts, showOverlay } from "./ui.js";
@@ -162,5 +162,6 @@ globalThis.bsk = {
   pair: (code) => pairWith(normalizeCode(code)), // as options.html's Pair button
   get agent() { return agent; },
   get borrowed() { return borrowed; },
+  get abortsPending() { return abortsPending(); },
 };
 connect();

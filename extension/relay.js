@@ -97,6 +97,11 @@ export function abortSequence(of) {
   if (sequences.has(of)) aborted.add(of);
 }
 
+// How many running sequences hold an abort not yet acted on (DevTools and the tests).
+export function abortsPending() {
+  return aborted.size;
+}
+
 const OPS = {
   async cdp({ tabId, sessionId, method, params }) {
     focusedWindowId(); // fresh for the press that may follow (see FOCUS_FRESH_MS)

@@ -5,6 +5,7 @@ test_extension_headed.py runs the core of it in a headed Chromium (on Xvfb)."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from support.extension import (
     the_connected_browser,
 )
 from support.pages import clicks_report_the_state_they_left, ref_of
+from support.site import open_gate
 from support.wait import wait_until
 
 
@@ -146,11 +148,12 @@ def test_user_interrupt_stops_the_call_and_refuses_the_next_change_once(
     stop_button_interrupts(ext_browser, agent_session(ext_browser), site)
 
 
-def slow_press(ext: BrowserWithExtension, site: str) -> tuple[Bsk, Any, str]:
-    """A session clicking a button whose mousedown blocks the page for 1.5 s; returned
-    once the click's steps are recorded as sent: (session, the CLI process, its op id)."""
+def slow_press(ext: BrowserWithExtension, site: str, gate: str) -> tuple[Bsk, Any, str]:
+    """A session clicking a button whose mousedown blocks the page until the test opens
+    `{gate}-slow-down`; returned once the click's steps are recorded as sent: (session,
+    the CLI process, its op id)."""
     s = agent_session(ext)
-    s.ok("open", f"{site}/slow-input.html")
+    s.ok("open", f"{site}/slow-input.html?gate={gate}")
     button = ref_of(s.ok("snapshot")["result"]["snapshot"], "button", "Slow press")
     clicking = s.popen("click", button)
     (op,) = wait_until(lambda: [o for o in live_ops(s, "dispatched") if "mousePressed" in
@@ -161,9 +164,11 @@ def slow_press(ext: BrowserWithExtension, site: str) -> tuple[Bsk, Any, str]:
 
 def test_lost_websocket_mid_click_is_outcome_unknown_then_readopted(
         ext_browser: BrowserWithExtension, site: str) -> None:
-    s, clicking, _ = slow_press(ext_browser, site)
+    gate = f"drop-{uuid.uuid4().hex[:8]}"
+    s, clicking, _ = slow_press(ext_browser, site, gate)
     ext_browser.worker_eval("bsk.reconnectNow(), true")  # the WebSocket drops
     code, answer = answer_of(clicking)
+    open_gate(f"{gate}-slow-down")
     assert code == 9 and answer["status"] == "outcome_unknown"
     assert "mousePressed" in answer["error"]["details"].get("steps_sent", [])
     # The extension reconnects with the same instance id: the session's tab is
@@ -177,8 +182,13 @@ def test_a_click_cancelled_mid_sequence_never_sends_its_release_on_the_element(
         ext_browser: BrowserWithExtension, site: str) -> None:
     # The extension runs move/press/release itself; the cancel must stop it before the
     # release, which then goes off the page: the element is never clicked.
-    s, clicking, op_id = slow_press(ext_browser, site)
-    s.ok("op", "cancel", op_id)  # while the page blocks 1.5 s in its mousedown
+    gate = f"abort-{uuid.uuid4().hex[:8]}"
+    s, clicking, op_id = slow_press(ext_browser, site, gate)
+    s.ok("op", "cancel", op_id)  # while the page holds its mousedown
+    # The page goes on only once the extension holds the daemon's abort of the sequence.
+    wait_until(lambda: ext_browser.worker_eval("bsk.abortsPending") > 0,
+               what="the abort at the extension")
+    open_gate(f"{gate}-slow-down")
     code, answer = answer_of(clicking)
     assert code == 9 and answer["status"] == "outcome_unknown", answer
     assert answer["error"]["details"]["steps_sent"] == [

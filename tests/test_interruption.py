@@ -9,6 +9,7 @@ import select
 import signal
 import socket
 import subprocess
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 from support.chromium import cdp
 from support.cli import Bsk, kill_daemon_hard, live_ops
 from support.pages import ref_of, release
+from support.site import open_gate
 from support.wait import wait_until
 
 from browserskill.cli.calls import never_recorded
@@ -64,14 +66,23 @@ def test_cancelling_a_running_eval_is_not_called_nothing(bsk: Bsk, site: str) ->
     assert "cleaning_up" in events and events[-1] == "ended"
 
 
-def test_cancel_mid_click_releases_the_mouse(bsk: Bsk, site: str) -> None:
-    bsk.ok("open", f"{site}/slow-input.html")
-    button = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Slow press")
+def _pressing(bsk: Bsk, site: str, gate: str, name: str) -> tuple[subprocess.Popen[str], str]:
+    """A click on slow-input.html's button NAME, returned once its press is sent; the
+    page's mousedown holds the renderer until the test opens `{gate}-{id}`."""
+    bsk.ok("open", f"{site}/slow-input.html?gate={gate}")
+    button = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", name)
     clicking = bsk.popen("click", button)
     op = wait_until(lambda: [o for o in live_ops(bsk, "dispatched")
                              if "mousePressed" in json.dumps(bsk.ok("op", "show", o["op_id"]))],
                     what="mousePressed sent")[0]
-    bsk.ok("op", "cancel", op["op_id"])
+    return clicking, op["op_id"]
+
+
+def test_cancel_mid_click_releases_the_mouse(bsk: Bsk, site: str) -> None:
+    gate = f"press-{uuid.uuid4().hex[:8]}"
+    clicking, op_id = _pressing(bsk, site, gate, "Slow press")
+    bsk.ok("op", "cancel", op_id)
+    open_gate(f"{gate}-slow-down")  # the page finishes its mousedown after the cancel
     code, answer = answer_of(clicking)
     assert code == 9 and answer["status"] == "outcome_unknown"
     details = answer["error"]["details"]
@@ -86,18 +97,17 @@ def test_cancel_mid_click_releases_the_mouse(bsk: Bsk, site: str) -> None:
 
 
 def test_cleanup_past_its_deadline_is_outcome_unknown(bsk: Bsk, site: str) -> None:
-    bsk.ok("open", f"{site}/slow-input.html")
-    button = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Slow release")
-    clicking = bsk.popen("click", button)
-    op = wait_until(lambda: [o for o in live_ops(bsk, "dispatched")
-                             if "mousePressed" in json.dumps(bsk.ok("op", "show", o["op_id"]))],
-                    what="mousePressed sent")[0]
-    bsk.ok("op", "cancel", op["op_id"])
+    gate = f"release-{uuid.uuid4().hex[:8]}"
+    clicking, op_id = _pressing(bsk, site, gate, "Slow release")
+    bsk.ok("op", "cancel", op_id)
+    # The page still holds its mousedown: the release (the compensation) can't be
+    # answered before the cleanup deadline.
     busy = wait_until(lambda: (r := bsk("eval", "1")).code == 5
                       and r.json["error"]["details"]["holder"]["state"] == "cleaning_up" and r,
                       what="session busy while cleaning up")
-    assert busy.json["error"]["details"]["holder"]["op_id"] == op["op_id"]
+    assert busy.json["error"]["details"]["holder"]["op_id"] == op_id
     code, answer = answer_of(clicking)
+    open_gate(f"{gate}-slow-up")
     assert code == 9 and answer["error"]["details"]["cleanup"] == "timed_out"
 
 

@@ -69,8 +69,16 @@ class Viewer:
                                                   "button": "left", "clickCount": 1})
 
     def press(self, selector: str) -> None:
-        """Click the dashboard element with real input."""
-        self.click_at(*self.centre(selector))
+        """Click the dashboard element with real input, as a person does: aim (the
+        pointer over it), check the element under the pointer is the one meant (the
+        lists above it may have grown meanwhile), aim again if not, then press."""
+        def aimed() -> tuple[float, float] | None:
+            x, y = self.centre(selector)
+            self.cdp("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+            under = self.eval(f"(() => {{ const e = document.elementFromPoint({x}, {y});"
+                              f" return !!e && !!e.closest({json.dumps(selector)}); }})()")
+            return (x, y) if under else None
+        self.click_at(*wait_until(aimed, 10, f"the pointer over {selector}"))
 
     def choose(self, session: str) -> None:
         chosen = f"document.querySelector('#title').textContent.startsWith({json.dumps(session)})"

@@ -16,6 +16,23 @@ from typing import Any
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 NODE_MODULES = PAGES.parent / "node_modules"
 
+# `GET /gate/NAME` is answered once the test opens NAME (or after GATE_LIMIT_S, so a
+# failed test never leaves a page blocked): a page's synchronous request to it holds the
+# renderer exactly as long as the test needs, not for a guessed time.
+GATE_LIMIT_S = 30.0
+_gates: dict[str, threading.Event] = {}
+_gates_lock = threading.Lock()
+
+
+def _gate(name: str) -> threading.Event:
+    with _gates_lock:
+        return _gates.setdefault(name, threading.Event())
+
+
+def open_gate(name: str) -> None:
+    """Answer the page's `/gate/NAME` request, whether it was made yet or not."""
+    _gate(name).set()
+
 
 class PagesHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
@@ -31,6 +48,12 @@ class PagesHandler(SimpleHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?")[0]
+        if path.startswith("/gate/"):
+            _gate(path[len("/gate/"):]).wait(GATE_LIMIT_S)
+            with contextlib.suppress(OSError):
+                self.send_response(204)
+                self.end_headers()
+            return
         if path == "/act_nocontent":  # a navigation that makes no page
             self.send_response(204)
             self.end_headers()
