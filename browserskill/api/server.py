@@ -18,7 +18,7 @@ from browserskill.api import listeners
 from browserskill.api.app import build_app
 from browserskill.api.dashboard import Dashboard
 from browserskill.api.tcp_guard import TcpGuard, load_token
-from browserskill.base import paths
+from browserskill.base import heap, paths
 from browserskill.base.admission import FILE_LIMIT, UNIX_MAX_UNADMITTED, Admission
 from browserskill.base.policy import Policy
 from browserskill.browser.extension_protocol import RECONNECT_GRACE_S
@@ -72,6 +72,7 @@ async def serve(
     readopt_timeout_s: float = READOPT_TIMEOUT_S, policy: Policy | None = None,
     test_hook: TestHook | None = None,
 ) -> None:
+    heap.freeze_startup_objects()  # the modules: full collections then walk only what serving makes
     home = paths.ensure_state_dir()
     _raise_file_limit()
     lock_fd = take_lock(home)

@@ -13,9 +13,10 @@ exactly the stdlib's (tests/test_json_text.py checks that with hypothesis):
 - `dumps_ascii` (the stdlib's `ensure_ascii=True`, compact): orjson writes non-ASCII
   as UTF-8, NaN as null and some small floats in another form (`1e-7`, `0.00001` for
   the stdlib's `1e-07`, `1e-05`); refuses lone surrogates, integers past 64 bits and
-  keys that are not strings. Output that is not ASCII, holds `null`, or holds such a
-  float's shape goes to the stdlib (for `null` and the shapes also when only text
-  holds them: the stdlib then writes what orjson would have).
+  keys that are not strings. Output that is not ASCII, or holds such a float's shape,
+  goes to the stdlib (the shapes also when only text holds them: the stdlib then writes
+  what orjson would have); output holding `null` goes there only when the value holds
+  a float that is not finite (a walk of the value: `None`s are common, NaN is rare).
 - `utf8` (`ensure_ascii=False`, compact, UTF-8 bytes): the same, except that
   non-ASCII is what both write and NaN/Infinity are written null (as `api/wire.render`
   writes them anyway); None where only the stdlib can say.
@@ -28,6 +29,7 @@ write where the stdlib raises — neither is ever in what the daemon sends or an
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import orjson
@@ -73,13 +75,25 @@ def _small_float_shape(out: bytes) -> bool:
     return b"0.0000" in shape or b"e-d " in shape or shape.endswith(b"e-d")
 
 
+def _holds_nonfinite(obj: Any) -> bool:
+    """Is there a NaN or ±Infinity in `obj` (written null by orjson, NaN by the stdlib)?"""
+    if isinstance(obj, float):
+        return not math.isfinite(obj)
+    if isinstance(obj, dict):
+        return any(_holds_nonfinite(v) for v in obj.values())
+    if isinstance(obj, list | tuple):
+        return any(_holds_nonfinite(v) for v in obj)
+    return False
+
+
 def dumps_ascii(obj: Any) -> str:
     """`json.dumps(obj, separators=(",", ":"))`: the same text, or the same exception."""
     try:
         out = orjson.dumps(obj, option=_OPTIONS)
     except orjson.JSONEncodeError:
         return _ASCII.encode(obj)
-    if not out.isascii() or b"null" in out or _small_float_shape(out):
+    if not out.isascii() or _small_float_shape(out) or (
+            b"null" in out and _holds_nonfinite(obj)):
         return _ASCII.encode(obj)
     return out.decode()
 
