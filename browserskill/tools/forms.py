@@ -9,6 +9,7 @@ would set and fire the same events. Results carry the element's new value or sta
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -17,6 +18,7 @@ from browserskill.base.catalog.forms import CheckParams, FillParams, SelectParam
 from browserskill.base.contract import SECRET_MASK, Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser import keys
+from browserskill.browser.link import LinkError
 from browserskill.tools import secrets
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import Marks, after_input, click_at
@@ -24,6 +26,8 @@ from browserskill.tools.keyboard import Keyboard
 from browserskill.tools.pointer import Pointer, point_for
 from browserskill.tools.refs import Resolved, call_on, element_handle, resolve
 from browserskill.tools.registry import implements
+
+log = logging.getLogger(__name__)
 
 # -- fill ------------------------------------------------------------------------------
 
@@ -322,7 +326,11 @@ async def uncheck(ctx: ToolContext, params: CheckParams) -> dict[str, Any]:
 
 # -- upload ----------------------------------------------------------------------------
 
+CHOOSER_WAIT_S = 2.0  # a click's chooser opens at once; a page that waits longer is rare
+
 _FILE_INPUT = """function() {
+  // Not a form field: maybe what opens a chooser (a button, a label, a drop zone).
+  if (!["INPUT", "TEXTAREA", "SELECT"].includes(this.tagName)) return {chooser: true};
   if (this.tagName !== "INPUT" || this.type !== "file") {
     const tag = this.tagName ? this.tagName.toLowerCase() : this.nodeName;
     const type = this.tagName === "INPUT" ? ` type=${this.type}` : "";
@@ -347,10 +355,12 @@ async def upload(ctx: ToolContext, params: UploadParams) -> dict[str, Any]:
         await user_files.in_worker(user_files.check_regular, f, "files")
     target = resolve(ctx, ref)
     kind: Any = await call_on(ctx, target, _FILE_INPUT)
+    if kind.get("chooser"):  # a button, label or drop zone: the chooser it opens
+        return await _upload_through_chooser(ctx, target, ref, files)
     if kind.get("error"):
         raise BskError("action_failed", f"{ref} can't take files: {kind['why']}",
-                       hint="upload takes an <input type=file>; check the ref with "
-                            "`bsk snapshot`",
+                       hint="upload takes an <input type=file>, or the button or label "
+                            "that opens its file chooser; check the ref with `bsk snapshot`",
                        details={"reason": kind["error"], "ref": ref}, dispatched=Dispatched.NO)
     if len(files) > 1 and not kind["multiple"]:
         raise invalid("files", f"{ref} takes one file, got {len(files)}")
@@ -359,3 +369,63 @@ async def upload(ctx: ToolContext, params: UploadParams) -> dict[str, Any]:
                   tab=target.tab, session_id=target.session_id)
     chosen = await call_on(ctx, target, _FILES)
     return {"ref": ref, "tab_id": target.tab.tab_id, "files": chosen}
+
+
+async def _upload_through_chooser(ctx: ToolContext, target: Resolved, ref: str,
+                                  files: list[str]) -> dict[str, Any]:
+    """An element that is no file input but opens a file chooser when clicked (a
+    "Select file" button over a hidden input, a label, a drop zone), as a person picks
+    files: the chooser is intercepted (`Page.setInterceptFileChooserDialog`), the element
+    clicked for real, and the files set on the input the chooser was opened for. No
+    chooser within CHOOSER_WAIT_S: the click happened, and the answer says so."""
+    tab, sid = target.tab, target.session_id
+    opened: list[dict[str, Any]] = []
+
+    def on_event(session_id: str, method: str, params: dict[str, Any]) -> None:
+        if method == "Page.fileChooserOpened" and session_id == sid:
+            opened.append(params)
+
+    tab.listeners.append(on_event)
+    await ctx.inspect("Page.setInterceptFileChooserDialog", {"enabled": True}, tab=tab,
+                      session_id=sid)
+    try:
+        x, y = await point_for(ctx, target, enabled_only=True)
+        await click_at(ctx, tab, x, y, button="left", count=1, modifiers=0)
+        try:
+            chooser = await tab.until(lambda: opened[0] if opened else None,
+                                      min(CHOOSER_WAIT_S, ctx.remaining()))
+        except TimeoutError:
+            raise BskError(
+                "action_failed", f"{ref} was clicked, but no file chooser opened",
+                hint="upload takes an <input type=file> or an element that opens a file "
+                     "chooser when clicked; look in `bsk snapshot` for the one that does "
+                     "(or `bsk find --css 'input[type=file]'`)",
+                details={"reason": "no_file_chooser", "ref": ref},
+                dispatched=Dispatched.YES) from None
+    finally:
+        tab.listeners.remove(on_event)
+        if not tab.gone:
+            try:
+                await ctx.inspect("Page.setInterceptFileChooserDialog", {"enabled": False},
+                                  tab=tab, session_id=sid)
+            except (LinkError, TimeoutError) as e:  # the next chooser then opens nowhere
+                log.info("file chooser interception left on in %s: %s", tab.tab_id, e)
+    if len(files) > 1 and chooser.get("mode") != "selectMultiple":
+        raise BskError("action_failed", f"the file chooser {ref} opened takes one file, "
+                       f"got {len(files)}", hint="give one file",
+                       details={"reason": "single_file_chooser", "ref": ref},
+                       dispatched=Dispatched.YES)
+    node = chooser.get("backendNodeId")
+    if node is None:  # a chooser opened by no input (showOpenFilePicker): nothing to set
+        raise BskError("action_failed", f"{ref} opened a file picker that is not a file "
+                       "input's", hint="this page picks files in a way bsk can't answer",
+                       details={"reason": "not_file_input_chooser", "ref": ref},
+                       dispatched=Dispatched.YES)
+    await ctx.act("DOM.setFileInputFiles", {"files": files, "backendNodeId": node},
+                  tab=tab, session_id=sid)
+    handle = (await ctx.inspect("DOM.resolveNode", {"backendNodeId": node}, tab=tab,
+                                session_id=sid))["object"]["objectId"]
+    chosen = (await ctx.inspect("Runtime.callFunctionOn", {
+        "objectId": handle, "functionDeclaration": _FILES, "returnByValue": True},
+        tab=tab, session_id=sid))["result"].get("value")
+    return {"ref": ref, "tab_id": tab.tab_id, "files": chosen, "via": "file_chooser"}

@@ -53,7 +53,10 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "upload", ("upload",), M,
-        "Set the files of a file input (<input type=file>). input and change events fire.",
+        "Set the files of a file input (<input type=file>). input and change events fire. "
+        "REF may also be what opens a file chooser when clicked (a \"Select file\" "
+        "button over a hidden input, a label, a drop zone): it is clicked for real and "
+        "the files go to the input that opened the chooser.",
         (REF, Param("files", "array", "local files to upload (absolute paths over HTTP)",
                     required=True, positional=True, nargs="+", path=True)),
         example="bsk upload e9 ./photo.png", acting=True
@@ -112,7 +115,8 @@ def _checked(r: dict[str, Any]) -> str:
 
 def _upload(r: dict[str, Any]) -> str:
     files = ", ".join(f"{f['name']} ({f['size']} B)" for f in r.get("files", []))
-    return f"{r['ref']}: {len(r.get('files', []))} file(s) set: {files}"
+    how = " (through the file chooser it opened)" if r.get("via") == "file_chooser" else ""
+    return f"{r['ref']}: {len(r.get('files', []))} file(s) set{how}: {files}"
 
 
 RENDERERS: dict[Words, Renderer] = {
