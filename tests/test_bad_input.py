@@ -276,6 +276,17 @@ def test_cli_unknown_command_suggests_the_close_one(
     assert meant in suggested
 
 
+@pytest.mark.parametrize(("typed", "meant"), [
+    (("goto", "http://x"), "open"), (("navigate", "http://x"), "open"), (("tap", "e1"), "click"),
+    (("evaluate", "1"), "eval"), (("tabs",), "tab list"),
+], ids=ids)
+def test_cli_another_tools_word_is_answered_with_bsks(
+    shared_bsk: Bsk, typed: tuple[str, ...], meant: str
+) -> None:
+    answer = assert_rejected(shared_bsk(*typed), Case(typed, field="command", mention=typed[0]))
+    assert answer["error"]["hint"] == f"bsk calls it `{meant}`"
+
+
 def test_cli_unknown_command_without_a_close_one(shared_bsk: Bsk) -> None:
     answer = assert_rejected(shared_bsk("xyzzy"), Case(("xyzzy",), field="command",
                                                        mention="xyzzy"))

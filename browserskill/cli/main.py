@@ -163,10 +163,28 @@ def resumed(client: Client, spec: Any, params: dict[str, Any], op_id: str,
     raise TimeoutError
 
 
+# Other browser tools' words for bsk's commands (agent-browser, Playwright's CLI and MCP,
+# Puppeteer): an agent used to them is told the command, not only a near spelling.
+OTHER_TOOLS_WORDS = {
+    "goto": "open", "navigate": "open", "visit": "open", "go": "open", "tap": "click",
+    "evaluate": "eval", "js": "eval", "execute": "eval", "key": "press", "keypress": "press",
+    "press_key": "press", "tabs": "tab list", "waitfor": "wait", "wait_for": "wait",
+    "file_upload": "upload", "setinputfiles": "upload", "take_screenshot": "screenshot",
+    "close": "tab close (a tab) or session stop (the session)",
+}
+
+
 def unknown_command(rest: list[str]) -> BskError:
     """Suggest by the first word (a group or a command), then within that group: a typo
-    of `tab` gets `tab …` commands, never an unrelated command that merely shares `list`."""
+    of `tab` gets `tab …` commands, never an unrelated command that merely shares `list`.
+    Another tool's word for a command (`goto`) is answered with bsk's (`open`)."""
     import difflib
+
+    other = OTHER_TOOLS_WORDS.get(rest[0].lower().replace("-", "_"))
+    if other is not None:
+        return BskError("invalid_params", f"command: unknown command {rest[0]!r}",
+                        hint=f"bsk calls it `{other}`" if " or " not in other
+                        else f"bsk has {other}", details={"field": "command"})
 
     known = list(dict.fromkeys([c.words for c in CONTROL]
                                + [t.words for t in TOOLS if t.words not in HIDDEN_WORDS]))
