@@ -47,6 +47,12 @@ def test_a_failing_third_stops_the_batch_and_sends_nothing_after(bsk: Bsk, site:
     # The journal: three operations, nothing for the fourth and fifth.
     assert _ops_of(bsk, answer) == sorted(s["op_id"] for s in steps[:3])
     assert bsk.ok("eval", "window.count")["result"]["value"] == 1
+    # The batch's own id (its steps' prefix) is no operation: `op show` names its steps.
+    batch_id = steps[0]["op_id"].rsplit("-", 1)[0]
+    shown = bsk("op", "show", batch_id)
+    assert shown.code == 3 and shown.json["error"]["code"] == "op_not_found"
+    assert shown.json["error"]["details"]["steps"] == [s["op_id"] for s in steps[:3]]
+    assert shown.json["error"]["hint"] == f"show a step with `bsk op show {batch_id}-1`"
 
     # --continue: every step runs, each with its own result.
     cont = bsk("batch", "--continue", *_five(button)).json

@@ -473,6 +473,17 @@ class Dispatcher:
             return op.to_result(with_timeline=True)
         row = self.journal.get(op_id)
         if row is None:
+            live = {i for i in self.ops
+                    if i.startswith(op_id + "-") and i[len(op_id) + 1:].isdigit()}
+            steps = sorted(live | set(self.journal.steps_of(op_id)),
+                           key=lambda i: int(i[len(op_id) + 1:]))
+            if steps:  # a batch's id: not an operation, its steps are
+                raise BskError(
+                    "op_not_found", f"{op_id} is a batch, not one operation: its steps are "
+                    + (", ".join(steps) if len(steps) <= 4 else f"{steps[0]} … {steps[-1]}"),
+                    hint=f"show a step with `bsk op show {steps[0]}`",
+                    details={"op_id": op_id, "steps": steps,
+                             "journal_whole": False})  # its steps were: never resent
             aside = self.journal.found_aside()
             # `journal_whole`: no journal was moved aside, so no daemon ever dispatched it
             # (a CLI whose daemon died before reading its call then sends it again).

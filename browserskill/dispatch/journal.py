@@ -289,6 +289,15 @@ class Journal:
         row = cur.fetchone()
         return _to_result(row) if row else None
 
+    def steps_of(self, batch_id: str) -> list[str]:
+        """The op ids of a batch's steps (`{batch_id}-1`, `-2`, …), in step order."""
+        low, high = f"{batch_id}-", f"{batch_id}."  # "." sorts right after "-"
+        ids = {row[0] for row in self.db.execute(
+            "SELECT op_id FROM ops WHERE op_id >= ? AND op_id < ?", (low, high))}
+        ids |= {i for i in self.unwritten if i.startswith(low)}
+        steps = [i for i in ids if i[len(low):].isdigit()]
+        return sorted(steps, key=lambda i: int(i[len(low):]))
+
     def find_key(self, session_id: str, key: str) -> dict[str, Any] | None:
         cur = self.db.execute(
             f"SELECT {', '.join(_COLUMNS)} FROM ops WHERE session_id = ? AND idempotency_key = ?",
