@@ -72,6 +72,15 @@ def test_a_failing_third_stops_the_batch_and_sends_nothing_after(bsk: Bsk, site:
     assert re.fullmatch(r"step 2: dispatched: no · retry_safe: yes · op: op_[0-9a-f]+-2",
                         footer[0]), text.stderr
     assert footer[1] == "batch: dispatched: yes · retry_safe: no", text.stderr
+    # As a person reads them: the step that sent nothing says so beside its `dispatched`
+    # event, and `op list`'s columns line up across step ids and plain ones.
+    step = re.search(r"op: (op_[0-9a-f]+-2)", text.stderr)
+    assert step, text.stderr
+    said = bsk("op", "show", step.group(1), as_json=False).stdout
+    assert "dispatched  (its handler started; nothing reached the page)" in said, said
+    rows = bsk("op", "list", as_json=False).stdout.splitlines()
+    starts = {m.start() for m in (re.search(r" \d{4}-\d\d-\d\dT", r) for r in rows) if m}
+    assert len(starts) == 1 and len(rows) > 5, rows
 
 
 def test_a_typo_anywhere_sends_nothing(bsk: Bsk, site: str) -> None:

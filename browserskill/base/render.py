@@ -329,13 +329,19 @@ def _op(r: dict[str, Any]) -> str:
     if r.get("error"):
         lines.append(f"error: [{r['error']['code']}] {r['error']['message']}")
     for entry in r.get("timeline") or []:
-        lines.append("  " + "  ".join(str(x) for x in entry))
+        line = "  " + "  ".join(str(x) for x in entry)
+        if entry[1:2] == ["dispatched"] and r["dispatched"] == "no":
+            # the state (its handler started), not the result's `dispatched`: no step went
+            line += "  (its handler started; nothing reached the page)"
+        lines.append(line)
     return "\n".join(lines)
 
 
 def _ops(r: dict[str, Any]) -> str:
-    rows = [f"{o['op_id']}  {o['started_at']}  {o['tool']:<12} {o['state']:<11} "
-            f"{o.get('status') or ''}" for o in r.get("ops", [])]
+    ops = r.get("ops", [])
+    width = max((len(o["op_id"]) for o in ops), default=0)  # a batch's steps' ids are longer
+    rows = [f"{o['op_id']:<{width}}  {o['started_at']}  {o['tool']:<12} {o['state']:<11} "
+            f"{o.get('status') or ''}".rstrip() for o in ops]
     return "\n".join(rows) or "(no operations)"
 
 
