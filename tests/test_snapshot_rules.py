@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from support.chromium import Chromium, PageDevTools, browser_cdp, launched_chromium
@@ -328,3 +329,15 @@ def test_drop_targets_get_refs(bsk: Bsk, site: str) -> None:
     assert bsk.ok("hover", 'role=droppable[name="To do"]')
     # ... the column's name as shown: a card's text does not name it.
     assert bsk("hover", 'role=droppable[name="Write the report"]').code != 0
+
+
+def test_a_mailto_link_on_a_page_of_opaque_origin_keeps_its_scheme(bsk: Bsk) -> None:
+    """A data: page's origin is opaque ("null"), and so is a mailto: link's: equal as
+    strings, the two are still not one site (the link showed as `url=help@example.com`,
+    the address without what it is)."""
+    page = ('<a href="mailto:help@example.com">Write to us</a> '
+            '<a href="https://example.com/x">Out</a>')
+    bsk.ok("open", "data:text/html," + quote(page))
+    text = bsk.ok("snapshot")["result"]["snapshot"]
+    assert '- link "Write to us" [url=mailto:help@example.com]' in text, text
+    assert '- link "Out" [url=example.com/x]' in text, text

@@ -218,7 +218,8 @@
     let url;
     try { url = new URL(href, here.href); } catch (e) { return clean(href, 80); }
     if (url.protocol === "javascript:") return "";
-    const out = url.origin === here.origin
+    // An opaque origin ("null": data:, file:, mailto:) is never this page's own.
+    const out = url.origin === here.origin && url.origin !== "null"
       ? (url.pathname === here.pathname && url.search === here.search && url.hash
          ? url.hash : url.pathname + url.search + url.hash)
       : url.protocol === "http:" || url.protocol === "https:"
