@@ -391,6 +391,7 @@ async def _upload_through_chooser(ctx: ToolContext, target: Resolved, ref: str,
     try:
         x, y = await point_for(ctx, target, enabled_only=True)
         await click_at(ctx, tab, x, y, button="left", count=1, modifiers=0)
+        ctx.feature(Pointer).hover = None  # the mouse is here now
         try:
             chooser = await tab.until(lambda: opened[0] if opened else None,
                                       min(CHOOSER_WAIT_S, ctx.remaining()))
