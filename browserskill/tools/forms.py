@@ -83,11 +83,19 @@ _FOCUS_SELECT = """function() {
 
 # After the input: the new value. A field whose value changed commits it the way a user
 # does, by leaving it (the browser fires `change`, once), and takes focus back so that a
-# following `press Enter` still goes to it.
+# following `press Enter` still goes to it — except a field that suggests as you type
+# (a combobox, aria-autocomplete, a datalist, or the browser's own suggestions turned off,
+# as jQuery UI, Select2 and typeahead libraries do for theirs): leaving it would close or
+# cancel its suggestions (jQuery UI's autocomplete drops its pending search on blur), so
+# it is left focused, as a person typing into it is, and `change` comes when they leave.
 _FILL_DONE = """function(before) {
   if ("value" in this && (this.tagName === "INPUT" || this.tagName === "TEXTAREA")) {
     const root = this.getRootNode();
-    if (this.value !== before && (root.activeElement || document.activeElement) === this) {
+    const suggests = this.getAttribute("role") === "combobox" || this.hasAttribute("list")
+      || ["list", "both", "inline"].includes(this.getAttribute("aria-autocomplete"))
+      || (this.getAttribute("autocomplete") || "").trim().toLowerCase() === "off";
+    if (this.value !== before && !suggests
+        && (root.activeElement || document.activeElement) === this) {
       this.blur();
       this.focus({preventScroll: true});
     }

@@ -93,6 +93,18 @@ TASKS: list[dict[str, Any]] = [
         "check": "$('#tags').val() === 'JavaScript'",
     },
     {
+        # The same with `fill`, what an agent reaches for on a textbox: the field keeps
+        # focus (a blur cancels the widget's pending search).
+        "widget": "jqueryui-autocomplete-fill",
+        "page": "/conformance/jqueryui-autocomplete.html",
+        "steps": [
+            {"action": "fill", "role": "textbox", "name": "^Tags", "value": "Jav"},
+            {"action": "click", "role": "menuitem|listitem|clickable|option",
+             "name": "^JavaScript$"},
+        ],
+        "check": "$('#tags').val() === 'JavaScript'",
+    },
+    {
         "widget": "jqueryui-slider",
         "page": "/conformance/jqueryui-slider.html",
         "steps": [
