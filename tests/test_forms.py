@@ -232,3 +232,19 @@ def test_forms_in_same_origin_and_cross_origin_iframes(bsk: Bsk, site: str,
     assert same == "Welcome, same"
     after = bsk.ok("snapshot")["result"]["snapshot"]
     assert "Welcome, cross" in after, after
+
+
+def test_select_on_a_librarys_hidden_select_says_to_use_its_control(bsk: Bsk,
+                                                                     site: str) -> None:
+    """Tom Select hides the <select> it replaces (1 px, clipped) and does not watch it:
+    choosing there changed a value its combobox never showed, and the answer said
+    selected. Refused, nothing sent; its combobox, not a <select>, says what to do."""
+    bsk.ok("open", f"{site}/conformance/tom-select.html")
+    snap = bsk.ok("snapshot")["result"]["snapshot"]
+    hidden = bsk("select", ref_of(snap, "listbox", "Select a state..."), "Texas")
+    error = failed(hidden, "action_failed", "select_hidden")
+    assert hidden.json["dispatched"] == "no" and "click the control" in error["hint"]
+    assert bsk("eval", "document.querySelector('select').value").value == ""
+    combo = ref_of(snap, "combobox", "States")
+    error = failed(bsk("select", combo, "Texas"), "action_failed", "not_a_select")
+    assert error["hint"].startswith("this is the page's own control") and combo in error["hint"]

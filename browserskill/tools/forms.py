@@ -185,9 +185,18 @@ async def fill(ctx: ToolContext, params: FillParams) -> dict[str, Any]:
 _SELECT = """function(wanted, apply) {
   if (this.tagName !== "SELECT") {
     const tag = this.tagName ? this.tagName.toLowerCase() : this.nodeName;
-    return {error: "not_a_select", why: `<${tag}> is not a <select>`};
+    const role = this.getAttribute ? this.getAttribute("role") : null;
+    const combo = ["combobox", "listbox", "button"].includes(role) || tag === "button"
+      || (this.hasAttribute && this.hasAttribute("aria-haspopup"));
+    return {error: "not_a_select", why: `<${tag}> is not a <select>`, combo};
   }
   if (this.disabled) return {error: "element_disabled", why: "it is disabled"};
+  // A library's combobox hides the <select> it replaces (display: none, or 1 px clipped
+  // "for accessibility") and does not watch it: choosing there changes what it won't show.
+  const box = this.getBoundingClientRect(), style = getComputedStyle(this);
+  if (style.display === "none" || style.visibility === "hidden"
+      || box.width < 2 || box.height < 2)
+    return {error: "select_hidden", why: "the page hides it and shows a control of its own"};
   const options = [...this.options];
   const listed = options.slice(0, 200).map(o => {
     const d = {value: o.value, label: o.label};
@@ -251,9 +260,15 @@ def _select_error(ref: str, wanted: list[str], v: dict[str, Any]) -> BskError:
                         f"{ref} is disabled", details=details, dispatched=Dispatched.NO)
     if reason == "not_multiple":
         return invalid("values", f"{ref} takes one option, got {len(wanted)}")
+    hint = "select takes a <select> element; check the ref with `bsk snapshot`"
+    if reason == "not_a_select" and v.get("combo"):
+        hint = (f"this is the page's own control, not a <select>: click it (`bsk click "
+                f"{ref}`), then click the option it lists")
+    elif reason == "select_hidden":
+        hint = ("click the control the page shows for it (a combobox near it in `bsk "
+                "snapshot`), then click the option it lists")
     return BskError("action_failed", f"{ref} can't be selected from: {v.get('why', reason)}",
-                    hint="select takes a <select> element; check the ref with `bsk snapshot`",
-                    details=details, dispatched=Dispatched.NO)
+                    hint=hint, details=details, dispatched=Dispatched.NO)
 
 
 # -- check / uncheck -------------------------------------------------------------------
