@@ -248,3 +248,8 @@ def test_select_on_a_librarys_hidden_select_says_to_use_its_control(bsk: Bsk,
     combo = ref_of(snap, "combobox", "States")
     error = failed(bsk("select", combo, "Texas"), "action_failed", "not_a_select")
     assert error["hint"].startswith("this is the page's own control") and combo in error["hint"]
+    # Its listed options are the ones a locator finds: the hidden <select>'s own (no box,
+    # in a 1 px select) are not visible, so the name is not ambiguous.
+    bsk.ok("click", combo)
+    bsk.ok("click", 'role=option[name="Wyoming"]')
+    assert bsk("eval", "document.querySelector('select').value").value == "WY"

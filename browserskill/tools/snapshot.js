@@ -817,6 +817,13 @@
   }
 
   function isShown(el) {
+    if (el.localName === "option" || el.localName === "optgroup") {
+      // No box of its own: shown as its <select> is (a library's combobox hides the
+      // select it replaces, 1 px and clipped, and lists the same options as its own).
+      const list = el.closest("select");
+      const box = list ? list.getBoundingClientRect() : null;
+      return !!box && box.width >= 2 && box.height >= 2 && isShown(list);
+    }
     return el.getAttribute("aria-hidden") !== "true" &&
            el.checkVisibility({visibilityProperty: true});
   }
