@@ -253,3 +253,8 @@ def test_select_on_a_librarys_hidden_select_says_to_use_its_control(bsk: Bsk,
     bsk.ok("click", combo)
     bsk.ok("click", 'role=option[name="Wyoming"]')
     assert bsk("eval", "document.querySelector('select').value").value == "WY"
+    # A batch line is split as a shell would split it, its quotes dropped: the name reads
+    # without them too. (Tom Select keeps its menu open after a choice.)
+    bsk.ok("batch", 'click role=option[name="New York"]')
+    assert bsk("eval", "[...document.querySelector('select').selectedOptions]"
+                       ".map(o => o.value)").value == ["WY", "NY"]

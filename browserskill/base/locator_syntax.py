@@ -13,9 +13,11 @@ from collections import namedtuple
 from browserskill.base.errors import BskError, Dispatched
 
 KINDS = ("css=", "text=", "role=")
-# ROLE, optionally [name="NAME"] or [name='NAME'] (backslash escapes inside the quotes)
+# ROLE, optionally [name="NAME"] or [name='NAME'] (backslash escapes inside the quotes),
+# or [name=NAME] unquoted (no quote or `]` in it: a shell or `batch` line drops quotes)
 _ROLE = re.compile(r"""^([A-Za-z][\w-]*)\s*(?:\[\s*name\s*=\s*
-                       (?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')\s*\])?$""", re.X)
+                       (?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|([^"'\]]*[^"'\]\s]))
+                       \s*\])?$""", re.X)
 SYNTAX = ('css=SELECTOR, text=TEXT or role=ROLE[name="NAME"], optionally chained into an '
           'iframe with " >> " (css=iframe#pay >> role=button[name="Pay"])')
 
@@ -47,9 +49,8 @@ def parse(field: str, locator: str) -> list[Part]:
             if not match:
                 raise invalid_locator(field, f"{raw!r}: a role locator is role=ROLE or "
                                'role=ROLE[name="NAME"]')
-            name = match.group(2) if match.group(2) is not None else match.group(3)
-            if name is not None:
-                name = re.sub(r"\\(.)", r"\1", name)
+            quoted = match.group(2) if match.group(2) is not None else match.group(3)
+            name = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else match.group(4)
             parts.append(Part("role", match.group(1), name))
         else:
             parts.append(Part(kind, body.strip() if kind == "css" else body))
