@@ -206,7 +206,7 @@ def test_ambiguous_or_missing_locators_send_nothing(bsk: Bsk, site: str) -> None
     ("#list", 4, "`css=#list`"),
     (".row", 4, "`css=.row`"),
     ("Quarterly report", 4, "`text=Quarterly report`"),
-    ("role=button[name=Pay]", 2, 'role=ROLE[name="NAME"]'),
+    ('role=button[name="Pay]', 2, 'role=ROLE[name="NAME"]'),  # a quote left open
     ("css=##", 2, "not a valid selector"),
     ("css=h1 >> text=Inbox", 2, "not a loaded iframe"),
     ("frame=x", 4, "`text=frame=x`"),
