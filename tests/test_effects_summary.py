@@ -58,3 +58,6 @@ def test_bound_and_unsettled() -> None:
     assert bound_ms(100) == 1000 and bound_ms(400) == 1600
     effects = summarize("click", [{"counts": {"text": 2}}], settled=False, watched_ms=1004)
     assert effects_line(effects) == "the DOM changed (2 texts); still changing after 1004 ms"
+    one = summarize("click", [{"counts": {"text": 1, "attributes": 1}}], settled=True,
+                    watched_ms=100)
+    assert effects_line(one) == "the DOM changed (1 text, 1 attribute)"

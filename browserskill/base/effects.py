@@ -247,6 +247,11 @@ def _path(url: str) -> str:
     return reshaped(url, shape)
 
 
+# The DOM's changes by kind, as counted in words (one, many).
+_COUNTED = {"added": ("added", "added"), "removed": ("removed", "removed"),
+            "text": ("text", "texts"), "attributes": ("attribute", "attributes")}
+
+
 def effects_line(effects: dict[str, Any]) -> str:
     """The effects in a line, for the text after `clicked e3`: what appeared and went
     away, state changes, requests, focus, scroll — or that nothing changed. Navigation,
@@ -275,8 +280,7 @@ def effects_line(effects: dict[str, Any]) -> str:
         parts.append(f"{st['ref']} {changes}")
     if not parts and any(dom.get(k) for k in ("added", "removed", "text", "attributes")):
         parts.append("the DOM changed (" + ", ".join(
-            f"{dom[k]} {k if k != 'text' else 'texts'}" for k in
-            ("added", "removed", "text", "attributes") if dom.get(k)) + ")")
+            f"{dom[k]} {_COUNTED[k][dom[k] != 1]}" for k in _COUNTED if dom.get(k)) + ")")
     for r in (effects.get("requests") or [])[:3]:
         end = (str(r["status"]) if "status" in r else "failed" if r.get("failed")
                else "pending")
