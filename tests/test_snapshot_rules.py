@@ -112,6 +112,10 @@ def test_a_real_virtualized_grid_says_how_many_rows_it_has(bsk: Bsk, site: str) 
     bsk.ok("wait", "--text", "Make")
     text = snap(bsk)
     assert re.search(r"- grid \[rows 1-\d+ of 301 rendered\]", text), text
+    # A click on a column's name sorts by it: the header says which way (aria-sort).
+    assert 'columnheader "Price"\n' in text, text
+    bsk.ok("click", ref_of(text, "clickable", "Price"))
+    assert re.search(r'- columnheader "Price" \[sort=ascending\]', snap(bsk)), snap(bsk)
 
 
 def test_virtualized_rows_are_counted_and_shadow_roots_read(bsk: Bsk, site: str) -> None:

@@ -443,6 +443,8 @@
     const pressed = aria("pressed");
     if (pressed === "true") out.push("pressed");
     else if (pressed === "mixed") out.push("pressed=mixed");
+    const sort = aria("sort");  // a table's column it is sorted by, and which way
+    if (sort && sort !== "none") out.push("sort=" + sort);
     if (el.required || aria("required") === "true") out.push("required");
     if (role === "heading") {
       const level = aria("level") || (/^h[1-6]$/.test(el.localName) ? el.localName[1] : "2");
