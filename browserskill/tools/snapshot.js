@@ -481,7 +481,10 @@
     const rowcount = +el.getAttribute("aria-rowcount");
     if (rowcount > 0) {
       const rows = [...el.querySelectorAll("[role=row], tr")];
-      if (rows.length < rowcount) return `rows ${range(rows, "aria-rowindex")} of ${rowcount} rendered`;
+      // The header row is always rendered: the range is the body's (scrolled) rows.
+      const body = rows.filter(r => !r.querySelector("[role=columnheader], th"));
+      if (rows.length < rowcount)
+        return `rows ${range(body.length ? body : rows, "aria-rowindex")} of ${rowcount} rendered`;
       return "";
     }
     const first = el.querySelector("[aria-setsize]");
