@@ -127,4 +127,8 @@ def test_chord_parsing() -> None:
     for bad in ("", "Control+", "a+b", "Hyper", "Control+Control+a", " Enter"):
         with pytest.raises(keys.BadKeyError):
             keys.parse_chord(bad)
+    with pytest.raises(keys.BadKeyError, match=r"unknown key 'Enterr' \(did you mean Enter\?\)"):
+        keys.parse_chord("Enterr")
+    with pytest.raises(keys.BadKeyError, match=r"did you mean Escape\?"):
+        keys.parse_chord("Control+Escpe")
     assert keys.modifier_bits(["Alt", "Control", "Meta", "Shift"]) == 15

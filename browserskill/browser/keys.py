@@ -109,7 +109,13 @@ def lookup(name: str) -> KeyDef:
         return CHARS[lowered]
     found = NAMED.get(lowered)
     if found is None:
-        raise BadKeyError(f"unknown key {name!r}")
+        import difflib
+
+        near = difflib.get_close_matches(lowered, [*NAMED, *_ALIASES], n=1, cutoff=0.75)
+        meant_key = NAMED.get(_ALIASES.get(near[0], near[0])) if near else None
+        meant = meant_key.label if meant_key else None
+        raise BadKeyError(f"unknown key {name!r}" + (f" (did you mean {meant}?)" if meant
+                                                     else ""))
     return found
 
 
