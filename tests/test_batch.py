@@ -88,6 +88,7 @@ def test_a_typo_anywhere_sends_nothing(bsk: Bsk, site: str) -> None:
     run = bsk("batch", "eval 'window.count = 5'", "clik e1")
     assert run.code == 2 and run.json["error"]["code"] == "invalid_params"
     assert "line 2" in run.json["error"]["message"]
+    assert run.json["error"]["hint"] == "did you mean `click`?"  # as at the top level
     assert bsk.ok("eval", "window.count")["result"]["value"] is None
     assert bsk("batch", "batch 'eval 1'").json["error"]["code"] == "invalid_params"
 

@@ -120,7 +120,7 @@ def test_a_script_that_cannot_run_is_refused_before_anything_is_sent(
     assert r.json["replay"]["completed"] == 0 and r.json["dispatched"] == "no"
     assert other("eval", "location.href").value == "about:blank"  # line 1 did not run
     # A locator is read before anything is sent too (its syntax; the page resolves it).
-    script.write_text(f"open {site}/rec.html\nclick role=button[name=Save]\n")
+    script.write_text(f"open {site}/rec.html\nclick 'role=button[name=\"Save]'\n")  # open quote
     r = other("replay", str(script))
     assert r.code == 2 and r.json["replay"]["line"] == 2, r.json
     assert "role locator" in r.json["error"]["message"], r.json

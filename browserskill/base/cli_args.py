@@ -183,8 +183,16 @@ def script_line(number: int, text: str, field: str = "script",
     spec = next((BY_WORDS[tuple(words[:n])] for n in (2, 1)
                  if tuple(words[:n]) in BY_WORDS), None)
     if spec is None or spec.name in NOT_IN_SCRIPTS or spec.hidden:
-        raise invalid(field, f"line {number}: {(words or [''])[0]!r} is not a command a "
-                      "script can run", hint="one bsk tool command per line")
+        import difflib
+
+        runnable = {" ".join(w): w for w, s in BY_WORDS.items()
+                    if s.name not in NOT_IN_SCRIPTS and not s.hidden}
+        typed = " ".join(words[:2]) if len(words) > 1 and words[0] in (
+            w[0] for w in runnable.values() if len(w) > 1) else (words or [""])[0]
+        near = difflib.get_close_matches(typed, list(runnable), n=1, cutoff=0.7)
+        raise invalid(field, f"line {number}: {typed!r} is not a command a script can run",
+                      hint=f"did you mean `{near[0]}`?" if near
+                      else "one bsk tool command per line")
     raw = parse_tool_args(spec, words[len(spec.words):], cwd)
     if isinstance(raw.get("url"), str):
         raw["url"] = local_file_url(raw["url"], cwd)
