@@ -223,7 +223,8 @@ def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any]) -> types.CallT
         except (KeyError, TypeError, ValueError):
             text = render.result_text((), answer)
         if error:
-            text += f"\npage error: {error.get('message', '')}"
+            text += f"\npage error: {error.get('message', '')}" + (
+                f"\n  hint: {error['hint']}" if error.get("hint") else "")
     content: list[Any] = [types.TextContent(text=text)]
     result = answer.get("result") or {}
     if not failed and spec is not None and spec.name == "screenshot" and result.get("path"):

@@ -217,3 +217,15 @@ def test_openapi_prints_its_json_document_either_way(bsk: Bsk) -> None:
     assert text.code == as_json.code == 0 and text.stdout == as_json.stdout
     assert json.loads(text.stdout)["openapi"].startswith("3.")
     assert "JSON" in bsk("openapi", "--help", as_json=False).stdout
+
+
+def test_an_eval_that_does_not_parse_says_nothing_ran(bsk: Bsk, site: str) -> None:
+    """A parse error ran nothing (unlike a throw after statements ran); a `return` at the
+    top, the common slip, is told what the value is instead."""
+    bsk.ok("open", f"{site}/counter.html")
+    said = bsk("eval", "return document.title", as_json=False)
+    assert said.code == 0 and "threw: SyntaxError: Illegal return statement" in said.stdout
+    assert "hint: nothing ran: the code did not parse; the value is the code's last " \
+           "expression: drop `return`" in said.stderr, said.stderr
+    thrown = bsk("eval", "window.effects = 1; null.x").json["error"]
+    assert thrown["hint"].endswith("statements before it may have run"), thrown

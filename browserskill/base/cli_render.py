@@ -67,6 +67,8 @@ def show(words: Words, answer: dict[str, Any], *, as_json: bool,
               file=err)
     if error:  # page_error: the script threw; the call itself completed
         print(f"page error: {error['message']}", file=err)
+        if error.get("hint"):
+            print(f"  hint: {error['hint']}", file=err)
 
 
 def print_error(answer: dict[str, Any], err: TextIO | None = None) -> None:

@@ -205,9 +205,13 @@ def _thrown(ctx: ToolContext, details: dict[str, Any]) -> dict[str, Any]:
     text = exception.get("description") or details.get("text", "exception")
     first_line = text.splitlines()[0] if text else "exception"
     # A result, not a failure: the operation completes and carries the page_error code.
-    ctx.page_error(f"the script threw: {first_line}",
-                   hint="the throw itself changed nothing, but statements before it may "
-                        "have run")
+    hint = "the throw itself changed nothing, but statements before it may have run"
+    if exception.get("className") == "SyntaxError" and "\n" not in text.strip():
+        hint = "nothing ran: the code did not parse"  # a parse error has no stack
+        if "Illegal return" in text:
+            hint += ("; the value is the code's last expression: drop `return` (or run a "
+                     "function: `(() => { …; return x; })()`)")
+    ctx.page_error(f"the script threw: {first_line}", hint=hint)
     return {"ok": False, "exception": first_line, "stack": text,
             "line": details.get("lineNumber"), "column": details.get("columnNumber")}
 
