@@ -254,6 +254,22 @@ def test_eval_says_why_its_value_did_not_come_back(bsk: Bsk, site: str) -> None:
     assert bsk.ok("eval", "location.pathname")["result"]["value"] == "/counter.html"
 
 
+def test_eval_describes_the_elements_it_returns(bsk: Bsk, site: str) -> None:
+    """A list of elements came back as `{"0": {}, "1": {}}`: each is described as a single
+    element is (`button#inc`)."""
+    bsk.ok("open", f"{site}/counter.html")
+    assert bsk.ok("eval", "document.querySelector('#inc')")["result"]["description"] == \
+        "button#inc"
+    assert bsk.ok("eval", "document.querySelectorAll('button, a')")["result"]["value"] == [
+        "button#inc", "a#next"]
+    assert bsk.ok("eval", "[...document.getElementsByTagName('h1')]")["result"]["value"] == [
+        "h1"]
+    assert bsk.ok("eval", "({first: document.querySelector('h1'), n: 2})")["result"][
+        "value"] == {"first": "h1", "n": 2}
+    assert bsk.ok("eval", "({a: [1, null], b: 'x'})")["result"]["value"] == {
+        "a": [1, None], "b": "x"}
+
+
 def test_eval_on_an_element_and_in_a_frame(bsk: Bsk, site: str, cross_site: str) -> None:
     bsk.ok("open", f"{site}/act_frame.html")
     snap = bsk.ok("snapshot")["result"]["snapshot"]

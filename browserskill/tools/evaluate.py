@@ -23,11 +23,28 @@ from browserskill.tools.registry import implements
 _GROUP = "bsk-eval"
 # An object's value crosses whole only if its JSON text fits; else only that text's start
 # (the caller's --max-chars). Not JSON (a cycle, a BigInt): whole, as CDP serializes it.
+# Elements in it are described as a single one is (`button#go.primary`), not `{}`: a
+# NodeList, an HTMLCollection, or an array or object holding elements at its top
+# (`querySelectorAll(…)`, `[...]`, `{el}`; deeper ones stay as CDP gives them).
 _BY_VALUE_CUT = """function(max) {
+  const isNode = v => v instanceof Node;
+  let holds = this instanceof NodeList || this instanceof HTMLCollection, seen = 0;
+  try {
+    if (!holds) for (const k in this) {
+      if (isNode(this[k])) { holds = true; break; }
+      if (++seen >= 1000) break;
+    }
+  } catch (e) {}  // a getter that throws: JSON.stringify below meets it too
+  const name = n => n.nodeType !== 1 ? n.nodeName : n.localName + (n.id ? "#" + n.id : "")
+    + [...n.classList].map(c => "." + c).join("");
+  const nodes = (k, v) => isNode(v) ? name(v)
+    : v instanceof NodeList || v instanceof HTMLCollection ? [...v] : v;
   let text;
-  try { text = JSON.stringify(this); } catch (e) { return {whole: this}; }
-  return typeof text === "string" && text.length > max
-    ? {cut: text.slice(0, max), total: text.length} : {whole: this};
+  try { text = JSON.stringify(this, holds ? nodes : undefined); }
+  catch (e) { return {whole: this}; }
+  if (typeof text === "string" && text.length > max)
+    return {cut: text.slice(0, max), total: text.length};
+  return holds ? {whole: JSON.parse(text)} : {whole: this};
 }"""
 _PRIMITIVES = ("undefined", "string", "number", "boolean", "bigint", "symbol")
 
