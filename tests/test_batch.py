@@ -81,6 +81,8 @@ def test_a_failing_third_stops_the_batch_and_sends_nothing_after(bsk: Bsk, site:
     rows = bsk("op", "list", as_json=False).stdout.splitlines()
     starts = {m.start() for m in (re.search(r" \d{4}-\d\d-\d\dT", r) for r in rows) if m}
     assert len(starts) == 1 and len(rows) > 5, rows
+    assert re.search(rf"^{re.escape(step.group(1))} .* failed +e99999$", "\n".join(rows),
+                     re.M), rows  # and what each acted on
 
 
 def test_a_typo_anywhere_sends_nothing(bsk: Bsk, site: str) -> None:

@@ -337,11 +337,25 @@ def _op(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _target(params: Any) -> str:
+    """What an operation acted on, in a few words: its ref, URL, script, key or text."""
+    if not isinstance(params, dict):
+        return ""
+    for key in ("ref", "url", "expression", "key", "text", "values", "files", "path"):
+        value = params.get(key)
+        if value in (None, "", []):
+            continue
+        said = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+        said = " ".join(said.split())
+        return said if len(said) <= 40 else said[:39] + "…"
+    return ""
+
+
 def _ops(r: dict[str, Any]) -> str:
     ops = r.get("ops", [])
     width = max((len(o["op_id"]) for o in ops), default=0)  # a batch's steps' ids are longer
     rows = [f"{o['op_id']:<{width}}  {o['started_at']}  {o['tool']:<12} {o['state']:<11} "
-            f"{o.get('status') or ''}".rstrip() for o in ops]
+            f"{o.get('status') or '':<15} {_target(o.get('params'))}".rstrip() for o in ops]
     return "\n".join(rows) or "(no operations)"
 
 
