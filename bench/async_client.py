@@ -71,17 +71,24 @@ async def timed(pid: int, one: Any, keys: list[Any], calls: int) -> Run:
     return run
 
 
+async def open_sessions(client: AsyncClient, url: str, sessions: int,
+                        prefix: str = "bench") -> tuple[list[str], list[str], str]:
+    """SESSIONS sessions, each with one tab on `url`: their ids, their tabs' target ids,
+    and the browser's DevTools endpoint (for raw CDP on the same tabs)."""
+    sids = [f"{prefix}{i}" for i in range(sessions)]
+    targets = []
+    for sid in sids:
+        await client.session_start(sid, use=False)
+        await client.call("open", {"url": url}, session=sid)
+        tabs = (await client.call("tab_list", session=sid)).result["tabs"]
+        targets.append(tabs[0]["target_id"])
+    return sids, targets, (await client.status())["browser"]["cdp_endpoint"]
+
+
 async def measure(pid: int, sock: str, url: str, sessions: int,
                   calls: int) -> tuple[Run, Run]:
     async with AsyncClient(sock) as client:
-        sids = [f"bench{i}" for i in range(sessions)]
-        targets = []
-        for sid in sids:
-            await client.session_start(sid, use=False)
-            await client.call("open", {"url": url}, session=sid)
-            tabs = (await client.call("tab_list", session=sid)).result["tabs"]
-            targets.append(tabs[0]["target_id"])
-        endpoint = (await client.status())["browser"]["cdp_endpoint"]
+        sids, targets, endpoint = await open_sessions(client, url, sessions)
         async with RawCdp(endpoint) as cdp:
             cdp_sessions = [await cdp.attach(t) for t in targets]
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import common
-from async_client import EVALUATE, Run, line, timed
+from async_client import EVALUATE, Run, line, open_sessions, timed
 from raw_cdp import RawCdp
 
 from browserskill import AsyncClient
@@ -44,14 +44,7 @@ def machine_cpu_s() -> float:
 async def measure(pid: int, sock: str, url: str, sessions: int, calls: int,
                   rounds: int) -> dict[str, tuple[Run, float]]:
     async with AsyncClient(sock) as client:
-        sids = [f"floor{i}" for i in range(sessions)]
-        targets = []
-        for sid in sids:
-            await client.session_start(sid, use=False)
-            await client.call("open", {"url": url}, session=sid)
-            targets.append((await client.call("tab_list", session=sid)).result["tabs"][0]
-                           ["target_id"])
-        endpoint = (await client.status())["browser"]["cdp_endpoint"]
+        sids, targets, endpoint = await open_sessions(client, url, sessions, "floor")
         floor_sock = os.path.join(tempfile.mkdtemp(prefix="bsk-floor-"), "floor.sock")
         proxy = subprocess.Popen(
             [sys.executable, str(PROXY), floor_sock, endpoint,
