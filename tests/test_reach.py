@@ -231,3 +231,15 @@ def test_many_snapshots_leave_the_page_alive(bsk: Bsk, site: str) -> None:
     assert len(refs_of(snap, "clickable", "Star")) == 3
     bsk.ok("click", "text=Quarterly report")
     assert bsk("eval", "events").value == ["open:Quarterly report"]
+
+
+def test_a_quoted_text_locator_is_the_whole_text(bsk: Bsk, site: str) -> None:
+    """`text="…"` is Playwright's exact form (the whole text, case and all); it searched
+    for the quotes themselves. Unquoted stays a search, any case."""
+    bsk.ok("open", f"{site}/counter.html")
+    r = bsk("click", 'text="Add"')  # "Add one" is not "Add"
+    assert r.code == 4 and 'nothing visible matches text="Add"' in r.json["error"]["message"]
+    assert bsk("eval", "window.count").value is None
+    bsk.ok("click", 'text="Add one"')
+    bsk.ok("click", "text=add")
+    assert bsk("eval", "window.count").value == 2

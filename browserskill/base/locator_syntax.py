@@ -1,4 +1,5 @@
-"""A locator's syntax (`css=…`, `text=…`, `role=ROLE[name="…"]`, chained with ` >> `),
+"""A locator's syntax (`css=…`, `text=…`, `text="…"` (the whole text, exactly, as
+Playwright reads it), `role=ROLE[name="…"]`, chained with ` >> `),
 read without a page: every surface's params are checked with it before an operation
 exists (`catalog.validate`), so a malformed locator in line 5 of a `replay` or a `batch`
 sends nothing; tools/locators.py resolves the parts in the page. Stdlib only.
@@ -23,13 +24,16 @@ SYNTAX = ('css=SELECTOR, text=TEXT or role=ROLE[name="NAME"], optionally chained
 
 
 class Part(namedtuple("Part", ["kind", "value", "name"], defaults=(None,))):
-    """One link of a chain: kind css | text | role, its value, and a role's name."""
+    """One link of a chain: kind css | text | text_exact | role, its value, and a role's
+    name."""
 
     __slots__ = ()
 
     def __str__(self) -> str:
         if self.kind == "role" and self.name is not None:
             return f"role={self.value}[name={json.dumps(self.name)}]"
+        if self.kind == "text_exact":
+            return f"text={json.dumps(self.value)}"
         return f"{self.kind}={self.value}"
 
 
@@ -52,6 +56,9 @@ def parse(field: str, locator: str) -> list[Part]:
             quoted = match.group(2) if match.group(2) is not None else match.group(3)
             name = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else match.group(4)
             parts.append(Part("role", match.group(1), name))
+        elif kind == "text" and re.fullmatch(r'"(?:[^"\\]|\\.)+"', body.strip()):
+            # text="…": the element whose whole text this is, case and all (Playwright's)
+            parts.append(Part("text_exact", re.sub(r"\\(.)", r"\1", body.strip()[1:-1])))
         else:
             parts.append(Part(kind, body.strip() if kind == "css" else body))
     return parts

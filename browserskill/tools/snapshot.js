@@ -962,6 +962,8 @@
       try { found = [...document.querySelectorAll(value)]; }
       catch (e) { return JSON.stringify({error: String(e.message || e), next}) + "\n"; }
       found = found.filter(isShown);
+    } else if (kind === "text_exact") {
+      found = byText(value, true);
     } else if (kind === "text") {
       found = byText(value, true);
       if (!found.length) found = byText(value, false);
