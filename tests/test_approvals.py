@@ -120,7 +120,9 @@ def test_a_held_pay_click_denied_beside_its_row_fails_denied_and_the_page_sees_n
     # The "Waiting for you" strip appears at the top as the dashboard learns of the hold,
     # moving the rows below it down: press once it is there, not where the row was.
     viewer.wait(f"!!document.querySelector('{_waiting_item(op_id)}')", 10, "the strip")
-    viewer.press(f'#ops [data-op="{op_id}"] [data-deny]')  # beside the held operation
+    viewer.press_until(f'#ops [data-op="{op_id}"] [data-deny]',  # beside the held operation
+                       f"document.querySelector('#ops [data-op=\"{op_id}\"]').dataset.state"
+                       " !== 'awaiting_approval'", "the denial")
     code, answer = answer_of(proc)
     assert code == 14 and answer["status"] == "failed" and answer["dispatched"] == "no"
     assert answer["error"]["code"] == "denied" and answer["retry_safe"] is False

@@ -80,6 +80,18 @@ class Viewer:
             return (x, y) if under else None
         self.click_at(*wait_until(aimed, 10, f"the pointer over {selector}"))
 
+    def press_until(self, selector: str, done: str, what: str, timeout: float = 20) -> None:
+        """Press until `done` (a JS expression) holds, as a person presses a button again
+        that did not respond (under load the list can still move between aiming and
+        pressing); never again once it holds, and only ever on the element meant."""
+        deadline = time.monotonic() + timeout
+        while not self.eval(done):
+            assert time.monotonic() < deadline, f"{what}: still not done after {timeout} s"
+            self.press(selector)
+            settle = time.monotonic() + 3
+            while not self.eval(done) and time.monotonic() < settle:
+                time.sleep(0.05)  # polling the page's state, not standing in for an event
+
     def choose(self, session: str) -> None:
         chosen = f"document.querySelector('#title').textContent.startsWith({json.dumps(session)})"
 
