@@ -70,6 +70,10 @@ def one(tree: str, sessions: int, calls: int, profile: str | None) -> tuple[floa
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
+        with open(os.path.join(home, "daemon.log"), errors="replace") as f:
+            shared = [x.split(": ", 1)[-1].strip() for x in f if "writes shared" in x]
+        if shared:  # what batching the journal's writes saved (one line, at its stop)
+            print(f"  journal: {shared[-1]}")
         shutil.rmtree(home, ignore_errors=True)
 
 

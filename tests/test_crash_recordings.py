@@ -23,7 +23,7 @@ from support.cli import Bsk, kill_daemon_hard
 from support.wait import in_ci, wait_until
 
 from browserskill.base.errors import BskError
-from browserskill.base.paths import journal_path
+from browserskill.base.paths import journal_path, log_path
 from browserskill.session.sessions import describe_error
 
 
@@ -41,8 +41,13 @@ def rec(make_bsk: Callable[..., Bsk]) -> Bsk:
 
 
 def recordings(s: Bsk) -> dict[str, Any]:
-    listed = s.ok("session", "list")["sessions"]
-    return next(x for x in listed if x["session_id"] == s.session)["recordings"]
+    listed = s.ok("session", "list")
+    mine = [x for x in listed["sessions"] if x["session_id"] == s.session]
+    if not mine:  # say why: the daemon's reasons and the end of its log
+        log = log_path(s.home).read_text(errors="replace").splitlines()[-40:]
+        pytest.fail(f"{s.session} is not listed; ended at restart: "
+                    f"{listed['ended_at_restart']}; daemon log:\n" + "\n".join(log))
+    return dict(mine[0]["recordings"])
 
 
 def duration(path: Path) -> float | None:

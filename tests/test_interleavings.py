@@ -225,7 +225,12 @@ class CheckingJournal(Journal):
     dispatch_order: list[str]
 
     def record(self, op: Operation) -> bool:
-        written = super().record(op)
+        return self._check(op, super().record(op))
+
+    async def record_soon(self, op: Operation) -> bool:
+        return self._check(op, await super().record_soon(op))
+
+    def _check(self, op: Operation, written: bool) -> bool:
         d = self.world.dispatcher
         if d is None:
             return written

@@ -5,6 +5,7 @@ is moved aside and the daemon starts; a damaged WAL is detected and reported."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -336,4 +337,57 @@ async def test_refused_writes_are_kept_in_order_and_written_when_the_journal_tak
     assert rows[ran.op_id] == "completed"
     assert all(rows[k] == "failed" for k in refused[2:])
     assert isinstance(journal.unavailable(), BskError)
+    journal.close()
+
+
+async def test_writes_of_one_loop_turn_share_a_commit_and_a_refused_one_is_written_singly(
+        tmp_path: Path) -> None:
+    """`record_soon`: the calls recorded in one turn share one transaction, each in the
+    database (as another reader sees it) when its caller resumes; a caller cancelled
+    meanwhile still has its operation written; a refused batch leaves each operation as
+    `record` would (kept in order, a new row still inserted once space returns)."""
+    import asyncio
+
+    from browserskill.dispatch.journal import Journal
+    from browserskill.session.operations import DISPATCHED, ENDED, Operation
+
+    path = tmp_path / "journal.sqlite3"
+    journal = Journal(path)
+
+    def read() -> dict[str, str]:  # an independent reader: what a kill -9 would leave
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            return dict(db.execute("SELECT op_id, state FROM ops").fetchall())
+
+    ops = [Operation("s1", "eval", {"expression": str(i)}) for i in range(3)]
+    for op in ops:
+        op.state = DISPATCHED
+    cancelled = asyncio.ensure_future(journal.record_soon(ops[2]))
+    written = asyncio.gather(*(journal.record_soon(op) for op in ops[:2]))
+    await asyncio.sleep(0)  # the callers wait on the turn's commit ...
+    cancelled.cancel()  # ... and one of them gives up
+    assert await written == [True, True]
+    assert (journal.commits, journal.batched) == (1, 3)
+    assert read() == {op.op_id: DISPATCHED for op in ops}
+
+    journal.db.execute("PRAGMA query_only = ON")  # SQLite refuses every write from here
+    for op in ops:
+        op.complete({"value": 1}, retry_safe=False)
+    refused = await asyncio.gather(*(journal.record_soon(op) for op in ops))
+    assert refused == [False] * 3 and journal.commits == 1
+    assert list(journal.unwritten) == [op.op_id for op in ops]
+    journal.db.execute("PRAGMA query_only = OFF")  # space returns
+    assert journal.retry_unwritten()
+    assert read() == {op.op_id: ENDED for op in ops}
+
+    # A batch refused part-way (its second row breaks the one-key-per-session rule): the
+    # first row's INSERT is rolled back with it, and written again as an INSERT.
+    ops[0].idempotency_key = "k"
+    assert journal.record(ops[0])
+    fresh = Operation("s1", "eval", {"expression": "new"})
+    fresh.state = DISPATCHED
+    ops[1].idempotency_key = "k"
+    assert await asyncio.gather(journal.record_soon(fresh),
+                                journal.record_soon(ops[1])) == [True, False]
+    assert "UNIQUE" in (journal.write_error or "")
+    assert read()[fresh.op_id] == DISPATCHED
     journal.close()

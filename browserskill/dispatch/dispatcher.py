@@ -255,7 +255,10 @@ class Dispatcher:
             self.sessions.persist(session)
             if not op.ended:  # the runner itself was torn down (event loop closing)
                 op.fail(BskError("outcome_unknown", "the daemon stopped mid-operation"))
-            if not self.journal.record(op):  # kept in memory, written once it can be
+                written = self.journal.record(op)  # now: no turn of the loop is left
+            else:  # written before it is answered, with the calls ending alongside
+                written = await self.journal.record_soon(op)
+            if not written:  # kept in memory, written once it can be
                 op.note("not_journaled_yet", self.journal.write_error)
             op.done.set()
             self._whole.append(op)
@@ -299,7 +302,8 @@ class Dispatcher:
     async def _dispatch(self, op: Operation, session: Session) -> None:
         op.state = DISPATCHED
         op.note(DISPATCHED)
-        if not self.journal.record(op):  # nothing goes out that the journal can't tell of
+        # Nothing goes out that the journal can't tell of (one commit per loop turn).
+        if not await self.journal.record_soon(op):
             raise self.journal.unavailable()
         recovered = None
         on_pages = catalog.BY_NAME[op.tool].on_pages

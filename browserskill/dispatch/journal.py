@@ -6,12 +6,20 @@ them (`reconcile`) so `bsk op show` can still answer honestly.
 Retention (ended operations older than `max_age_s`, or past the newest `max_count`) is
 applied in bounded batches (`prune_batch`): the daemon's start only reconciles, and a
 background task (`prune_gradually`) deletes a big backlog batch by batch while requests
-are served; `record` deletes at most one batch every 500 writes.
+are served; writing deletes at most one batch every 500 writes.
 
 The JSON columns (params, error, timeline, and a result `Operation.complete` wrote)
 are compact text (`json_text.dumps_ascii`: the stdlib's with `separators=(",", ":")`,
 orjson's where that is the same); rows an older daemon wrote have the stdlib's spaces.
 Both read back as the same values.
+
+A call's two writes (dispatched, ended) go through `record_soon`: the operations
+recorded in one turn of the event loop share one transaction, written on the next turn,
+and each caller waits for it — so a command is still sent, and an answer still given,
+only once its row is in the database (what survives a `kill -9` is unchanged), while a
+commit's fixed cost (a WAL frame per page touched, the locks, most of a call's system
+calls) is paid once for all of them. A batch that fails is written again one operation
+at a time, so each gets `record`'s answer and fault handling.
 
 `has` (is this op id taken? asked on every call that names its operation) reads a set of
 the ids in the database, read once on first use and kept with it (each INSERT adds,
@@ -116,7 +124,12 @@ class Journal:
         self.write_error: str | None = None
         self.db = self._open()
         self._writes = 0
+        self._prune_at = 500  # `_writes` at which retention next deletes a batch
         self._ids: set[str] | None = None  # the op ids in the database (`has`), once read
+        # `record_soon`'s operations for the next commit, each with its caller's future.
+        self._batch: list[tuple[Operation, asyncio.Future[bool]]] = []
+        self.commits = 0  # transactions `record_soon` committed, and the rows they held:
+        self.batched = 0  # what batching saves is `batched - commits` (bench/daemon_floor.py)
 
     # -- opening ---------------------------------------------------------------------
 
@@ -200,7 +213,51 @@ class Journal:
             self._failed(e)
             self._keep(op)
             return False
+        self._prune_now_and_then(op)
         return True
+
+    async def record_soon(self, op: Operation) -> bool:
+        """`record`, in one transaction with the other operations recorded in this turn of
+        the event loop: True once `op`'s state is in the database (awaited before what must
+        follow the write). A caller cancelled meanwhile still has `op` written."""
+        if not self._batch:
+            asyncio.get_running_loop().call_soon(self._commit_batch)
+        written: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._batch.append((op, written))
+        return await written
+
+    def _commit_batch(self) -> None:
+        batch, self._batch = self._batch, []
+        if not batch:
+            return  # `close` wrote it
+        ops = [op for op, _ in batch]
+        if len(ops) == 1 or self.unwritten:  # one row, or in order behind refused ones
+            results = [self.record(op) for op in ops]
+        else:
+            results = self._write_together(ops)
+        for (_, written), ok in zip(batch, results, strict=True):
+            if not written.done():
+                written.set_result(ok)
+
+    def _write_together(self, ops: list[Operation]) -> list[bool]:
+        journaled = {op.op_id: op.journaled for op in ops}
+        try:
+            self.db.execute("BEGIN")
+            for op in ops:
+                self._write(op)
+            self.db.execute("COMMIT")
+        except sqlite3.Error as e:
+            self._failed(e)  # rolled back: as it was, then each on its own
+            for op in ops:
+                op.journaled = journaled[op.op_id]
+                if not op.journaled and self._ids is not None:
+                    self._ids.discard(op.op_id)
+            return [self.record(op) for op in ops]
+        self.commits += 1
+        self.batched += len(ops)
+        for op in ops:
+            self._prune_now_and_then(op)
+        return [True] * len(ops)
 
     def _keep(self, op: Operation) -> None:
         """Hold `op` until it can be written. Bounded: past `MAX_UNWRITTEN`, the oldest
@@ -269,7 +326,10 @@ class Journal:
             if self._ids is not None:
                 self._ids.add(op.op_id)
         self._writes += 1
-        if op.state == ENDED and self._writes % 500 == 0:
+
+    def _prune_now_and_then(self, op: Operation) -> None:
+        if op.state == ENDED and self._writes >= self._prune_at:
+            self._prune_at = self._writes + 500
             try:
                 self.prune_batch()  # bounded: a backlog is left to `prune_gradually`
             except sqlite3.Error as e:  # the operation is written; retention waits
@@ -433,6 +493,9 @@ class Journal:
         return result == "ok", f"{result}, {count} operations"
 
     def close(self) -> None:
+        self._commit_batch()  # the loop may stop before its turn
+        if self.commits:
+            log.info("%d journal writes shared %d commits", self.batched, self.commits)
         if self.unwritten and not self.retry_unwritten():
             log.warning("the journal could not be written before the daemon stopped: %d "
                         "operations' last state is lost (%s); the next daemon reports them "
