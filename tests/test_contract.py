@@ -203,3 +203,20 @@ def test_the_words_still_written_as_text_are_the_enums() -> None:
     assert not wrong, wrong
     assert {c.dispatched for c in CODES.values()} <= set(contract.DISPATCHED)
     assert set(STATUS_FOR_CODE.values()) <= set(contract.STATUSES)
+
+
+async def test_a_batchs_steps_are_found_by_its_id_even_when_cut_to_fit(tmp_path: Path) -> None:
+    """`op show BATCH_ID` names the steps: the journal's lookup and the ids minted for
+    them agree, a long batch id (its end cut to fit `-k`) and its ids past step 9 too."""
+    from browserskill.dispatch.journal import Journal
+
+    journal = Journal(tmp_path / "journal.sqlite3")
+    for batch_id in (contract.new_op_id(), "op_" + "b" * contract.OP_ID_LENGTH[1]):
+        steps = [contract.batch_step_op_id(batch_id, k) for k in range(1, 13)]
+        assert all(contract.valid_op_id(s) for s in steps)
+        others = [steps[0] + "0", steps[0].rpartition("-")[0] + "-01", batch_id + "x-1"]
+        for op_id in [*reversed(steps), *others]:
+            assert journal.record(Operation("s1", "eval", {"expression": "1"}, op_id=op_id))
+        assert journal.steps_of(batch_id) == steps
+        assert contract.batch_steps(batch_id, [*others, *steps[::-1]]) == steps
+    journal.close()

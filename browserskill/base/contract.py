@@ -30,7 +30,7 @@ from browserskill.base.errors import Dispatched as Dispatched
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any, Protocol
 
     class ToolDeadline(Protocol):  # what a deadline needs of a catalog ToolSpec
@@ -341,6 +341,22 @@ def batch_step_op_id(batch_id: str, k: int) -> str:
     suffix = f"-{k}"
     room = len(OP_ID_PREFIX) + OP_ID_LENGTH[1] - len(suffix)
     return batch_id[:room] + suffix
+
+
+def batch_steps(batch_id: str, op_ids: Iterable[str]) -> list[str]:
+    """Those of `op_ids` that are steps of batch `batch_id`, in step order (the inverse
+    of `batch_step_op_id`, a cut id's steps too)."""
+    steps: dict[str, int] = {}
+    for op_id in op_ids:
+        _, dash, k = op_id.rpartition("-")
+        if dash and k.isdigit() and k[0] != "0" and batch_step_op_id(batch_id, int(k)) == op_id:
+            steps[op_id] = int(k)
+    return sorted(steps, key=steps.__getitem__)
+
+
+def batch_steps_prefix(batch_id: str) -> str:
+    """What the op id of each of a batch's steps starts with (to look them up by range)."""
+    return batch_step_op_id(batch_id, 10**6).rpartition("-")[0]
 
 
 def batch_step_key(key: str, k: int) -> str:

@@ -75,14 +75,24 @@ def _small_float_shape(out: bytes) -> bool:
     return b"0.0000" in shape or b"e-d " in shape or shape.endswith(b"e-d")
 
 
+_LEAVES = (str, int, bool, type(None))
+
+
 def _holds_nonfinite(obj: Any) -> bool:
-    """Is there a NaN or ±Infinity in `obj` (written null by orjson, NaN by the stdlib)?"""
-    if isinstance(obj, float):
-        return not math.isfinite(obj)
-    if isinstance(obj, dict):
-        return any(_holds_nonfinite(v) for v in obj.values())
-    if isinstance(obj, list | tuple):
-        return any(_holds_nonfinite(v) for v in obj)
+    """Is there a NaN or ±Infinity in `obj` (written null by orjson, NaN by the stdlib)?
+    (A loop over a stack, exact types first: every call's parameters are searched.)"""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind in _LEAVES:
+            continue
+        if kind is dict or isinstance(item, dict):
+            stack.extend(item.values())
+        elif kind is list or isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return True
     return False
 
 

@@ -477,10 +477,7 @@ class Dispatcher:
             return op.to_result(with_timeline=True)
         row = self.journal.get(op_id)
         if row is None:
-            live = {i for i in self.ops
-                    if i.startswith(op_id + "-") and i[len(op_id) + 1:].isdigit()}
-            steps = sorted(live | set(self.journal.steps_of(op_id)),
-                           key=lambda i: int(i[len(op_id) + 1:]))
+            steps = contract.batch_steps(op_id, {*self.ops, *self.journal.steps_of(op_id)})
             if steps:  # a batch's id: not an operation, its steps are
                 raise BskError(
                     "op_not_found", f"{op_id} is a batch, not one operation: its steps are "

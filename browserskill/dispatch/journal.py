@@ -350,13 +350,11 @@ class Journal:
         return _to_result(row) if row else None
 
     def steps_of(self, batch_id: str) -> list[str]:
-        """The op ids of a batch's steps (`{batch_id}-1`, `-2`, …), in step order."""
-        low, high = f"{batch_id}-", f"{batch_id}."  # "." sorts right after "-"
-        ids = {row[0] for row in self.db.execute(
-            "SELECT op_id FROM ops WHERE op_id >= ? AND op_id < ?", (low, high))}
-        ids |= {i for i in self.unwritten if i.startswith(low)}
-        steps = [i for i in ids if i[len(low):].isdigit()]
-        return sorted(steps, key=lambda i: int(i[len(low):]))
+        """The op ids of a batch's steps (`contract.batch_step_op_id`), in step order."""
+        low = contract.batch_steps_prefix(batch_id)
+        ids = {row[0] for row in self.db.execute(  # op ids are ASCII: all sort below DEL
+            "SELECT op_id FROM ops WHERE op_id >= ? AND op_id < ?", (low, low + "\x7f"))}
+        return contract.batch_steps(batch_id, ids | self.unwritten.keys())
 
     def find_key(self, session_id: str, key: str) -> dict[str, Any] | None:
         cur = self.db.execute(
