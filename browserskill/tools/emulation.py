@@ -38,19 +38,21 @@ _SEEN = """({
   reduced_motion: matchMedia("(prefers-reduced-motion: reduce)").matches,
 })"""
 
-# After a window resize: the page's view once its window has the new outer size (the
-# browser resizes the page asynchronously), or as it is when time is up.
+# After a window resize: the page's view once its window has the new outer size and its
+# viewport fits in it (the browser resizes the page asynchronously, the window's size
+# first: seen under Xvfb, outerWidth 900 with innerWidth still 1280), or as it is when
+# time is up. An emulated viewport keeps its size: only the window is waited for then.
 _SEEN_RESIZED = """new Promise(resolve => {
-  const W = %d, H = %d;
+  const W = %d, H = %d, EMULATED = %s;
   const read = () => resolve(%s);
-  if (outerWidth === W && outerHeight === H) return read();
-  const timer = setTimeout(() => { removeEventListener("resize", check); read(); }, %d);
-  const check = () => {
-    if (outerWidth !== W || outerHeight !== H) return;
-    removeEventListener("resize", check);
-    clearTimeout(timer);
-    read();
-  };
+  const done = () => outerWidth === W && outerHeight === H &&
+    (EMULATED || (innerWidth <= outerWidth && innerHeight <= outerHeight));
+  if (done()) return read();
+  const end = () => { removeEventListener("resize", check); clearInterval(poll);
+                      clearTimeout(timer); read(); };
+  const check = () => { if (done()) end(); };
+  const timer = setTimeout(end, %d);
+  const poll = setInterval(check, 50);  // the window's size changes without an event
   addEventListener("resize", check);
 })"""
 
@@ -58,6 +60,7 @@ _SEEN_RESIZED = """new Promise(resolve => {
 # geolocation permission `--geolocation` granted (set back to ask on --reset; one granted
 # before, or by `permissions grant|clear` since, is someone's choice and stays).
 _SETTINGS: weakref.WeakKeyDictionary[Tab, dict[str, Any]] = weakref.WeakKeyDictionary()
+RESIZE_SEEN_S = 5.0  # how long a resize's answer waits for the page to take the new size
 _GRANTED: weakref.WeakKeyDictionary[Tab, str] = weakref.WeakKeyDictionary()
 _FIELDS = ("device", "width", "height", "scale", "mobile", "user_agent", "color_scheme",
            "reduced_motion", "media", "offline", "network", "cpu", "geolocation", "timezone",
@@ -377,9 +380,9 @@ async def _resize_window_of(ctx: ToolContext, tab: Tab,
 
 
 async def _resized_view(ctx: ToolContext, tab: Tab, bounds: dict[str, Any]) -> dict[str, Any]:
-    budget = int(max(0.0, min(2.0, ctx.remaining() - 0.5)) * 1000)
-    script = _SEEN_RESIZED % (bounds.get("width", 0), bounds.get("height", 0), _SEEN.strip(),
-                              budget)
+    budget = int(max(0.0, min(RESIZE_SEEN_S, ctx.remaining() - 0.5)) * 1000)
+    script = _SEEN_RESIZED % (bounds.get("width", 0), bounds.get("height", 0),
+                              "true" if tab in _SETTINGS else "false", _SEEN.strip(), budget)
     answer = await ctx.inspect("Runtime.evaluate", {"expression": script, "awaitPromise": True,
                                                     "returnByValue": True}, tab=tab)
     value = answer.get("result", {}).get("value")
