@@ -390,4 +390,16 @@ async def test_writes_of_one_loop_turn_share_a_commit_and_a_refused_one_is_writt
                                 journal.record_soon(ops[1])) == [True, False]
     assert "UNIQUE" in (journal.write_error or "")
     assert read()[fresh.op_id] == DISPATCHED
+
+    # A row that can't even be made (a bug: a value JSON can't hold) fails its own caller,
+    # loudly, and no other: the rest are written, no transaction is left open.
+    journal.close()
+    journal = Journal(tmp_path / "second.sqlite3")
+    path = journal.path
+    good = Operation("s1", "eval", {"expression": "1"})
+    bad = Operation("s1", "eval", {"expression": object()})
+    both = await asyncio.gather(journal.record_soon(good), journal.record_soon(bad),
+                                return_exceptions=True)
+    assert both[0] is True and isinstance(both[1], TypeError)
+    assert not journal.db.in_transaction and set(read()) == {good.op_id}
     journal.close()

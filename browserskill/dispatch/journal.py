@@ -228,36 +228,55 @@ class Journal:
 
     def _commit_batch(self) -> None:
         batch, self._batch = self._batch, []
-        if not batch:
-            return  # `close` wrote it
-        ops = [op for op, _ in batch]
-        if len(ops) == 1 or self.unwritten:  # one row, or in order behind refused ones
-            results = [self.record(op) for op in ops]
-        else:
-            results = self._write_together(ops)
-        for (_, written), ok in zip(batch, results, strict=True):
+        if len(batch) > 1 and not self.unwritten:  # else in order behind refused ones
+            try:
+                if self._write_together([op for op, _ in batch]):
+                    for _, written in batch:
+                        if not written.done():
+                            written.set_result(True)
+                    return
+            except Exception:  # a bug in one row: each is tried alone, below
+                log.exception("journal: writing %d operations together failed", len(batch))
+        for op, written in batch:  # one at a time: each its own answer, or exception
+            try:
+                ok = self.record(op)
+            except Exception as e:  # raised in its caller, never a hang
+                if not written.done():
+                    written.set_exception(e)
+                continue
             if not written.done():
                 written.set_result(ok)
 
-    def _write_together(self, ops: list[Operation]) -> list[bool]:
+    def _write_together(self, ops: list[Operation]) -> bool:
+        """One transaction for all of `ops`; False when SQLite refused it (rolled back,
+        every operation as it was before)."""
         journaled = {op.op_id: op.journaled for op in ops}
+
+        def as_before() -> None:  # the transaction rolled back: no row of it was written
+            for op in ops:
+                op.journaled = journaled[op.op_id]
+                if not op.journaled and self._ids is not None:
+                    self._ids.discard(op.op_id)
+
         try:
             self.db.execute("BEGIN")
             for op in ops:
                 self._write(op)
             self.db.execute("COMMIT")
         except sqlite3.Error as e:
-            self._failed(e)  # rolled back: as it was, then each on its own
-            for op in ops:
-                op.journaled = journaled[op.op_id]
-                if not op.journaled and self._ids is not None:
-                    self._ids.discard(op.op_id)
-            return [self.record(op) for op in ops]
+            self._failed(e)
+            as_before()
+            return False
+        except BaseException:  # never an open transaction left behind
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            as_before()
+            raise
         self.commits += 1
         self.batched += len(ops)
         for op in ops:
             self._prune_now_and_then(op)
-        return [True] * len(ops)
+        return True
 
     def _keep(self, op: Operation) -> None:
         """Hold `op` until it can be written. Bounded: past `MAX_UNWRITTEN`, the oldest
