@@ -257,7 +257,11 @@ class Dispatcher:
                 op.fail(BskError("outcome_unknown", "the daemon stopped mid-operation"))
                 written = self.journal.record(op)  # now: no turn of the loop is left
             else:  # written before it is answered, with the calls ending alongside
-                written = await self.journal.record_soon(op)
+                try:
+                    written = await self.journal.record_soon(op)
+                except asyncio.CancelledError:  # torn down now: its row goes with the batch
+                    op.done.set()
+                    raise
             if not written:  # kept in memory, written once it can be
                 op.note("not_journaled_yet", self.journal.write_error)
             op.done.set()

@@ -129,7 +129,7 @@ class Journal:
         # `record_soon`'s operations for the next commit, each with its caller's future.
         self._batch: list[tuple[Operation, asyncio.Future[bool]]] = []
         self.commits = 0  # transactions `record_soon` committed, and the rows they held:
-        self.batched = 0  # what batching saves is `batched - commits` (bench/daemon_floor.py)
+        self.batched = 0  # logged at close (bench/daemon_cpu.py prints it)
 
     # -- opening ---------------------------------------------------------------------
 

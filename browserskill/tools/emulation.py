@@ -39,9 +39,9 @@ _SEEN = """({
 })"""
 
 # After a window resize: the page's view once its window has the new outer size and its
-# viewport fits in it (the browser resizes the page asynchronously, the window's size
-# first: seen under Xvfb, outerWidth 900 with innerWidth still 1280), or as it is when
-# time is up. An emulated viewport keeps its size: only the window is waited for then.
+# viewport fits in it (the browser resizes the page asynchronously: a clean-clone CI
+# under Xvfb once read innerWidth 1280 after a resize to 900), or as it is when time is
+# up. An emulated viewport keeps its size: only the window is waited for then.
 _SEEN_RESIZED = """new Promise(resolve => {
   const W = %d, H = %d, EMULATED = %s;
   const read = () => resolve(%s);
