@@ -23,6 +23,8 @@ from support.pages import clicks_report_the_state_they_left, ref_of
 from support.site import open_gate
 from support.wait import wait_until
 
+from browserskill.base.paths import log_path
+
 
 def test_handshake_lists_the_browser(ext_browser: BrowserWithExtension) -> None:
     the_connected_browser(ext_browser)
@@ -173,7 +175,20 @@ def test_lost_websocket_mid_click_is_outcome_unknown_then_readopted(
     assert "mousePressed" in answer["error"]["details"].get("steps_sent", [])
     # The extension reconnects with the same instance id: the session's tab is
     # re-adopted (same tab id), not duplicated.
-    wait_until(lambda: s("eval", "document.title").code == 0, what="the re-adopted tab")
+    last: list[Any] = []  # the last refusal, for a failure to say what it was
+
+    def readopted() -> bool:
+        r = s("eval", "document.title")
+        last[:] = [r.json.get("error") if r.json else r.stdout]
+        return r.code == 0
+
+    try:
+        wait_until(readopted, what="the re-adopted tab")
+    except AssertionError as e:
+        log = log_path(s.home)
+        tail = log.read_text(errors="replace").splitlines()[-30:] if log.exists() else []
+        raise AssertionError(f"{e}; the last eval said {last}; daemon log:\n"
+                             + "\n".join(tail)) from e
     assert [t["tab_id"] for t in s.ok("tab", "list")["result"]["tabs"]] == ["t1"]
     assert len(ext_browser.connected()) == 1
 
