@@ -56,11 +56,12 @@ _SEEN_RESIZED = """new Promise(resolve => {
   addEventListener("resize", check);
 })"""
 
+RESIZE_SEEN_S = 5.0  # how long a resize's answer waits for the page to take the new size
+
 # Per tab: the emulation settings in force (gone with the tab), and the origin whose
 # geolocation permission `--geolocation` granted (set back to ask on --reset; one granted
 # before, or by `permissions grant|clear` since, is someone's choice and stays).
 _SETTINGS: weakref.WeakKeyDictionary[Tab, dict[str, Any]] = weakref.WeakKeyDictionary()
-RESIZE_SEEN_S = 5.0  # how long a resize's answer waits for the page to take the new size
 _GRANTED: weakref.WeakKeyDictionary[Tab, str] = weakref.WeakKeyDictionary()
 _FIELDS = ("device", "width", "height", "scale", "mobile", "user_agent", "color_scheme",
            "reduced_motion", "media", "offline", "network", "cpu", "geolocation", "timezone",
