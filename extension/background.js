@@ -157,7 +157,7 @@ chrome.runtime.onInstalled.addListener(connect);
 
 // For DevTools on the worker (and the tests): the link's state.
 globalThis.bsk = {
-  link, reconnectNow,
+  link, reconnectNow, send, // send: what every browser event and user answer goes through
   configure: (settings) => chrome.storage.local.set(settings).then(() => true), // as options.html
   pair: (code) => pairWith(normalizeCode(code)), // as options.html's Pair button
   get agent() { return agent; },

@@ -221,6 +221,11 @@ function setState(state) {
   chrome.action.setBadgeText({ text: state === "connected" ? "" : "off" }).catch(() => {});
 }
 
+// Only on a connection the daemon has welcomed: until then it reads nothing but the hello,
+// and a page's event sent first (mid-handshake after a drop) would get this browser
+// refused for good. Events in that gap are dropped, as while no connection is open.
 export function send(msg) {
-  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+  if (ws && ws.readyState === WebSocket.OPEN && link.state === "connected") {
+    ws.send(JSON.stringify(msg));
+  }
 }

@@ -193,6 +193,36 @@ def test_lost_websocket_mid_click_is_outcome_unknown_then_readopted(
     assert len(ext_browser.connected()) == 1
 
 
+def test_a_message_between_a_new_connection_and_its_welcome_is_not_sent(
+        ext_browser: BrowserWithExtension, site: str) -> None:
+    # A page's event can fire while a new connection is still being welcomed (after a
+    # drop, as above). Sent then, it reaches the daemon before the hello, which refuses
+    # the browser for good (bad_handshake): it must wait for the welcome, or be dropped.
+    s = agent_session(ext_browser)
+    s.ok("open", f"{site}/counter.html")
+    ext_browser.worker_eval("""(async () => {
+        const turn = () => new Promise((r) => {  // a task's turn, never clamped as timers are
+          const channel = new MessageChannel();
+          channel.port1.onmessage = r;
+          channel.port2.postMessage(0);
+        });
+        bsk.reconnectNow();
+        const until = Date.now() + 5000;  // a ping on every turn until it is welcomed
+        while (bsk.link.state === "connected" && Date.now() < until) await turn();  // the old one's
+        while (bsk.link.state !== "connected" && Date.now() < until) {
+          bsk.send({ type: "ping", t: Date.now() });
+          await turn();
+        }
+        return true;
+      })()""")
+    try:
+        wait_until(lambda: ext_browser.worker_eval("bsk.link.state") == "connected", 10,
+                   "the extension to be welcomed again")
+    except AssertionError as e:  # refused, before the fix: a ping came before the hello
+        raise AssertionError(f"{e}; its link: {ext_browser.worker_eval('bsk.link')}") from e
+    wait_until(lambda: s("eval", "document.title").code == 0, what="the re-adopted tab")
+
+
 def test_a_click_cancelled_mid_sequence_never_sends_its_release_on_the_element(
         ext_browser: BrowserWithExtension, site: str) -> None:
     # The extension runs move/press/release itself; the cancel must stop it before the
