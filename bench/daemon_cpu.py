@@ -29,7 +29,7 @@ import common
 
 PROFILED = """
 import cProfile, os, sys, time
-from browserskill.api.__main__ import main
+from {module}.__main__ import main
 profile = cProfile.Profile(time.process_time)
 profile.enable()
 try:
@@ -40,16 +40,23 @@ finally:
 """
 
 
+def daemon_module(tree: str) -> str:
+    """The daemon's module in `tree`: `browserskill.api` now, `browserskill.daemon` in a
+    tree from before 2026-12-02 (such as issue 23's start, `4946110`)."""
+    api = os.path.join(tree, "browserskill", "api", "__main__.py")
+    return "browserskill.api" if os.path.exists(api) else "browserskill.daemon"
+
+
 def one(tree: str, sessions: int, calls: int, profile: str | None) -> tuple[float, float]:
     """Daemon CPU ms per op and client/raw throughput for one daemon run from `tree`."""
     home = tempfile.mkdtemp(prefix="bsk-bench-cpu-")
     env = {**os.environ, "BSK_HOME": home, "BSK_EPHEMERAL": "1", "BSK_IDLE_TIMEOUT": "900",
            "BSK_EXPOSE_CDP": "0", "PYTHONPATH": os.path.abspath(tree)}
     env.pop("BSK_SESSION", None)
-    argv = [sys.executable, "-m", "browserskill.api"]
+    argv = [sys.executable, "-m", daemon_module(tree)]
     if profile:
         env["BSK_BENCH_PROFILE"] = profile
-        argv = [sys.executable, "-c", PROFILED]
+        argv = [sys.executable, "-c", PROFILED.format(module=daemon_module(tree))]
     with open(os.path.join(home, "daemon.log"), "wb") as log:
         proc = subprocess.Popen(argv, env=env, stdout=log, stderr=log, cwd=home,
                                 start_new_session=True)

@@ -15,8 +15,10 @@ before it were. Smaller allocations are untouched (Python's small objects live i
 arenas). Where the C library is not glibc (no `mallopt`, or one that ignores it), this
 does nothing and nothing else changes.
 
-Also here, as the other rule of the long-lived processes' memory: objects built to start
-are frozen out of the garbage collector's generations (`freeze_startup_objects`).
+Also here, the other rules of the long-lived processes' memory: objects built to start
+are frozen out of the garbage collector's generations (`freeze_startup_objects`), and the
+youngest generation is collected every `YOUNG_COLLECTION_EVERY` allocations, not 700
+(`collect_less_often`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,12 @@ import gc
 import logging
 
 log = logging.getLogger(__name__)
+
+# A busy daemon keeps ~13 new objects a call (its operation, timeline, answer) that the
+# young collection must walk each time: at CPython's 700, ~100 collections over 2,000
+# `eval`s, 40 ms of CPU (20 µs a call); at 10,000, 4 of ~2.5 ms each, 10 ms in all
+# (bench/README.md, issue 23 "Eighth pass"). Cyclic garbage waits that much longer: KBs.
+YOUNG_COLLECTION_EVERY = 10_000
 
 MMAP_FROM = 1 << 20  # 1 MiB: a big message, never a per-call buffer (those are ≤ 256 KiB)
 _M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>; setting it also fixes the threshold
@@ -53,3 +61,10 @@ def freeze_startup_objects() -> None:
     before this call is collected first, not frozen."""
     gc.collect()
     gc.freeze()
+
+
+def collect_less_often() -> None:
+    """Collect the youngest generation every `YOUNG_COLLECTION_EVERY` allocations (the
+    older generations' thresholds as they were)."""
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, older, oldest)
