@@ -74,6 +74,12 @@ def test_type_newlines_in_a_textarea(page: tuple[Bsk, str]) -> None:
     bsk.ok("fill", ref_of(snap, "textbox", "Area"), "")
     result = bsk.ok("type", "one\ntwo")["result"]
     assert result["focused"] == "textarea#area" and result["value"] == "one\ntwo"
+    # `op list` says what was typed as it was: a line break and a leading space are the
+    # text's own, so such text is quoted there (plain text stays plain).
+    bsk.ok("type", " three")
+    rows = bsk("op", "list", as_json=False).stdout.splitlines()
+    assert rows[0].endswith(' type         ended       completed       " three"'), rows
+    assert rows[1].endswith(' type         ended       completed       "one\\ntwo"'), rows
 
 
 def test_bad_keys_are_invalid_params(page: tuple[Bsk, str]) -> None:

@@ -346,7 +346,8 @@ def _target(params: Any) -> str:
         if value in (None, "", []):
             continue
         said = " ".join(map(str, value)) if isinstance(value, list) else str(value)
-        said = " ".join(said.split())
+        if " ".join(said.split()) != said:  # spaces or lines that are the value's own
+            said = json.dumps(said, ensure_ascii=False)  # (`type " login"`): one line, as is
         return said if len(said) <= 40 else said[:39] + "…"
     return ""
 
