@@ -55,9 +55,11 @@ class CountingTransport(asyncio.Transport):
         super().__init__()
         self.writes = 0
         self.closing = False
+        self.first = b""
 
     def write(self, data: Any) -> None:
         self.writes += 1
+        self.first = self.first or bytes(data)
 
     def is_closing(self) -> bool:
         return self.closing
@@ -72,6 +74,9 @@ class CountingTransport(asyncio.Transport):
     def resume_reading(self) -> None: ...
     def set_write_buffer_limits(self, high: int | None = None,
                                 low: int | None = None) -> None: ...
+
+
+LOST: Any = None  # no connection is lost here
 
 
 class Least(asyncio.Protocol):
@@ -105,9 +110,6 @@ class Least(asyncio.Protocol):
                              % (answer.status, len(answer.body), answer.body))
 
 
-LOST: Any = None
-
-
 def listener() -> asyncio.Protocol:
     protocol_class = listeners.bounded_protocol(Admission("bench", 100), AnswerAtOnce())
     config = uvicorn.Config(AnswerAtOnce(), log_level="warning", access_log=False,
@@ -135,8 +137,9 @@ async def per_request_us(make: Any, n: int) -> float:
         await asyncio.sleep(0)
         await asyncio.sleep(0)
     t2 = time.process_time()
-    if transport.writes - served != n:
-        raise RuntimeError(f"{transport.writes - served} answers for {n} requests")
+    if transport.writes - served != n or not transport.first.startswith(b"HTTP/1.1 200"):
+        raise RuntimeError(f"{transport.writes - served} answers for {n} requests, the "
+                           f"first {transport.first[:40]!r}")  # not the route measured
     return ((t1 - t0) - (t2 - t1)) / n * 1e6
 
 

@@ -55,8 +55,8 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
         reply({ ok: false, reason: "an approval from a tab bsk drives is refused" });
         return;
       }
-      send({ type: "approval_answer", op_id: msg.op_id, answer: msg.answer, tabId: tab?.id });
-      reply({ ok: true });
+      const sent = send({ type: "approval_answer", op_id: msg.op_id, answer: msg.answer, tabId: tab?.id });
+      reply(sent ? { ok: true } : { ok: false, reason: "not connected to the daemon: the answer was not delivered" });
     });
     return true;
   }

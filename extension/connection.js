@@ -221,11 +221,12 @@ function setState(state) {
   chrome.action.setBadgeText({ text: state === "connected" ? "" : "off" }).catch(() => {});
 }
 
-// Only on a connection the daemon has welcomed: until then it reads nothing but the hello,
-// and a page's event sent first (mid-handshake after a drop) would get this browser
-// refused for good. Events in that gap are dropped, as while no connection is open.
+// Only on a connection the daemon has welcomed: a page's event is page content, for a
+// daemon that proved the pairing; and one sent before the hello (mid-handshake after a
+// drop) got this browser refused for good. Dropped otherwise, as while no connection is
+// open (the daemon re-adopts the tabs once welcomed). True when it went out.
 export function send(msg) {
-  if (ws && ws.readyState === WebSocket.OPEN && link.state === "connected") {
-    ws.send(JSON.stringify(msg));
-  }
+  if (!ws || ws.readyState !== WebSocket.OPEN || link.state !== "connected") return false;
+  ws.send(JSON.stringify(msg));
+  return true;
 }

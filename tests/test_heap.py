@@ -79,7 +79,7 @@ print(json.dumps({"most": alive[1], "every": heap.YOUNG_COLLECTION_EVERY}))
 def test_cyclic_garbage_is_collected_every_so_many_allocations() -> None:
     """What a daemon's young collections would find is still freed, only in bigger
     batches: about `YOUNG_COLLECTION_EVERY` cycles wait, not all of them, and far more
-    than CPython's 700 would let (717 without the setting: it took)."""
+    than CPython's 700 would let (717 without the setting)."""
     import json
 
     out = subprocess.run([sys.executable, "-c", _CYCLES], capture_output=True, text=True,

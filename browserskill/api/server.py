@@ -73,7 +73,7 @@ async def serve(
     test_hook: TestHook | None = None,
 ) -> None:
     heap.freeze_startup_objects()  # the modules: full collections then walk only what serving makes
-    heap.collect_less_often()  # what serving keeps: young collections 14x rarer, 20 µs a call
+    heap.collect_less_often()  # ~15 µs of the collector's CPU a call saved (heap.py)
     home = paths.ensure_state_dir()
     _raise_file_limit()
     lock_fd = take_lock(home)

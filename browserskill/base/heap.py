@@ -29,10 +29,13 @@ import logging
 
 log = logging.getLogger(__name__)
 
-# A busy daemon keeps ~13 new objects a call (its operation, timeline, answer) that the
-# young collection must walk each time: at CPython's 700, ~100 collections over 2,000
-# `eval`s, 40 ms of CPU (20 µs a call); at 10,000, 4 of ~2.5 ms each, 10 ms in all
-# (bench/README.md, issue 23 "Eighth pass"). Cyclic garbage waits that much longer: KBs.
+# Over 2,000 `eval`s a busy daemon's collector ran ~100 young collections (~0.3 ms each:
+# what the calls in flight hold) and 9 older ones, 41-44 ms of CPU, ~20 µs a call; at
+# 10,000, 4 young ones and 7-10 ms (bench/README.md, issue 23 "Eighth pass"). The cost:
+# a cycle that outlives a young collection waits for an older one, which the same ratios
+# now make every ~100,000 allocations (thousands of calls) instead of ~7,000. The
+# daemon's big messages are freed by reference count, not by the collector (a 25 MB
+# eval's memory returns: tests/test_user_files.py).
 YOUNG_COLLECTION_EVERY = 10_000
 
 MMAP_FROM = 1 << 20  # 1 MiB: a big message, never a per-call buffer (those are ≤ 256 KiB)
@@ -64,7 +67,8 @@ def freeze_startup_objects() -> None:
 
 
 def collect_less_often() -> None:
-    """Collect the youngest generation every `YOUNG_COLLECTION_EVERY` allocations (the
-    older generations' thresholds as they were)."""
+    """Collect the youngest generation every `YOUNG_COLLECTION_EVERY` allocations; the
+    older ones keep their thresholds, counted in young collections, so they too run
+    ~14 times less often."""
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_COLLECTION_EVERY, older, oldest)

@@ -346,10 +346,28 @@ def _target(params: Any) -> str:
         if value in (None, "", []):
             continue
         said = " ".join(map(str, value)) if isinstance(value, list) else str(value)
-        if " ".join(said.split()) != said:  # spaces or lines that are the value's own
-            said = json.dumps(said, ensure_ascii=False)  # (`type " login"`): one line, as is
+        if key in ("text", "key") and isinstance(value, str) and (
+                " ".join(value.split()) != value or value.startswith('"')):
+            return _quoted(value)  # its spaces are what was typed (`type " login"`)
+        said = " ".join(said.split())  # a script's or a path's layout: one line
         return said if len(said) <= 40 else said[:39] + "…"
     return ""
+
+
+def _quoted(text: str, most: int = 40) -> str:
+    """`text` in double quotes, JSON-escaped, every blank but a space escaped too (a
+    U+2028 would break the row); cut between characters to fit `most`."""
+    shown = [json.dumps(c, ensure_ascii=c != " " and c.isspace())[1:-1] for c in text]
+    if sum(map(len, shown)) + 2 <= most:
+        return '"' + "".join(shown) + '"'
+    out, used = [], 3  # the quotes and the ellipsis
+    for piece in shown:
+        if used + len(piece) > most:
+            break
+        out.append(piece)
+        used += len(piece)
+    return '"' + "".join(out) + '…"'
+
 
 
 def _ops(r: dict[str, Any]) -> str:
