@@ -30,8 +30,8 @@ import logging
 log = logging.getLogger(__name__)
 
 # Over 2,000 `eval`s a busy daemon's collector ran ~100 young collections (~0.3 ms each:
-# what the calls in flight hold) and 9 older ones, 41-44 ms of CPU, ~20 µs a call; at
-# 10,000, 4 young ones and 7-10 ms (bench/README.md, issue 23 "Eighth pass"). The cost:
+# what the calls in flight hold) and 8-9 older ones, 33-47 ms of CPU, ~20 µs a call; at
+# 10,000, 4 young ones and 7-11 ms (bench/README.md, issue 23 "Eighth pass"). The cost:
 # a cycle that outlives a young collection waits for an older one, which the same ratios
 # now make every ~100,000 allocations (thousands of calls) instead of ~7,000. The
 # daemon's big messages are freed by reference count, not by the collector (a 25 MB

@@ -369,7 +369,6 @@ def _quoted(text: str, most: int = 40) -> str:
     return '"' + "".join(out) + '…"'
 
 
-
 def _ops(r: dict[str, Any]) -> str:
     ops = r.get("ops", [])
     width = max((len(o["op_id"]) for o in ops), default=0)  # a batch's steps' ids are longer
