@@ -345,10 +345,10 @@ def _target(params: Any) -> str:
         value = params.get(key)
         if value in (None, "", []):
             continue
-        said = " ".join(map(str, value)) if isinstance(value, list) else str(value)
         if key in ("text", "key") and isinstance(value, str) and (
                 " ".join(value.split()) != value or value.startswith('"')):
             return _quoted(value)  # its spaces are what was typed (`type " login"`)
+        said = " ".join(map(str, value)) if isinstance(value, list) else str(value)
         said = " ".join(said.split())  # a script's or a path's layout: one line
         return said if len(said) <= 40 else said[:39] + "…"
     return ""
