@@ -32,18 +32,21 @@ HELD_S = 3 * HEADER_READ_S  # the flood lets go by itself after this
 OWNER_S = 2 * HEADER_READ_S
 
 
-async def _partial(where: int | Path, held_s: float) -> tuple[str, float]:
-    """One connection (to a port, or a Unix socket) that sends half a request; how and
-    when the daemon ended it."""
+async def _partial(where: int | Path, held_s: float,
+                   sent: Callable[[], None]) -> tuple[str, float]:
+    """One connection (to a port, or a Unix socket) that sends half a request (`sent`
+    is called once it has, or could not connect); how and when the daemon ended it."""
     began = time.monotonic()
     try:
         reader, writer = await asyncio.wait_for(
             asyncio.open_unix_connection(where) if isinstance(where, Path)
             else asyncio.open_connection("127.0.0.1", where), 5)
     except (OSError, TimeoutError):
+        sent()
         return "not connected", time.monotonic() - began
     try:
         writer.write(f"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:{where}\r\nX-Slow: ".encode())
+        sent()
         data = await asyncio.wait_for(reader.read(), held_s)
         outcome = data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/1.1 ") else (
             "closed" if not data else "other")
@@ -59,9 +62,18 @@ async def _partial(where: int | Path, held_s: float) -> tuple[str, float]:
 async def _flood(ports: dict[str, int | Path], owner_calls: Callable[[], dict[str, float]]
                  ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, float]]:
     """Every listener flooded at once; the owner's calls made while the flood holds."""
-    tasks = {name: [asyncio.create_task(_partial(port, HELD_S))
+    waiting = sum(FLOOD[name] for name in ports)
+    all_sent = asyncio.Event()
+
+    def sent() -> None:
+        nonlocal waiting
+        waiting -= 1
+        if not waiting:
+            all_sent.set()
+
+    tasks = {name: [asyncio.create_task(_partial(port, HELD_S, sent))
                     for _ in range(FLOOD[name])] for name, port in ports.items()}
-    await asyncio.sleep(0.5)  # the connections are made (not a synchronization: a head start)
+    await asyncio.wait_for(all_sent.wait(), HEADER_READ_S)  # every half request is out
     owner = await asyncio.to_thread(owner_calls)
     return {name: list(await asyncio.gather(*ts)) for name, ts in tasks.items()}, owner
 
