@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -143,8 +143,12 @@ class Tab(Requester):
         # Loader ids of the main frame's documents that committed (recent ones)
         self._committed: deque[str] = deque(maxlen=32)
         self._commits = 0
-        self._requests_at_commit: OrderedDict[str, int] = OrderedDict()
+        # loader id -> (page_requests, main-frame navigations started) when it committed
+        self._at_commit: OrderedDict[str, tuple[int, int]] = OrderedDict()
         self._page_requests = 0  # main-frame navigations the page itself asked for
+        # loader id -> its number among the main-frame navigations started (recent ones)
+        self._started: OrderedDict[str, int] = OrderedDict()
+        self._starts = 0
         self._dismissals: set[asyncio.Task[None]] = set()
         self._ordinals: dict[str, int] = {}
         # loader id -> lifecycle event names seen (bounded: recent documents only)
@@ -340,6 +344,11 @@ class Tab(Requester):
                 self.navigation_requests += 1
                 if method != "Page.frameStartedNavigating":  # the page's own asking
                     self._page_requests += 1
+                else:
+                    self._starts += 1
+                    self._started[params.get("loaderId", "")] = self._starts
+                    while len(self._started) > 32:
+                        self._started.popitem(last=False)
         elif method == "Page.navigatedWithinDocument":
             if params.get("frameId") == self.main_frame_id:
                 self.url = params.get("url", self.url)
@@ -412,9 +421,9 @@ class Tab(Requester):
             self.url = frame.get("url", "")
             self.navigations += 1
             self._committed.append(frame["loaderId"])
-            self._requests_at_commit[frame["loaderId"]] = self._page_requests
-            while len(self._requests_at_commit) > 32:
-                self._requests_at_commit.popitem(last=False)
+            self._at_commit[frame["loaderId"]] = (self._page_requests, self._starts)
+            while len(self._at_commit) > 32:
+                self._at_commit.popitem(last=False)
             self._commits += 1
             self.document_dialogs = 0
             self.crashed = None  # a new document: the renderer is back
@@ -543,8 +552,7 @@ class Tab(Requester):
     def navigated_on(self, loader_id: str) -> bool:
         """The main frame's document `loader_id` asked for a navigation after it
         committed (its own: a script, a form, a refresh)."""
-        return self._page_requests > self._requests_at_commit.get(
-            loader_id, self._page_requests)
+        return self._page_requests > self.requests_at_commit(loader_id)
 
     @property
     def page_requests(self) -> int:
@@ -553,7 +561,23 @@ class Tab(Requester):
 
     def requests_at_commit(self, loader_id: str) -> int:
         """`page_requests` when the main frame's document `loader_id` committed."""
-        return self._requests_at_commit.get(loader_id, self._page_requests)
+        return self._at_commit.get(loader_id, (self._page_requests, 0))[0]
+
+    @property
+    def main_starts(self) -> int:
+        """Main-frame navigations started so far (`Page.frameStartedNavigating`)."""
+        return self._starts
+
+    def rivals(self, since: int, loader_id: str, ours: Collection[str]) -> list[str]:
+        """Main-frame navigations not in `ours` that started after `since` (`main_starts`
+        then) and had not committed when the document `loader_id` did. Chromium can
+        commit one of them after it (one queued behind a committing navigation), and the
+        page may not have said it asked for it (no `frameRequestedNavigation`)."""
+        starts = self._at_commit.get(loader_id, (0, self._starts))[1]
+        committed = list(self._committed)
+        before = committed[:committed.index(loader_id)] if loader_id in committed else []
+        return [other for other, n in self._started.items()
+                if since < n <= starts and other not in ours and other not in before]
 
     @property
     def main_commits(self) -> int:

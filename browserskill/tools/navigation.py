@@ -144,7 +144,7 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
     ours: list[str] = []
     followed: dict[str, Any] = {}
     for attempt in range(NAVIGATE_TRIES):
-        commits, requests = tab.main_commits, tab.page_requests
+        commits, requests, starts = tab.main_commits, tab.page_requests, tab.main_starts
         leaving = tab.main_loader()
         leaving_navigates = leaving is not None and tab.navigated_on(leaving)
         answer = await ctx.act("Page.navigate", {"url": url}, tab=tab)
@@ -169,15 +169,17 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
             continue
         try:
             followed = await wait_for_document(ctx, tab, landed, wait_until, ours=True)
-            if tab.requests_at_commit(landed) > requests:
+            if tab.requests_at_commit(landed) > requests or tab.rivals(starts, landed, ours):
                 await _not_overtaken(ctx, tab, landed)
             if followed and leaving_navigates and attempt < NAVIGATE_TRIES - 1:
                 # The page left was navigating itself: its navigation, queued behind ours,
                 # can commit after ours with its request told only then, and look like a
                 # redirect of ours. Send ours again rather than land where it went.
+                ours.remove(landed)
                 continue
             break
         except Overtaken:
+            ours.remove(landed)  # replaced: only a later one of ours can land now
             continue
     else:
         raise BskError(
@@ -195,13 +197,13 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
 
 
 async def _landed(ctx: ToolContext, tab: Tab, ours: list[str], commits: int) -> str | None:
-    """The document of ours (of the navigations sent) that committed; None if the page's
-    own navigations cancelled them: a page navigating itself can replace ours with one it
-    starts after, and then ours never commits while its documents do (one of the page's
-    may still commit just before ours: two, or one and a quiet second, mean ours is
-    gone)."""
+    """The newest document of ours (the navigations sent and not yet given up) that
+    committed; None if the page's own navigations cancelled them: a page navigating itself
+    can replace ours with one it starts after, and then ours never commits while its
+    documents do (one of the page's may still commit just before ours: two, or one and a
+    quiet second, mean ours is gone)."""
     def landed() -> str | None:
-        return next((loader for loader in ours if tab.committed(loader)), None)
+        return next((loader for loader in reversed(ours) if tab.committed(loader)), None)
 
     await tab.until(lambda: landed() or tab.main_commits > commits, ctx.remaining())
     if not landed():
@@ -212,9 +214,9 @@ async def _landed(ctx: ToolContext, tab: Tab, ours: list[str], commits: int) -> 
 
 
 async def _not_overtaken(ctx: ToolContext, tab: Tab, landed: str) -> None:
-    """The page being left asked for a navigation of its own while ours was pending:
-    Chromium may still commit it after ours (it queues behind a committing one), so
-    give it a moment; `Overtaken` if it came."""
+    """The page being left asked for or started a navigation of its own while ours was
+    pending: Chromium may still commit it after ours (it queues behind a committing one),
+    so give it a moment; `Overtaken` if it came."""
     def replaced_unasked() -> bool:
         return tab.main_loader() != landed and not tab.navigated_on(landed)
 
