@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from support.cli import Bsk
@@ -106,12 +107,32 @@ def test_navigation_history_and_stale_refs(bsk: Bsk, site: str) -> None:
     assert unknown.code == 4 and unknown.json["error"]["code"] == "ref_not_found"
 
 
-def test_open_failure_is_action_failed(bsk: Bsk) -> None:
-    # A closed port: the browser reports a navigation error rather than a page.
+def test_open_failure_is_action_failed(bsk: Bsk, site: str) -> None:
+    # Port 9 is on Chromium's restricted list: it never connects there, server or not.
     r = bsk("open", "http://127.0.0.1:9/")
     assert r.code == 11
     assert r.json["error"]["details"]["reason"] == "navigation_error"
+    assert r.json["error"]["details"]["error_text"] == "net::ERR_UNSAFE_PORT"
+    assert "another port" in r.json["error"]["hint"], r.json["error"]
     assert r.json["dispatched"] == "yes"
+    # A port nothing listens on: Chromium's error page, and the way back is said.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    bsk.ok("open", f"{site}/other.html")
+    r = bsk("open", f"http://127.0.0.1:{closed}/")
+    assert r.json["error"]["details"]["error_text"] == "net::ERR_CONNECTION_REFUSED"
+    assert "`bsk back`" in r.json["error"]["hint"], r.json["error"]
+    assert bsk.ok("back")["result"]["url"] == f"{site}/other.html"
+
+
+def test_open_says_the_pages_http_status(bsk: Bsk, site: str) -> None:
+    """A 404 is a page too: `open` completes, and says the server's status."""
+    missing = bsk.ok("open", f"{site}/no-such-page.html")["result"]
+    assert missing["http_status"] == 404, missing
+    assert bsk.ok("open", f"{site}/other.html")["result"]["http_status"] == 200
+    text = bsk.text("open", f"{site}/no-such-page.html")
+    assert text.startswith(f"{site}/no-such-page.html (HTTP 404)"), text
 
 
 def test_tabs_are_the_sessions_own(bsk: Bsk, shared_bsk: Bsk, site: str) -> None:

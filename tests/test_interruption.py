@@ -138,6 +138,29 @@ def test_deadline_after_dispatch_is_a_cancel(bsk: Bsk, site: str) -> None:
     assert bsk("eval", "1").code == 0
 
 
+def test_a_navigation_past_its_deadline_is_stopped(bsk: Bsk, site: str) -> None:
+    """Before: `open` answered outcome_unknown and the navigation went on, so the tab
+    landed on the slow page later, under the agent's next call."""
+    bsk.ok("open", f"{site}/other.html")
+    gate = f"nav-{uuid.uuid4().hex[:8]}"
+    try:
+        r = bsk("--timeout", "1", "open", f"{site}/gate/{gate}")
+        assert r.code == 9 and r.json["status"] == "outcome_unknown", r.json
+        details = r.json["error"]["details"]
+        assert details["reason"] == "deadline"
+        assert {"action": "navigation_stopped", "ok": True, "undoes_effect": False} in [
+            {k: c[k] for k in ("action", "ok", "undoes_effect")}
+            for c in details["compensation"]]
+        # The browser gave the request up (the stop button's net::ERR_ABORTED), rather
+        # than still waiting for the server's answer to commit.
+        gated = [e for e in bsk.ok("network")["result"]["entries"]
+                 if e["url"].endswith(f"/gate/{gate}")]
+        assert gated and gated[-1]["state"] == "failed", gated
+        assert bsk("eval", "location.pathname").value == "/other.html"
+    finally:
+        open_gate(gate)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_and_sigterm_cancel_the_cli_operation(bsk: Bsk, site: str, sig: int) -> None:
     bsk.ok("open", f"{site}/counter.html")

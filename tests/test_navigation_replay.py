@@ -13,9 +13,11 @@ renamed: Pn the page's own documents, On ours; times in ms after the first
   that landed, so every retry was "overtaken" at once: three sends, `navigation_loop`,
   while the tab sat on other.html. The recording's third `Page.navigate` and its
   document's events are left out: the fixed tool does not send it.
-- UNANNOUNCED: the page's navigation starts just after ours with no
-  `frameRequestedNavigation` before it, and commits after ours has loaded. Before the
-  fix `open` answered "completed" at other.html and the tab then showed the page it left.
+- UNANNOUNCED: a navigation the page starts while ours is pending, with no
+  `frameRequestedNavigation` before it, commits after ours has loaded. Before the fix
+  `open` answered "completed" at other.html and the tab then showed the loop page; now it
+  waits for it, sends again, and lands (the page asks for another document meanwhile, so
+  it then gives that its 1 s grace too).
 """
 
 from __future__ import annotations
@@ -64,18 +66,24 @@ OVERTAKEN: list[tuple[float, str, str, str]] = [
 ]
 
 UNANNOUNCED: list[tuple[float, str, str, str]] = [
-    (48.3, "lifecycle", "P0", "DOMContentLoaded"),
-    (48.3, "started", "O1", OTHER),
-    (48.5, "started", "P1", loop_page(1)),
-    (48.6, "committed", "O1", OTHER),
-    (48.7, "answer", "O1", ""),
-    (76.0, "lifecycle", "O1", "DOMContentLoaded"),
-    (76.1, "lifecycle", "O1", "load"),
-    (108.8, "committed", "P1", loop_page(1)),
-    (109.6, "lifecycle", "P1", "DOMContentLoaded"),
-    (134.2, "requested", "", loop_page(2)),
-    (134.2, "started", "P2", loop_page(2)),
-    (162.7, "committed", "P2", loop_page(2)),
+    (-14.2, "requested", "", loop_page(1)),
+    (-6.6, "started", "P1", loop_page(1)),
+    (9.5, "started", "O1", OTHER),
+    (22.3, "committed", "P1", loop_page(1)),
+    (42.7, "lifecycle", "P1", "DOMContentLoaded"),
+    (52.0, "answer", "O1", ""),
+    (65.9, "started", "P2", loop_page(2)),  # no frameRequestedNavigation before it
+    (80.1, "committed", "O1", OTHER),
+    (100.0, "lifecycle", "O1", "DOMContentLoaded"),
+    (100.8, "lifecycle", "O1", "load"),
+    (161.7, "committed", "P2", loop_page(2)),
+    (190.7, "lifecycle", "P2", "DOMContentLoaded"),
+    (195.5, "started", "O2", OTHER),
+    (203.8, "requested", "", loop_page(3)),
+    (219.9, "answer", "O2", ""),
+    (279.0, "committed", "O2", OTHER),
+    (279.5, "lifecycle", "O2", "DOMContentLoaded"),
+    (279.6, "lifecycle", "O2", "load"),
 ]
 
 
@@ -88,7 +96,6 @@ class Recorded:
         self.navigations: list[float] = []  # when each Page.navigate arrived (ms)
         self.replies: list[asyncio.Future[dict[str, Any]]] = []
         self.player: asyncio.Task[None] | None = None
-        self.resent = asyncio.Event()  # a second Page.navigate arrived
 
     def sent(self, method: str) -> None:
         pass
@@ -102,8 +109,6 @@ class Recorded:
             if len(self.navigations) > recorded:
                 raise AssertionError(f"Page.navigate #{len(self.navigations)} sent at "
                                      f"{now:.1f} ms; the recording answers {recorded}")
-            if len(self.navigations) == 2:
-                self.resent.set()
             self.replies.append(reply)
             if self.player is None:
                 self.player = asyncio.get_running_loop().create_task(self.play(link))
@@ -116,6 +121,8 @@ class Recorded:
         start = asyncio.get_running_loop().time()
         answered = 0
         for ms, what, loader, arg in self.order:
+            if ms < 0:  # before the first send: `leaving` played it
+                continue
             await asyncio.sleep(max(0.0, start + ms / 1000 - asyncio.get_running_loop().time()))
             if what == "answer":
                 reply = self.replies[answered]  # sent by then, as in the recording
@@ -157,46 +164,41 @@ class Context:
     inspect = act
 
 
-def leaving(link: FakeLink, *, navigates_itself: bool) -> None:
-    """The tab on the loop page it is about to leave (P0)."""
+def leaving(link: FakeLink, order: list[tuple[float, str, str, str]], *,
+            navigates_itself: bool) -> None:
+    """The tab on the loop page it is about to leave (P0), and what the recording saw
+    before the first send."""
     link.emit("S", *event("committed", "P0", loop_page(0)))
     if navigates_itself:  # it already asked for its next document
         link.emit("S", *event("requested", "", loop_page(1)))
+    for ms, what, loader, arg in order:
+        if ms < 0:
+            link.emit("S", *event(what, loader, arg))
 
 
-def replay(order: list[tuple[float, str, str, str]], *, navigates_itself: bool,
-           until_second_send: bool = False) -> tuple[Recorded, dict[str, Any] | None]:
-    """Run `open OTHER` against the recorded order: its result (None when stopped at
-    its second `Page.navigate`) and what the browser's side saw."""
+def replay(order: list[tuple[float, str, str, str]], *,
+           navigates_itself: bool = False) -> tuple[Recorded, dict[str, Any]]:
+    """Run `open OTHER` against the recorded order: its result, with the tab's URL
+    after it (`url_now`), and what the browser's side saw."""
     far = Recorded(order)
     loop = ti.VirtualClockLoop()
 
-    async def run() -> dict[str, Any] | None:
+    async def run() -> dict[str, Any]:
         link = FakeLink(far, "recorded")
         tab = Tab(link, "tab-1", TargetHandle("T", "S"))
         tab.main_frame_id = MAIN
-        leaving(link, navigates_itself=navigates_itself)
-        with tempfile.TemporaryDirectory() as tmp:
-            ctx = cast(ToolContext, Context(Path(tmp), 10.0))
-            opening = asyncio.ensure_future(navigate(ctx, tab, OTHER, "load", unstuck=True))
-            if until_second_send:
-                resent = asyncio.ensure_future(far.resent.wait())
-                await asyncio.wait([opening, resent], return_when=asyncio.FIRST_COMPLETED)
-                opening.cancel()
-                resent.cancel()
-                return None
-            result = await opening
-        return {**result, "url_now": tab.url}
-
-    async def run_out() -> dict[str, Any] | None:
+        leaving(link, order, navigates_itself=navigates_itself)
         try:
-            return await run()
+            with tempfile.TemporaryDirectory() as tmp:
+                ctx = cast(ToolContext, Context(Path(tmp), 10.0))
+                result = await navigate(ctx, tab, OTHER, "load", unstuck=True)
+            return {**result, "url_now": tab.url}
         finally:
             if far.player is not None:
                 far.player.cancel()
 
     try:
-        return far, loop.run_until_complete(run_out())
+        return far, loop.run_until_complete(run())
     finally:
         loop.close()
 
@@ -207,12 +209,13 @@ def test_a_retry_after_ours_was_overtaken_lands_on_its_own_document() -> None:
     assert result["url"] == OTHER and result["url_now"] == OTHER
     assert len(far.navigations) == 2, far.navigations  # the overtaken one and the retry
     # sent again as the page's document replaced ours
-    assert far.navigations[1] == pytest.approx(164.2)
+    assert far.navigations == [0.0, pytest.approx(164.2)]
 
 
 def test_a_navigation_the_page_started_unannounced_during_ours_is_waited_for() -> None:
-    """Ours loaded at 76.1 ms; the page's document, started during ours, committed at
-    108.8: `open` must not have answered in between, and sends again once it came."""
-    far, _ = replay(UNANNOUNCED, navigates_itself=False, until_second_send=True)
+    """Ours loaded at 100.8 ms; the page's document, started during ours, committed at
+    161.7: `open` must not answer in between; it sends again then, and lands."""
+    far, result = replay(UNANNOUNCED)
+    assert result["url"] == OTHER and result["url_now"] == OTHER
     assert len(far.navigations) == 2, far.navigations
-    assert far.navigations[1] == pytest.approx(108.8)
+    assert far.navigations == [0.0, pytest.approx(161.7)]

@@ -8,6 +8,7 @@ got; `load()` fetches again and returns "STATUS BODY" or "error MESSAGE".
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import uuid
@@ -171,7 +172,10 @@ def test_a_navigation_a_route_fails_names_the_route(page: Bsk, site: str) -> Non
     assert "server is up" not in r.json["error"]["hint"]
     # the route is spent: the same page loads, and a failure without a route says so
     assert bsk.ok("open", f"{site}/other.html")["result"]["url"].endswith("/other.html")
-    gone = bsk("open", "http://127.0.0.1:9/")
+    with socket.socket() as s:  # a port nothing listens on (and not a restricted one)
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    gone = bsk("open", f"http://127.0.0.1:{closed}/")
     assert gone.code == 11 and "route" not in gone.json["error"]["details"]
     assert "server is up" in gone.json["error"]["hint"]
 

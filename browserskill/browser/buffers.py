@@ -335,6 +335,12 @@ class TabBuffers:
         out["in_flight"] = len(self.inflight)
         return out
 
+    def document_status(self, loader_id: str) -> int | None:
+        """The HTTP status the main frame's document `loader_id` came with (its request
+        id is its loader id); None if not seen (a data: or about: page, a buffer full)."""
+        entry = self.network.get((self.main_session_id, loader_id))
+        return entry.get("status") if entry is not None else None
+
     def find_request(self, request_id: str) -> list[dict[str, Any]]:
         """The buffer's entries of one request id (r12), oldest first: its redirect hops,
         then the request itself."""

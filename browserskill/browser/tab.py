@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 _LIFECYCLE = {"load": "load", "domcontentloaded": "DOMContentLoaded", "commit": "commit",
               "networkidle": "networkIdle"}
+_SAME_DOCUMENT = frozenset({"sameDocument", "historySameDocument"})  # no new document
 _NAVIGATION_REQUESTED = frozenset({
     "Page.frameRequestedNavigation", "Page.frameStartedNavigating", "Page.frameScheduledNavigation"
 })
@@ -91,7 +92,7 @@ class Tab(Requester):
         self.frame_session: dict[str, str] = {}  # frame id -> cdp session that owns it
         self.children: dict[str, ChildSession] = {}  # by cdp session id
         self.navigations = 0  # main-frame commits and same-document navigations
-        self.navigation_requests = 0  # main-frame navigations the page asked for
+        self.navigation_requests = 0  # main-frame navigations asked for or started
         # Main-frame loads begun and ended: a load that ends with no commit was a
         # navigation that made no new document (204, a download, a cancelled one).
         self.main_loads_started = 0
@@ -143,10 +144,11 @@ class Tab(Requester):
         # Loader ids of the main frame's documents that committed (recent ones)
         self._committed: deque[str] = deque(maxlen=32)
         self._commits = 0
-        # loader id -> (page_requests, main-frame navigations started) when it committed
-        self._at_commit: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        # loader id -> (page_requests, main_starts, main_commits) when it committed
+        self._at_commit: OrderedDict[str, tuple[int, int, int]] = OrderedDict()
         self._page_requests = 0  # main-frame navigations the page itself asked for
-        # loader id -> its number among the main-frame navigations started (recent ones)
+        # loader id -> its number among the main-frame navigations to a new document
+        # started (recent ones: a page starting one every 10 ms keeps ~0.3 s of them)
         self._started: OrderedDict[str, int] = OrderedDict()
         self._starts = 0
         self._dismissals: set[asyncio.Task[None]] = set()
@@ -344,9 +346,10 @@ class Tab(Requester):
                 self.navigation_requests += 1
                 if method != "Page.frameStartedNavigating":  # the page's own asking
                     self._page_requests += 1
-                else:
-                    self._starts += 1
-                    self._started[params.get("loaderId", "")] = self._starts
+                elif params.get("loaderId") and \
+                        params.get("navigationType") not in _SAME_DOCUMENT:
+                    self._starts += 1  # a new document's: it may commit, now or later
+                    self._started[params["loaderId"]] = self._starts
                     while len(self._started) > 32:
                         self._started.popitem(last=False)
         elif method == "Page.navigatedWithinDocument":
@@ -421,10 +424,11 @@ class Tab(Requester):
             self.url = frame.get("url", "")
             self.navigations += 1
             self._committed.append(frame["loaderId"])
-            self._at_commit[frame["loaderId"]] = (self._page_requests, self._starts)
+            self._commits += 1
+            self._at_commit[frame["loaderId"]] = (self._page_requests, self._starts,
+                                                  self._commits)
             while len(self._at_commit) > 32:
                 self._at_commit.popitem(last=False)
-            self._commits += 1
             self.document_dialogs = 0
             self.crashed = None  # a new document: the renderer is back
 
@@ -561,11 +565,13 @@ class Tab(Requester):
 
     def requests_at_commit(self, loader_id: str) -> int:
         """`page_requests` when the main frame's document `loader_id` committed."""
-        return self._at_commit.get(loader_id, (self._page_requests, 0))[0]
+        at = self._at_commit.get(loader_id)
+        return self._page_requests if at is None else at[0]
 
     @property
     def main_starts(self) -> int:
-        """Main-frame navigations started so far (`Page.frameStartedNavigating`)."""
+        """Main-frame navigations to a new document started so far
+        (`Page.frameStartedNavigating`)."""
         return self._starts
 
     def rivals(self, since: int, loader_id: str, ours: Collection[str]) -> list[str]:
@@ -573,11 +579,14 @@ class Tab(Requester):
         then) and had not committed when the document `loader_id` did. Chromium can
         commit one of them after it (one queued behind a committing navigation), and the
         page may not have said it asked for it (no `frameRequestedNavigation`)."""
-        starts = self._at_commit.get(loader_id, (0, self._starts))[1]
-        committed = list(self._committed)
-        before = committed[:committed.index(loader_id)] if loader_id in committed else []
+        _, starts, commit = self._at_commit.get(loader_id, (0, self._starts, self._commits + 1))
+
+        def committed_before(other: str) -> bool:
+            at = self._at_commit.get(other)
+            return at is not None and at[2] < commit
+
         return [other for other, n in self._started.items()
-                if since < n <= starts and other not in ours and other not in before]
+                if since < n <= starts and other not in ours and not committed_before(other)]
 
     @property
     def main_commits(self) -> int:

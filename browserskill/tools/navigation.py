@@ -60,8 +60,12 @@ def _check_host(url: str, given: str) -> None:
                       hint="e.g. https://example.com/page, localhost:8000, /path/to/page.html")
 
 
-# Times `open` sends its navigation again when the page's own navigation cancelled it.
-NAVIGATE_TRIES = 3
+# Times `open` sends its navigation when the page's own navigations cancel or overtake
+# it. A page navigating itself every 10 ms cancelled ~2 sends in 5 (3 tries failed 3
+# leaves in 50); each failed try costs ~50 ms, one overtaken ≤ OVERTAKEN_GRACE_S.
+NAVIGATE_TRIES = 8
+ERROR_PAGE_S = 2.0  # for Chromium's error page to commit after a failed navigation
+STOP_S = 2.0  # for `Page.stopLoading` (the browser's, not the page's, to answer)
 OVERTAKEN_GRACE_S = 1.0  # after one of the page's documents, how long ours may still come
 # Documents a wait follows when the page replaces the one it waits for by its own
 # navigation (a script redirect) before that one loaded; past this, it is a loop.
@@ -106,7 +110,8 @@ async def wait_for_document(ctx: ToolContext, tab: Tab, loader_id: str,
             "action_failed", f"the page keeps navigating itself ({len(followed)} documents "
             f"after the one this call opened, each replaced before it reached "
             f"{wait_until}); now at {tab.url}",
-            hint="the tab is usable: `bsk open` another address, or wait_until=commit",
+            hint="the tab is usable: `bsk open` another address, or wait only for the "
+                 "commit (--wait-until commit; HTTP \"wait_until\": \"commit\")",
             details={"reason": "navigation_loop", "url": tab.url,
                      "documents": len(followed)}, dispatched=Dispatched.YES)
     if followed:
@@ -158,6 +163,11 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
             refused = tab.buffers.policy_block_of(answer.get("loaderId") or "")
             if refused:  # a redirect to a host the policy refuses: that hop never went
                 raise blocked(url, refused, dispatched=Dispatched.YES)
+            if answer["errorText"] != "net::ERR_ABORTED":
+                # Chromium commits its error page next: until then the tab answers
+                # nothing ("Not attached to an active page"), so the agent's next call
+                # (`back`, as the hint says) would fail.
+                await _error_page(ctx, tab, commits)
             raise _failed(tab, url, answer["errorText"],
                           tab.buffers.route_of(answer.get("loaderId") or ""))
         loader_id = answer.get("loaderId")
@@ -185,7 +195,8 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
         raise BskError(
             "action_failed", f"the page's own navigations cancelled this one "
             f"{NAVIGATE_TRIES} times (it keeps navigating itself); now at {tab.url}",
-            hint="`bsk open` again, or wait_until=commit; the tab is usable",
+            hint="`bsk open` again, or wait only for the commit (--wait-until commit; "
+                 "HTTP \"wait_until\": \"commit\"); the tab is usable",
             details={"reason": "navigation_loop", "url": tab.url,
                      "cancelled": NAVIGATE_TRIES}, dispatched=Dispatched.YES)
     if tab.dialog is not None:  # the new page opened one: a read now would wait on it
@@ -193,7 +204,15 @@ async def navigate(ctx: ToolContext, tab: Tab, url: str, wait_until: str, *,
     title = await ctx.inspect("Runtime.evaluate", {"expression": "document.title",
                                                    "returnByValue": True}, tab=tab)
     tab.title = title.get("result", {}).get("value", "") or ""
-    return replaced({**page_state(tab), "title": tab.title, **followed}, crashed)
+    status = tab.buffers.document_status(tab.main_loader() or "")
+    return replaced({**page_state(tab), "title": tab.title,
+                     **({"http_status": status} if status else {}), **followed}, crashed)
+
+
+async def _error_page(ctx: ToolContext, tab: Tab, commits: int) -> None:
+    """Wait (bounded) until a document commits after `commits`: Chromium's error page."""
+    with contextlib.suppress(TimeoutError):
+        await tab.until(lambda: tab.main_commits > commits, min(ERROR_PAGE_S, ctx.remaining()))
 
 
 async def _landed(ctx: ToolContext, tab: Tab, ours: list[str], commits: int) -> str | None:
@@ -202,7 +221,7 @@ async def _landed(ctx: ToolContext, tab: Tab, ours: list[str], commits: int) -> 
     can replace ours with one it starts after, and then ours never commits while its
     documents do (one of the page's may still commit just before ours: two, or one and a
     quiet second, mean ours is gone)."""
-    def landed() -> str | None:
+    def landed() -> str | None:  # the newest: a later one of ours replaces an earlier
         return next((loader for loader in reversed(ours) if tab.committed(loader)), None)
 
     await tab.until(lambda: landed() or tab.main_commits > commits, ctx.remaining())
@@ -249,8 +268,13 @@ def _failed(tab: Tab, url: str, error: str, route: str | None) -> BskError:
             f"`bsk route remove '{route}'` if the page should load"
     elif offline(tab) and error == "net::ERR_INTERNET_DISCONNECTED":
         why, hint = " (this tab emulates --offline)", "`bsk emulate --no-offline` to go online"
+    elif error == "net::ERR_UNSAFE_PORT":
+        why, hint = " (Chromium never connects to this port, whatever listens on it)", \
+            "serve the page on another port (one not on Chromium's restricted list)"
     else:
         why, hint = "", "check the address and that the server is up"
+    if error != "net::ERR_ABORTED":  # an aborted navigation leaves the page as it was
+        hint += "; the tab shows Chromium's error page: `bsk back` returns to the one before"
     return BskError(
         "action_failed", f"navigation to {url} failed: {error}{why}", hint=hint,
         details={"reason": "navigation_error", "error_text": error, "url": url,
@@ -303,6 +327,13 @@ async def open_url(ctx: ToolContext, params: OpenParams) -> dict[str, Any]:
     if not blocked:
         await unstick(tab)
     left = tab.leave_dialogs()
+
+    async def stop_navigating() -> None:  # else the tab lands there after the answer
+        await tab.send("Page.stopLoading", timeout=STOP_S)
+
+    # A deadline or cancel while the navigation is pending stops it, as the browser's
+    # stop button does; the server may have had the request, so it still may have acted.
+    stopped = ctx.on_cancel("navigation_stopped", stop_navigating, undoes_effect=False)
     try:
         if tab.document_dialogs and not tab.crashed:
             # Once the navigation starts, Chromium no longer lets a dialog of the page
@@ -311,6 +342,7 @@ async def open_url(ctx: ToolContext, params: OpenParams) -> dict[str, Any]:
             # them answer as dismissed from here on, without showing.
             await ctx.act("Runtime.evaluate", {"expression": _SILENCE_DIALOGS}, tab=tab)
         out = await navigate(ctx, tab, url, params["wait_until"], unstuck=True)
+        ctx.settled(stopped)  # not on a cancel: the cleanup runs it then
     finally:
         tab.stop_leaving()
     if tab.dialogs_left:

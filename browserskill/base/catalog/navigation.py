@@ -99,7 +99,9 @@ def _page(r: dict[str, Any]) -> str:
         return "\n".join(download_line(d) for d in r["downloads"]) + (
             f"\n(the tab stays on {r.get('url', '')})")
     notes = [r[k] for k in ("renderer_replaced", "dialogs_note", "note") if r.get(k)]
-    return f"{r.get('url', '')}{title}" + "".join(f"\nnote: {n}" for n in notes)
+    status = r.get("http_status") or 200
+    shown = f" (HTTP {status})" if status >= 400 else ""  # the page is the server's error
+    return f"{r.get('url', '')}{shown}{title}" + "".join(f"\nnote: {n}" for n in notes)
 
 
 def _wait(r: dict[str, Any]) -> str:
