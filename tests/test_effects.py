@@ -369,3 +369,16 @@ def test_a_select_fields_own_control_neither_appears_nor_goes(bsk: Bsk, site: st
     assert ("combobox", combobox) not in gone, picked  # still drawn, the same ref
     assert f'combobox "Select one" [expanded=false] [focused] [ref={combobox}]' in \
         bsk.ok("snapshot")["result"]["snapshot"]
+
+
+def test_open_with_settle_sees_a_redirect_the_page_makes_after_its_load(
+        bsk: Bsk, site: str) -> None:
+    """`open` waits for the load it asked for; with `--settle MS` it also watches the page
+    until it is quiet, so the page sending itself on 50 ms after its load is reported
+    (before, `--settle` did nothing on `open`: "settled" after 40 ms, on the old URL)."""
+    answer = bsk.ok("open", f"{site}/redirect_after_load.html", "--settle", "300")["result"]
+    assert answer["url"] == f"{site}/redirect_after_load.html"  # the load it waited for
+    effects = answer["effects"]
+    assert effects["navigation"]["url"] == f"{site}/other.html", effects
+    assert effects["settled"] is True and effects["watched_ms"] >= 300, effects
+    assert bsk("eval", "location.pathname").value == "/other.html"

@@ -160,6 +160,9 @@ async def _observe(ctx: ToolContext, window: Window, result: dict[str, Any] | No
     navigated_away = tab.main_commits != window.commits
     frames: dict[str, dict[str, Any]] = {}
     settled = True
+    if window.tool in summary.NAVIGATES and params.get("settle") is not None \
+            and not window.blocked:
+        settled = await _navigation_settles(window, quiet_s, deadline)
     while window.frames:
         if tab.dialog is not None:
             unobserved.append("a dialog blocks the page")
@@ -326,6 +329,35 @@ async def _until_network_quiet(window: Window, quiet_s: float, deadline: float) 
                 await asyncio.sleep(max(0.005, min(gap, left)))
         except (TimeoutError, DialogOpened, TabGone):
             return
+
+
+async def _navigation_settles(window: Window, quiet_s: float, deadline: float) -> bool:
+    """A navigation's explicit `--settle`: watch the page it loaded until, for `quiet_s`,
+    no request is in flight and the main frame neither asks for nor commits another
+    document (a redirect the page makes after its load is then seen, and reported).
+    False if the deadline came first."""
+    loop = asyncio.get_running_loop()
+    while True:
+        await _until_network_quiet(window, quiet_s, deadline)
+        left = deadline - loop.time()
+        if left <= 0:
+            return False
+        try:
+            moved = await _navigates_within(window.tab, min(quiet_s, left))
+        except (DialogOpened, TabGone):
+            return False  # the report says the dialog, or that the tab is gone
+        if not moved and _network_quiet(window, quiet_s):
+            return True
+
+
+async def _navigates_within(tab: Tab, timeout: float) -> bool:
+    """Does the main frame ask for or commit a document within `timeout`?"""
+    mark = (tab.navigation_requests, tab.main_commits)
+    try:
+        await tab.until(lambda: (tab.navigation_requests, tab.main_commits) != mark, timeout)
+    except TimeoutError:
+        return False
+    return True
 
 
 def watched(name: str, fn: Handler) -> Handler:
