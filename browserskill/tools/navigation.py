@@ -273,8 +273,6 @@ def _failed(tab: Tab, url: str, error: str, route: str | None) -> BskError:
             "serve the page on another port (one not on Chromium's restricted list)"
     else:
         why, hint = "", "check the address and that the server is up"
-    if error != "net::ERR_ABORTED":  # an aborted navigation leaves the page as it was
-        hint += "; the tab shows Chromium's error page: `bsk back` returns to the one before"
     return BskError(
         "action_failed", f"navigation to {url} failed: {error}{why}", hint=hint,
         details={"reason": "navigation_error", "error_text": error, "url": url,
@@ -343,6 +341,11 @@ async def open_url(ctx: ToolContext, params: OpenParams) -> dict[str, Any]:
             await ctx.act("Runtime.evaluate", {"expression": _SILENCE_DIALOGS}, tab=tab)
         out = await navigate(ctx, tab, url, params["wait_until"], unstuck=True)
         ctx.settled(stopped)  # not on a cancel: the cleanup runs it then
+    except BskError as e:
+        if e.details.get("reason") == "navigation_error" and \
+                e.details.get("error_text") != "net::ERR_ABORTED":  # aborted: page unchanged
+            e.hint += "; the tab shows Chromium's error page: `bsk back` returns to the one before"
+        raise
     finally:
         tab.stop_leaving()
     if tab.dialogs_left:
