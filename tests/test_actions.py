@@ -49,7 +49,8 @@ def test_mouse_click_dblclick_right_and_wheel(bsk: Bsk, site: str) -> None:
     assert canvas_events(bsk)[-1]["dy"] == 120
     text = bsk("mouse", "click", "20", "30", as_json=False).stdout
     # The canvas only logs what it saw: nothing on the page changed (result.effects)
-    assert text.strip() == "mouse clicked at 20,30 — nothing on the page changed at once"
+    assert text.strip() == ("mouse clicked at 20,30 — nothing on the page changed at once "
+                            "(--settle MS waits for a later change)")
 
 
 def test_mouse_outside_the_viewport_sends_nothing(bsk: Bsk, site: str) -> None:

@@ -41,7 +41,8 @@ def test_a_dead_button_changed_nothing_and_says_so(page: tuple[Bsk, str]) -> Non
     assert effects["none"] is True and effects["settled"] is True, effects
     assert mutations_since(bsk, before) == []  # the page agrees: nothing happened
     text = bsk("click", dead, as_json=False).stdout.strip()
-    assert text == f"clicked {dead} — nothing on the page changed at once"
+    assert text == (f"clicked {dead} — nothing on the page changed at once "
+                    "(--settle MS waits for a later change)")
 
 
 def test_a_throwing_handler_changed_nothing_but_its_error_is_named(

@@ -61,3 +61,15 @@ def test_bound_and_unsettled() -> None:
     one = summarize("click", [{"counts": {"text": 1, "attributes": 1}}], settled=True,
                     watched_ms=100)
     assert effects_line(one) == "the DOM changed (1 text, 1 attribute)"
+
+
+def test_a_cut_list_says_it_was_cut_for_gone_as_for_appeared() -> None:
+    """Before, six options gone read as three: the line listed 3 with no "…"."""
+    options = [{"role": "option", "name": state} for state in
+               ("Alabama", "Alaska", "Arizona", "Texas", "Utah", "Wyoming")]
+    line = effects_line({"none": False, "settled": True,
+                         "dom": {"gone": options, "appeared": options}})
+    assert line == ('appeared: option "Alabama", option "Alaska", option "Arizona" …; '
+                    'gone: option "Alabama", option "Alaska", option "Arizona" …')
+    brief = effects_line({"none": True, "brief": True, "settled": True})
+    assert brief == "nothing on the page changed at once (--settle MS waits for a later change)"

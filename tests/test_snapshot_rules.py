@@ -123,6 +123,15 @@ def test_a_real_virtualized_grid_says_how_many_rows_it_has(bsk: Bsk, site: str) 
     assert 'columnheader "Price"\n' in text, text
     bsk.ok("click", ref_of(text, "clickable", "Price"))
     assert re.search(r'- columnheader "Price" \[sort=ascending\]', snap(bsk)), snap(bsk)
+    # The focused row stays drawn apart from the scrolled ones: said as runs (before,
+    # "rows 2-162" when 2 and 134-162 were drawn, and "Make 50" was not there).
+    bsk.ok("open", f"{site}/conformance/ag-grid.html")
+    bsk.ok("wait", "--text", "Make")
+    first = ref_of(snap(bsk), "gridcell", "Make 1")
+    bsk.ok("click", first)
+    bsk.ok("scroll", first, "--dy", "3000")
+    apart = re.search(r"- grid \[rows 2, (\d+)-(\d+) of 301 rendered\]", snap(bsk))
+    assert apart and 40 < int(apart.group(1)) < int(apart.group(2)), snap(bsk)
 
 
 def test_virtualized_rows_are_counted_and_shadow_roots_read(bsk: Bsk, site: str) -> None:

@@ -252,6 +252,10 @@ _COUNTED = {"added": ("added", "added"), "removed": ("removed", "removed"),
             "text": ("text", "texts"), "attributes": ("attribute", "attributes")}
 
 
+# A widget that debounces (a search box's ~300 ms) reacts after the watch gave up.
+_AT_ONCE = " at once (--settle MS waits for a later change)"
+
+
 def effects_line(effects: dict[str, Any]) -> str:
     """The effects in a line, for the text after `clicked e3`: what appeared and went
     away, state changes, requests, focus, scroll — or that nothing changed. Navigation,
@@ -261,7 +265,7 @@ def effects_line(effects: dict[str, Any]) -> str:
     if effects.get("none"):
         # Watched only until the page failed to react (REACTION_MS): say so, so a change
         # that comes later is not taken as never coming (`--settle MS` waits for it).
-        return "nothing on the page changed" + (" at once" if effects.get("brief") else "") \
+        return "nothing on the page changed" + (_AT_ONCE if effects.get("brief") else "") \
             + threw
     dom = effects.get("dom") or {}
     parts: list[str] = []
@@ -273,7 +277,8 @@ def effects_line(effects: dict[str, Any]) -> str:
     for text in dom.get("text_gone", [])[:1]:
         parts.append(f"{_quote(text)} went away")
     if dom.get("gone"):
-        parts.append("gone: " + ", ".join(_element(e) for e in dom["gone"][:3]))
+        parts.append("gone: " + ", ".join(_element(e) for e in dom["gone"][:3])
+                     + (" …" if len(dom["gone"]) > 3 else ""))
     for st in dom.get("states", [])[:3]:
         changes = ", ".join(f"{k} {_short(a)} → {_short(b)}"
                             for k, (a, b) in st["changed"].items())

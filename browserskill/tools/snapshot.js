@@ -474,9 +474,20 @@
   const VIRTUAL_ROLES = new Set(["grid", "treegrid", "table", "list", "listbox", "tree",
                                  "menu", "feed"]);
   function rendered(el, role) {
+    // The indexes rendered, as runs: "2, 134-162" (a selected row kept rendered apart
+    // from the scrolled ones is not "2-162").
     const range = (items, attr) => {
-      const at = items.map(e => +e.getAttribute(attr)).filter(n => n > 0);
-      return at.length ? `${Math.min(...at)}-${Math.max(...at)}` : `${items.length}`;
+      const at = [...new Set(items.map(e => +e.getAttribute(attr)).filter(n => n > 0))]
+        .sort((a, b) => a - b);
+      if (!at.length) return `${items.length}`;
+      const runs = [];
+      for (const n of at) {
+        const last = runs[runs.length - 1];
+        if (last && n === last[1] + 1) last[1] = n;
+        else runs.push([n, n]);
+      }
+      const shown = runs.slice(0, 4).map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`));
+      return shown.join(", ") + (runs.length > 4 ? ", …" : "");
     };
     const rowcount = +el.getAttribute("aria-rowcount");
     if (rowcount > 0) {
