@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, cast
@@ -141,10 +141,9 @@ class Tab(Requester):
         self._leaving: tuple[int, list[dict[str, Any]]] | None = None
         self.dialogs_left = 0
         self.document_dialogs = 0  # dialogs the current document opened so far
-        # Loader ids of the main frame's documents that committed (recent ones)
-        self._committed: deque[str] = deque(maxlen=32)
         self._commits = 0
-        # loader id -> (page_requests, main_starts, main_commits) when it committed
+        # The main frame's documents that committed (recent ones): loader id ->
+        # (page_requests, main_starts, main_commits) when it did
         self._at_commit: OrderedDict[str, tuple[int, int, int]] = OrderedDict()
         self._page_requests = 0  # main-frame navigations the page itself asked for
         # loader id -> its number among the main-frame navigations to a new document
@@ -423,10 +422,10 @@ class Tab(Requester):
             self.main_frame_id = frame["id"]
             self.url = frame.get("url", "")
             self.navigations += 1
-            self._committed.append(frame["loaderId"])
             self._commits += 1
             self._at_commit[frame["loaderId"]] = (self._page_requests, self._starts,
                                                   self._commits)
+            self._at_commit.move_to_end(frame["loaderId"])  # a page back from the cache
             while len(self._at_commit) > 32:
                 self._at_commit.popitem(last=False)
             self.document_dialogs = 0
@@ -551,7 +550,7 @@ class Tab(Requester):
 
     def committed(self, loader_id: str) -> bool:
         """The main frame's document `loader_id` committed (it may be gone since)."""
-        return loader_id in self._committed
+        return loader_id in self._at_commit
 
     def navigated_on(self, loader_id: str) -> bool:
         """The main frame's document `loader_id` asked for a navigation after it
