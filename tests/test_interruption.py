@@ -144,10 +144,12 @@ def test_a_navigation_past_its_deadline_is_stopped(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/other.html")
     gate = f"nav-{uuid.uuid4().hex[:8]}"
     try:
-        r = bsk("--timeout", "1", "open", f"{site}/gate/{gate}")
+        # 3 s, not 1: on a loaded machine `open`'s own first steps (the page probe) took
+        # a 1 s deadline's whole time once (the gate holds the navigation for any time).
+        r = bsk("--timeout", "3", "open", f"{site}/gate/{gate}")
         assert r.code == 9 and r.json["status"] == "outcome_unknown", r.json
         details = r.json["error"]["details"]
-        assert details["reason"] == "deadline"
+        assert details.get("reason") == "deadline", r.json
         assert {"action": "navigation_stopped", "ok": True, "undoes_effect": False} in [
             {k: c[k] for k in ("action", "ok", "undoes_effect")}
             for c in details["compensation"]]
