@@ -155,9 +155,12 @@ def test_a_navigation_past_its_deadline_is_stopped(bsk: Bsk, site: str) -> None:
             for c in details["compensation"]]
         # The browser gave the request up (the stop button's net::ERR_ABORTED), rather
         # than still waiting for the server's answer to commit.
-        gated = [e for e in bsk.ok("network")["result"]["entries"]
-                 if e["url"].endswith(f"/gate/{gate}")]
-        assert gated and gated[-1]["state"] == "failed", gated
+        # (Its failure is an event of its own, which may come just after the answer.)
+        def gated() -> list[dict[str, Any]]:
+            return [e for e in bsk.ok("network")["result"]["entries"]
+                    if e["url"].endswith(f"/gate/{gate}")]
+        wait_until(lambda: gated() and gated()[-1]["state"] == "failed", 5,
+                   "the gated request reported failed")
         assert bsk("eval", "location.pathname").value == "/other.html"
     finally:
         open_gate(gate)
