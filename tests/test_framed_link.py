@@ -1,7 +1,7 @@
 """The keeper's link read where bytes arrive (browser/cdp.py `_FramedProtocol`): frames
 split anywhere across reads, a 400,000-character reply, events in order between
 replies, and the socket's end failing every reply still owed at once. A real Unix
-socket to a scripted keeper."""
+socket to a scripted keeper; and the frames of one loop turn leaving in one write."""
 
 from __future__ import annotations
 
@@ -63,3 +63,37 @@ async def test_replies_and_events_across_any_split_then_the_end_fails_what_is_ow
             await link.request("A.after")
         server.close()
         await link.close()
+
+
+class _Transport:
+    """What the protocol writes, write by write."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def test_frames_of_one_loop_turn_leave_in_one_write_and_a_close_sends_what_is_queued(
+        ) -> None:
+    framed = cdp._FramedProtocol()
+    out = _Transport()
+    framed.connection_made(out)  # type: ignore[arg-type]
+    for text in ('{"id":1}', '{"id":2}', '{"id":3}'):  # three callers in one turn
+        await framed.send(text)
+    assert out.writes == []
+    await asyncio.sleep(0)  # the turn ends
+    assert out.writes == [b'{"id":1}\0{"id":2}\0{"id":3}\0']
+    await framed.send('{"id":4}')
+    await framed.close()  # in the same turn: the frame still leaves, before the close
+    assert out.writes[1:] == [b'{"id":4}\0'] and out.closed
+    with pytest.raises(ConnectionError):
+        await framed.send('{"id":5}')

@@ -272,6 +272,7 @@ class _FramedProtocol(asyncio.Protocol):
         self._held: list[bytes] = []  # what arrived before `start` (none, in practice)
         self._ended: str | None = None  # why it ended before `start`
         self._told_closed = False
+        self._outgoing: list[bytes] = []  # frames sent this loop turn, written at its end
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's: no subclass
@@ -331,12 +332,24 @@ class _FramedProtocol(asyncio.Protocol):
             self._on_closed(reason)
 
     async def send(self, text: str) -> None:
+        """Queue one frame. The frames of one loop turn go out in one write at its end:
+        the calls a journal commit released together cost the keeper and the browser
+        one read, not one each."""
         if self.transport is None or self.transport.is_closing():
             raise ConnectionError("the browser keeper's socket is closed")
-        self.transport.write(text.encode() + b"\0")
+        if not self._outgoing:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._outgoing.append(text.encode())
+        self._outgoing.append(b"\0")
+
+    def _flush(self) -> None:
+        frames, self._outgoing = self._outgoing, []
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"".join(frames))
 
     async def close(self) -> None:
         if self.transport is not None:
+            self._flush()
             self.transport.close()
 
 

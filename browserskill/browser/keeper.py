@@ -13,6 +13,9 @@ Invariants:
   the old one, whose pending replies are then dropped, never delivered to the new one;
 - command ids are the keeper's own on the pipe: each client's ids are mapped to fresh
   ones and back, so two daemons' ids never meet;
+- frames pass in order; the whole frames of one read go on in one write (a daemon sends
+  the commands of one loop turn together: one wake-up here and in the browser, not one
+  per command);
 - the keeper exits when the browser does (its pipe's end), and stops the browser when it
   is told to (SIGTERM, SIGINT, SIGHUP).
 
@@ -38,6 +41,7 @@ from pathlib import Path
 from browserskill.base import event_loop, heap
 
 _ID = re.compile(rb'^\{"id":\s*(\d+)')
+MAX_FRAME = 1 << 30  # a partial frame longer than this ends the stream it came on
 
 
 class Keeper:
@@ -49,7 +53,7 @@ class Keeper:
         self.log_file = log_file
         self.next_id = 0
         self.routes: dict[int, tuple[int, int]] = {}  # keeper id -> (client serial, its id)
-        self.client: asyncio.StreamWriter | None = None
+        self.client: asyncio.Transport | None = None
         self.serial = 0  # the current client's number
         self.done = asyncio.Event()
 
@@ -74,8 +78,7 @@ class Keeper:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         self.spawn()
-        self.reader = asyncio.StreamReader(limit=1 << 30, loop=loop)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader),
+        await loop.connect_read_pipe(lambda: _FromBrowser(self),
                                      os.fdopen(self.from_browser, "rb", 0))
         wt, _ = await loop.connect_write_pipe(asyncio.Protocol,
                                               os.fdopen(self.to_browser, "wb", 0))
@@ -85,16 +88,14 @@ class Keeper:
         self.socket_path.unlink(missing_ok=True)
         old = os.umask(0o177)
         try:
-            server = await asyncio.start_unix_server(self._client, path=str(self.socket_path),
-                                                     limit=1 << 30)
+            server = await loop.create_unix_server(lambda: _FromDaemon(self),
+                                                   path=str(self.socket_path))
         finally:
             os.umask(old)
-        reading = asyncio.create_task(self._from_browser())
         await self._announce()
         if self.browser.poll() is not None:
             return
-        waiting = asyncio.create_task(self.done.wait())
-        await asyncio.wait({reading, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        await self.done.wait()  # told to stop, or the browser's pipe ended
         server.close()
         self._stop_browser()
         self.socket_path.unlink(missing_ok=True)
@@ -139,47 +140,119 @@ class Keeper:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.browser.wait(3)
 
-    async def _from_browser(self) -> None:
-        while True:
-            try:
-                frame = await self.reader.readuntil(b"\0")
-            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-                return  # the browser is gone
+    def browser_said(self, frames: list[bytes]) -> None:
+        """Replies go to the client whose command they answer (its own id back), if it
+        is still the current one; events go to the current client."""
+        out = []
+        for frame in frames:
             found = _ID.match(frame)
             if found:
                 route = self.routes.pop(int(found.group(1)), None)
                 if route is None or route[0] != self.serial:
                     continue  # an earlier client's reply: never the new one's
                 frame = b'{"id":%d' % route[1] + frame[found.end():]
-            if self.client is not None:
-                self.client.write(frame)
+            out.append(frame)
+        if out and self.client is not None:
+            self.client.write(b"\0".join(out) + b"\0")
 
     # -- the daemon ---------------------------------------------------------------------
 
-    async def _client(self, reader: asyncio.StreamReader,
-                      writer: asyncio.StreamWriter) -> None:
+    def take(self, client: asyncio.Transport) -> int:
+        """A new client replaces the current one (the next daemon takes over): its number."""
         if self.client is not None:
-            self.client.close()  # the next daemon takes over
+            self.client.close()
         self.serial += 1
-        serial = self.serial
-        self.client = writer
-        try:
-            while True:
-                try:
-                    frame = await reader.readuntil(b"\0")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError,
-                        ConnectionError):
-                    return
-                found = _ID.match(frame)
-                if found is None:
-                    continue  # not a command this keeper can route: dropped
-                self.next_id += 1
-                self.routes[self.next_id] = (serial, int(found.group(1)))
-                self.pipe_out.write(b'{"id":%d' % self.next_id + frame[found.end():])
-        finally:
-            if self.client is writer:
-                self.client = None
-            writer.close()
+        self.client = client
+        return self.serial
+
+    def client_said(self, serial: int, frames: list[bytes]) -> None:
+        """A client's commands, each under a fresh id of the keeper's own."""
+        if serial != self.serial:
+            return  # a replaced client's late bytes
+        out = []
+        for frame in frames:
+            found = _ID.match(frame)
+            if found is None:
+                continue  # not a command this keeper can route: dropped
+            self.next_id += 1
+            self.routes[self.next_id] = (serial, int(found.group(1)))
+            out.append(b'{"id":%d' % self.next_id + frame[found.end():])
+        if out:
+            self.pipe_out.write(b"\0".join(out) + b"\0")
+
+    def release(self, client: asyncio.Transport) -> None:
+        if self.client is client:
+            self.client = None
+
+
+class _Frames(asyncio.Protocol):
+    """A stream of NUL-terminated frames: each read's whole frames (without their NUL)
+    handed over together, so a read holding several costs one write onward. At most
+    one partial frame is held, up to MAX_FRAME."""
+
+    def __init__(self, keeper: Keeper) -> None:
+        self.keeper = keeper
+        self.held = bytearray()
+        self.transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        end = data.rfind(b"\0")
+        if end < 0:
+            self.held += data
+            if len(self.held) > MAX_FRAME:
+                self.too_long()
+            return
+        if self.held:
+            whole = bytes(self.held) + data[:end]
+            self.held.clear()
+        else:
+            whole = data[:end]
+        self.held += data[end + 1:]
+        self.frames(whole.split(b"\0"))
+
+    def frames(self, frames: list[bytes]) -> None:
+        raise NotImplementedError
+
+    def too_long(self) -> None:
+        raise NotImplementedError
+
+
+class _FromBrowser(_Frames):
+    def frames(self, frames: list[bytes]) -> None:
+        self.keeper.browser_said(frames)
+
+    def too_long(self) -> None:
+        self.held.clear()
+        self.keeper.done.set()  # as when the browser is gone: nothing can follow it
+
+    def eof_received(self) -> bool:
+        self.keeper.done.set()  # the browser is gone
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.keeper.done.set()
+
+
+class _FromDaemon(_Frames):
+    serial = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.serial = self.keeper.take(transport)  # type: ignore[arg-type]
+
+    def frames(self, frames: list[bytes]) -> None:
+        self.keeper.client_said(self.serial, frames)
+
+    def too_long(self) -> None:
+        self.held.clear()
+        if self.transport is not None:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.keeper.release(self.transport)  # type: ignore[arg-type]
 
 
 def main(argv: list[str]) -> int:
