@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
+from browserskill.browser import keeper as keeper_module
 from browserskill.browser.launcher import find_browser, launch_args
 
-pytestmark = pytest.mark.skipif(find_browser() is None, reason="no Chromium to keep")
+needs_browser = pytest.mark.skipif(find_browser() is None, reason="no Chromium to keep")
 
 
 Keeper = tuple[subprocess.Popen[bytes], Path, dict[str, Any]]  # its process, socket, record
@@ -85,6 +86,7 @@ def _group_alive(pgid: int) -> bool:
         return False
 
 
+@needs_browser
 async def test_commands_in_one_read_or_split_anywhere_come_back_under_their_own_ids(
         keeper: Keeper) -> None:
     _, sock, _ = keeper
@@ -103,6 +105,7 @@ async def test_commands_in_one_read_or_split_anywhere_come_back_under_their_own_
     assert all("targetInfos" in got[i]["result"] for i in (6, 7, 8))
 
 
+@needs_browser
 async def test_a_new_client_replaces_the_old_and_never_gets_its_late_replies(
         keeper: Keeper) -> None:
     _, sock, _ = keeper
@@ -117,8 +120,9 @@ async def test_a_new_client_replaces_the_old_and_never_gets_its_late_replies(
     old.write(frame({"id": 3, "method": "Runtime.evaluate", "sessionId": session,
                      "params": {"expression": "new Promise(r => setTimeout(() => r(1), 1500))",
                                 "awaitPromise": True}}))
-    await old.writer.drain()
-    await asyncio.sleep(0.2)  # let it reach the browser before the next daemon comes
+    # A quick command after it: once its reply is back, the keeper has passed both on.
+    old.write(frame({"id": 4, "method": "Browser.getVersion"}))
+    assert list(await old.replies(1)) == [4]
     new = await Client.connect(sock)
     assert await asyncio.wait_for(old.reader.read(), 10) == b""  # the old one is closed
     # ...while the new client uses id 3 for a slower command of its own.
@@ -134,6 +138,7 @@ async def test_a_new_client_replaces_the_old_and_never_gets_its_late_replies(
     assert list(got) == [4]
 
 
+@needs_browser
 async def test_sigterm_stops_the_browser_with_the_keeper(keeper: Keeper) -> None:
     proc, _, state = keeper
     proc.send_signal(signal.SIGTERM)
@@ -142,3 +147,40 @@ async def test_sigterm_stops_the_browser_with_the_keeper(keeper: Keeper) -> None
     while _group_alive(state["browser_pid"]):
         assert time.monotonic() < deadline, "the browser outlived its keeper"
         await asyncio.sleep(0.05)
+
+
+class _Collected(keeper_module._Frames):
+    def __init__(self) -> None:
+        super().__init__(None)  # type: ignore[arg-type]  # no keeper: frames are kept here
+        self.got: list[bytes] = []
+        self.too_long_calls = 0
+
+    def frames(self, frames: keeper_module.Frames) -> None:
+        self.got += [bytes(f) for f in frames]
+
+    def too_long(self) -> None:
+        self.too_long_calls += 1
+
+
+def test_frames_cut_at_any_point_come_out_whole_once_and_in_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    want = [b'{"id":1}', b"", b'{"method":"E.x"}', b"y" * 40, b""]
+    stream = b"\0".join(want) + b"\0" + b'{"half'
+    for cut in range(len(stream) + 1):
+        for second in range(cut, len(stream) + 1):  # three reads, cut anywhere
+            frames = _Collected()
+            for part in (stream[:cut], stream[cut:second], stream[second:]):
+                frames.data_received(part)
+            assert frames.got == want, (cut, second)
+            assert frames.held == b'{"half'
+    one_by_one = _Collected()
+    for i in range(len(stream)):
+        one_by_one.data_received(stream[i:i + 1])
+    assert one_by_one.got == want
+    # A partial frame past the bound ends the stream: told once, nothing read after it.
+    monkeypatch.setattr(keeper_module, "MAX_FRAME", 8)
+    bounded = _Collected()
+    bounded.data_received(b'{"id":1}\0{"long":"x')  # 10 bytes held
+    bounded.data_received(b'"}\0{"id":2}\0')
+    bounded.data_received(b"more\0")
+    assert bounded.got == [b'{"id":1}'] and bounded.too_long_calls == 1

@@ -121,6 +121,8 @@ class CdpLink(Requester):
         if reason is not None:
             self._conv.close(reason)
             self._stop_reading()
+        if isinstance(self._ws, _FramedProtocol):
+            self._ws.flush()  # what was sent before the drop left before it
         transport = getattr(self._ws, "transport", None)
         if transport is not None:
             transport.abort()
@@ -338,18 +340,21 @@ class _FramedProtocol(asyncio.Protocol):
         if self.transport is None or self.transport.is_closing():
             raise ConnectionError("the browser keeper's socket is closed")
         if not self._outgoing:
-            asyncio.get_running_loop().call_soon(self._flush)
+            asyncio.get_running_loop().call_soon(self.flush)
         self._outgoing.append(text.encode())
         self._outgoing.append(b"\0")
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Write what was sent this turn now."""
+        if not self._outgoing:
+            return
         frames, self._outgoing = self._outgoing, []
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(b"".join(frames))
 
     async def close(self) -> None:
         if self.transport is not None:
-            self._flush()
+            self.flush()
             self.transport.close()
 
 

@@ -42,6 +42,7 @@ from browserskill.base import event_loop, heap
 
 _ID = re.compile(rb'^\{"id":\s*(\d+)')
 MAX_FRAME = 1 << 30  # a partial frame longer than this ends the stream it came on
+Frames = list[bytes] | list[bytearray]  # whole frames, without their NULs
 
 
 class Keeper:
@@ -140,10 +141,10 @@ class Keeper:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.browser.wait(3)
 
-    def browser_said(self, frames: list[bytes]) -> None:
+    def browser_said(self, frames: Frames) -> None:
         """Replies go to the client whose command they answer (its own id back), if it
         is still the current one; events go to the current client."""
-        out = []
+        out: list[bytes | bytearray] = []
         for frame in frames:
             found = _ID.match(frame)
             if found:
@@ -153,7 +154,8 @@ class Keeper:
                 frame = b'{"id":%d' % route[1] + frame[found.end():]
             out.append(frame)
         if out and self.client is not None:
-            self.client.write(b"\0".join(out) + b"\0")
+            out.append(b"")  # the last frame's NUL
+            self.client.write(b"\0".join(out))
 
     # -- the daemon ---------------------------------------------------------------------
 
@@ -165,11 +167,11 @@ class Keeper:
         self.client = client
         return self.serial
 
-    def client_said(self, serial: int, frames: list[bytes]) -> None:
+    def client_said(self, serial: int, frames: Frames) -> None:
         """A client's commands, each under a fresh id of the keeper's own."""
         if serial != self.serial:
             return  # a replaced client's late bytes
-        out = []
+        out: list[bytes | bytearray] = []
         for frame in frames:
             found = _ID.match(frame)
             if found is None:
@@ -178,7 +180,8 @@ class Keeper:
             self.routes[self.next_id] = (serial, int(found.group(1)))
             out.append(b'{"id":%d' % self.next_id + frame[found.end():])
         if out:
-            self.pipe_out.write(b"\0".join(out) + b"\0")
+            out.append(b"")  # the last frame's NUL
+            self.pipe_out.write(b"\0".join(out))
 
     def release(self, client: asyncio.Transport) -> None:
         if self.client is client:
@@ -187,33 +190,39 @@ class Keeper:
 
 class _Frames(asyncio.Protocol):
     """A stream of NUL-terminated frames: each read's whole frames (without their NUL)
-    handed over together, so a read holding several costs one write onward. At most
-    one partial frame is held, up to MAX_FRAME."""
+    handed over together (`frames`), so a read holding several costs one write onward.
+    At most one partial frame is held; one past MAX_FRAME ends the stream (`too_long`)
+    and nothing after it is read."""
 
     def __init__(self, keeper: Keeper) -> None:
         self.keeper = keeper
         self.held = bytearray()
         self.transport: asyncio.BaseTransport | None = None
+        self.ended = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if self.ended:
+            return
         end = data.rfind(b"\0")
         if end < 0:
             self.held += data
-            if len(self.held) > MAX_FRAME:
-                self.too_long()
-            return
-        if self.held:
-            whole = bytes(self.held) + data[:end]
-            self.held.clear()
         else:
-            whole = data[:end]
-        self.held += data[end + 1:]
-        self.frames(whole.split(b"\0"))
+            whole: bytes | bytearray
+            if self.held:
+                self.held += data[:end]
+                whole, self.held = self.held, bytearray(data[end + 1:])
+            else:
+                whole = data[:end]
+                self.held += data[end + 1:]
+            self.frames(whole.split(b"\0"))
+        if len(self.held) > MAX_FRAME:
+            self.ended, self.held = True, bytearray()
+            self.too_long()
 
-    def frames(self, frames: list[bytes]) -> None:
+    def frames(self, frames: Frames) -> None:
         raise NotImplementedError
 
     def too_long(self) -> None:
@@ -221,11 +230,10 @@ class _Frames(asyncio.Protocol):
 
 
 class _FromBrowser(_Frames):
-    def frames(self, frames: list[bytes]) -> None:
+    def frames(self, frames: Frames) -> None:
         self.keeper.browser_said(frames)
 
     def too_long(self) -> None:
-        self.held.clear()
         self.keeper.done.set()  # as when the browser is gone: nothing can follow it
 
     def eof_received(self) -> bool:
@@ -243,11 +251,10 @@ class _FromDaemon(_Frames):
         super().connection_made(transport)
         self.serial = self.keeper.take(transport)  # type: ignore[arg-type]
 
-    def frames(self, frames: list[bytes]) -> None:
+    def frames(self, frames: Frames) -> None:
         self.keeper.client_said(self.serial, frames)
 
     def too_long(self) -> None:
-        self.held.clear()
         if self.transport is not None:
             self.transport.close()
 

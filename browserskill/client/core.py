@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ def session_start_body(session_id: str | None, label: str | None, isolated: bool
     return body
 
 
+@functools.lru_cache(maxsize=256)  # a client names the same few sessions and tools
 def _q(value: str) -> str:
     return quote(value, safe="")
 

@@ -19,7 +19,6 @@ a pause between two reads: a daemon that trickles an answer can't hold a caller 
 from __future__ import annotations
 
 import asyncio
-import json
 import socket as _socket
 import threading
 import time
@@ -27,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from browserskill.base import http1
+from browserskill.base import http1, json_text
 
 MAX_IDLE = 32  # idle connections kept; more concurrent calls open (and close) their own
 MAX_HEAD = 64 * 1024  # an answer's head longer than this is no daemon's
@@ -151,7 +150,7 @@ def _decode(data: bytes) -> Any:
     if not data:
         return None
     try:
-        return json.loads(data)
+        return json_text.loads(data)  # json.loads's value or its error, faster
     except ValueError:
         return data.decode("utf-8", "replace")
 
@@ -174,7 +173,8 @@ def _request_bytes(method: str, path: str, body: Any, fields: list[tuple[str, st
     if body is not None:
         fields.append(("Content-Type", "application/json"))
     return http1.request(method, path, fields,
-                         b"" if body is None else json.dumps(body).encode(), host=host)
+                         b"" if body is None else json_text.dumps_ascii(body).encode(),
+                         host=host)
 
 
 # -- the blocking client's -----------------------------------------------------------------
