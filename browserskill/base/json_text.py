@@ -102,8 +102,9 @@ def dumps_ascii(obj: Any) -> str:
         out = orjson.dumps(obj, option=_OPTIONS)
     except orjson.JSONEncodeError:
         return _ASCII.encode(obj)
-    if not out.isascii() or _small_float_shape(out) or (
-            b"null" in out and _holds_nonfinite(obj)):
+    # (`_small_float_shape`'s own first test inline: most text has no shape to look for.)
+    if not out.isascii() or ((b"e-" in out or b"0.0000" in out) and _small_float_shape(out)) \
+            or (b"null" in out and _holds_nonfinite(obj)):
         return _ASCII.encode(obj)
     return out.decode()
 
@@ -116,4 +117,5 @@ def utf8(obj: Any) -> bytes | None:
         out = orjson.dumps(obj, option=_OPTIONS)
     except orjson.JSONEncodeError:
         return None
-    return None if _small_float_shape(out) else out
+    shaped = (b"e-" in out or b"0.0000" in out) and _small_float_shape(out)
+    return None if shaped else out
