@@ -45,6 +45,7 @@ class Run:
         self.cpu = 0.0
         self.daemon_cpu = 0.0
         self.ops = 0
+        self.by_process: dict[str, float] = {}  # CPU s of each kind of process (`by_kind`)
 
     def add(self, other: Run) -> None:
         self.latencies += other.latencies
@@ -52,10 +53,50 @@ class Run:
         self.cpu += other.cpu
         self.daemon_cpu += other.daemon_cpu
         self.ops += other.ops
+        for kind, cpu in other.by_process.items():
+            self.by_process[kind] = self.by_process.get(kind, 0.0) + cpu
+
+    def per_process(self) -> str:
+        """Each kind of process's CPU per op, biggest first, and the machine's total."""
+        kinds = sorted(self.by_process.items(), key=lambda kv: -kv[1])
+        shown = ", ".join(f"{k} {1000 * v / self.ops:.3f}" for k, v in kinds if v > 0)
+        return (f"CPU ms per op by process: {shown}; all "
+                f"{1000 * sum(self.by_process.values()) / self.ops:.3f}")
 
 
-async def timed(pid: int, one: Any, keys: list[Any], calls: int) -> Run:
+def by_kind() -> dict[int, tuple[str, float]]:
+    """Every process's CPU s so far (utime + stime), with its kind: the daemon, the
+    keeper, Chromium's by `--type` (the browser process has none), or other (this
+    process and anything else running)."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if "browserskill.browser.keeper" in cmd:
+            kind = "keeper"
+        elif "browserskill.api" in cmd or "browserskill.daemon" in cmd:
+            kind = "daemon"
+        elif "chrom" in cmd:
+            kind = "chromium " + (cmd.split("--type=")[1].split()[0] if "--type=" in cmd
+                                  else "browser")
+        else:
+            kind = "other"
+        out[int(name)] = (kind, (int(fields[11]) + int(fields[12])) / TICK)
+    return out
+
+
+async def timed(pid: int, one: Any, keys: list[Any], calls: int,
+                by_process: bool = False) -> Run:
     run = Run()
+    before = by_kind() if by_process else {}
 
     async def worker(key: Any) -> None:
         for _ in range(calls):
@@ -68,6 +109,10 @@ async def timed(pid: int, one: Any, keys: list[Any], calls: int) -> Run:
     run.wall = time.perf_counter() - t0
     run.cpu, run.daemon_cpu = time.process_time() - cpu0, daemon_cpu_s(pid) - d0
     run.ops = len(keys) * calls
+    if by_process:
+        for pid_, (kind, cpu) in by_kind().items():
+            run.by_process[kind] = (run.by_process.get(kind, 0.0) + cpu
+                                    - before.get(pid_, (kind, 0.0))[1])
     return run
 
 
@@ -86,7 +131,7 @@ async def open_sessions(client: AsyncClient, url: str, sessions: int,
 
 
 async def measure(pid: int, sock: str, url: str, sessions: int,
-                  calls: int) -> tuple[Run, Run]:
+                  calls: int, by_process: bool = False) -> tuple[Run, Run]:
     async with AsyncClient(sock) as client:
         sids, targets, endpoint = await open_sessions(client, url, sessions)
         async with RawCdp(endpoint) as cdp:
@@ -104,8 +149,8 @@ async def measure(pid: int, sock: str, url: str, sessions: int,
             await timed(pid, raw, cdp_sessions, 5)
             totals = (Run(), Run())
             for _ in range(ROUNDS):
-                totals[1].add(await timed(pid, raw, cdp_sessions, calls))
-                totals[0].add(await timed(pid, via_client, sids, calls))
+                totals[1].add(await timed(pid, raw, cdp_sessions, calls, by_process))
+                totals[0].add(await timed(pid, via_client, sids, calls, by_process))
         for sid in sids:
             await client.session_stop(sid)
     return totals

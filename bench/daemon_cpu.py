@@ -8,6 +8,11 @@ times each, A B A B …. On a shared machine alternate, and compare medians.
 
     .venv/bin/python bench/daemon_cpu.py TREE [TREE …] [--rounds N] [--sessions S]
         [--calls C] [--profile DIR]   # DIR/<n>.prof: cProfile with a CPU-time timer
+        [--by-process]                # also each process's CPU per op (/proc of all)
+
+`--by-process` splits each phase's CPU by process (the daemon, the keeper, Chromium's
+browser, renderer and other processes, the rest): with the 2 CPUs full, throughput is the
+inverse of that total, so a cut anywhere in it counts.
 """
 
 from __future__ import annotations
@@ -47,7 +52,8 @@ def daemon_module(tree: str) -> str:
     return "browserskill.api" if os.path.exists(api) else "browserskill.daemon"
 
 
-def one(tree: str, sessions: int, calls: int, profile: str | None) -> tuple[float, float]:
+def one(tree: str, sessions: int, calls: int, profile: str | None,
+        by_process: bool = False) -> tuple[float, float, async_client.Run, async_client.Run]:
     """Daemon CPU ms per op and client/raw throughput for one daemon run from `tree`."""
     home = tempfile.mkdtemp(prefix="bsk-bench-cpu-")
     env = {**os.environ, "BSK_HOME": home, "BSK_EPHEMERAL": "1", "BSK_IDLE_TIMEOUT": "900",
@@ -69,11 +75,11 @@ def one(tree: str, sessions: int, calls: int, profile: str | None) -> tuple[floa
             time.sleep(0.05)
         with common.page_server() as url:
             client, raw = asyncio.run(async_client.measure(proc.pid, sock, url, sessions,
-                                                           calls))
+                                                           calls, by_process))
         print(f"{tree}\n{async_client.line('client', client)}\n"
               f"{async_client.line('raw CDP', raw)}")
         return (1000 * client.daemon_cpu / client.ops,
-                (client.ops / client.wall) / (raw.ops / raw.wall))
+                (client.ops / client.wall) / (raw.ops / raw.wall), client, raw)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
@@ -102,21 +108,30 @@ def main() -> int:
     p.add_argument("--sessions", type=int, default=async_client.SESSIONS)
     p.add_argument("--calls", type=int, default=async_client.CALLS)
     p.add_argument("--profile", metavar="DIR")
+    p.add_argument("--by-process", action="store_true")
     args = p.parse_args()
     common.exit_on_sigterm()
     figures: dict[str, list[tuple[float, float]]] = {t: [] for t in args.trees}
+    phases = {t: (async_client.Run(), async_client.Run()) for t in args.trees}
     n = 0
     for _ in range(args.rounds):
         for tree in args.trees:
             n += 1
             profile = os.path.join(args.profile, f"{n}.prof") if args.profile else None
-            figures[tree].append(one(tree, args.sessions, args.calls, profile))
+            cpu, ratio, client, raw = one(tree, args.sessions, args.calls, profile,
+                                          args.by_process)
+            figures[tree].append((cpu, ratio))
+            phases[tree][0].add(client)
+            phases[tree][1].add(raw)
     for tree, runs in figures.items():
         cpu = statistics.median(c for c, _ in runs)
         ratio = statistics.median(r for _, r in runs)
         print(f"{tree}: daemon CPU/op median {cpu:.3f} ms "
               f"({', '.join(f'{c:.3f}' for c, _ in runs)}), client/raw throughput median "
               f"{ratio:.3f}x")
+        if args.by_process:
+            for name, run in zip(("client", "raw CDP"), phases[tree], strict=True):
+                print(f"  {name:<8} {run.ops / run.wall:6.0f} ops/s  {run.per_process()}")
     return 0
 
 
