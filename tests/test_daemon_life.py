@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from support.chromium import Chromium
+from support.chromium import Chromium, one_cdp_command
 from support.cli import Bsk, alive
 from support.wait import wait_until
 
@@ -119,6 +119,18 @@ def test_status_reports_the_browser(bsk: Bsk) -> None:
         version = json.load(r)
     assert version["webSocketDebuggerUrl"] == browser["cdp_endpoint"]
     assert version["Browser"] == browser["version"]
+
+
+def test_a_headless_sessions_window_preloads_no_address_bar_popup(bsk: Bsk, site: str) -> None:
+    """Chromium 156 preloads two WebUI pages for each new window's address-bar popup
+    (~0.9 s of CPU a window, docs/design.md); bsk's headless browser runs without them."""
+    bsk.ok("open", f"{site}/form.html")
+    endpoint = bsk.ok("status")["browser"]["cdp_endpoint"]
+    reply = one_cdp_command(endpoint, "Target.getTargets", {"filter": [{}]})
+    assert reply is not None
+    targets = reply["result"]["targetInfos"]
+    assert any(t["url"] == f"{site}/form.html" for t in targets)  # every kind is listed
+    assert [t["url"] for t in targets if t["type"] == "browser_ui"] == []
 
 
 def test_idle_daemon_exits_by_itself(make_bsk: Callable[..., Bsk]) -> None:

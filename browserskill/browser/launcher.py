@@ -60,6 +60,9 @@ def browser_version(executable: str) -> str | None:
     return out.stdout.strip() or None
 
 
+HEADLESS_UNUSED_FEATURES = ("WebUIOmniboxPopup", "WebUIOmniboxAimPopup")
+
+
 def switches(*, headless: bool = True) -> list[str]:
     """The switches bsk's Chromium runs with wherever it runs: launched here, or on a
     Selenium Grid node (`goog:chromeOptions.args`)."""
@@ -81,6 +84,10 @@ def switches(*, headless: bool = True) -> list[str]:
     ]
     if headless:
         args.insert(0, "--headless")
+        # Each new window preloads two WebUI pages for its address bar's suggestions
+        # popup, ~0.9 s of CPU a window in Chromium 156 (docs/design.md, "The browser's
+        # cost of a window") that no one sees headless; the popup is then Chromium's views one.
+        args.append("--disable-features=" + ",".join(HEADLESS_UNUSED_FEATURES))
     if os.geteuid() == 0 or os.environ.get("BSK_NO_SANDBOX"):
         args.insert(0, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
     return args
