@@ -113,29 +113,35 @@ async def test_a_new_client_replaces_the_old_and_never_gets_its_late_replies(
     old.write(frame({"id": 1, "method": "Target.getTargets"}))
     target = next(t["targetId"] for t in (await old.replies(1))[1]["result"]["targetInfos"]
                   if t["type"] == "page")
-    old.write(frame({"id": 2, "method": "Target.attachToTarget",
-                     "params": {"targetId": target, "flatten": True}}))
-    session = (await old.replies(1))[2]["result"]["sessionId"]
+    session = await attach(old, 2, target)
     # The old client's command answered 1.5 s from now, under its id 3...
-    old.write(frame({"id": 3, "method": "Runtime.evaluate", "sessionId": session,
-                     "params": {"expression": "new Promise(r => setTimeout(() => r(1), 1500))",
-                                "awaitPromise": True}}))
+    old.write(later(3, session, 1, 1500))
     # A quick command after it: once its reply is back, the keeper has passed both on.
     old.write(frame({"id": 4, "method": "Browser.getVersion"}))
     assert list(await old.replies(1)) == [4]
     new = await Client.connect(sock)
     assert await asyncio.wait_for(old.reader.read(), 10) == b""  # the old one is closed
-    # ...while the new client uses id 3 for a slower command of its own.
-    new.write(frame({"id": 3, "method": "Target.attachToTarget",
-                     "params": {"targetId": target, "flatten": True}}))
-    mine = (await new.replies(1))[3]["result"]["sessionId"]
-    new.write(frame({"id": 4, "method": "Runtime.evaluate", "sessionId": mine,
-                     "params": {"expression": "new Promise(r => setTimeout(() => r(2), 3000))",
-                                "awaitPromise": True}}))
+    # ...while the new client uses id 3 for a command of its own, and waits past 1.5 s.
+    new.write(later(4, await attach(new, 3, target), 2, 3000))
     got = await new.replies(1, timeout=20)
     # Only its own reply came back: the old one's (value 1, at 1.5 s) was dropped.
     assert got[4]["result"]["result"]["value"] == 2
     assert list(got) == [4]
+
+
+async def attach(client: Client, msg_id: int, target: str) -> str:
+    """A flat session on `target`, attached by `client` under `msg_id`."""
+    client.write(frame({"id": msg_id, "method": "Target.attachToTarget",
+                        "params": {"targetId": target, "flatten": True}}))
+    session: str = (await client.replies(1))[msg_id]["result"]["sessionId"]
+    return session
+
+
+def later(msg_id: int, session: str, value: int, ms: int) -> bytes:
+    """A command the page answers with `value` after `ms`."""
+    return frame({"id": msg_id, "method": "Runtime.evaluate", "sessionId": session,
+                  "params": {"expression": f"new Promise(r => setTimeout(() => r({value}), {ms}))",
+                             "awaitPromise": True}})
 
 
 @needs_browser
