@@ -65,21 +65,10 @@ class Run:
 
 
 def by_kind() -> dict[int, tuple[str, float]]:
-    """Every process's CPU s so far (utime + stime), with its kind: the daemon, the
-    keeper, Chromium's by `--type` (the browser process has none), or other (this
-    process and anything else running)."""
+    """Every process's CPU s so far, with its kind: the daemon, the keeper, Chromium's by
+    `--type` (the browser process has none), or other (this process and anything else)."""
     out = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # gone meanwhile
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
+    for pid, (_, cpu, cmd) in common.processes().items():
         if "browserskill.browser.keeper" in cmd:
             kind = "keeper"
         elif "browserskill.api" in cmd or "browserskill.daemon" in cmd:
@@ -89,7 +78,7 @@ def by_kind() -> dict[int, tuple[str, float]]:
                                   else "browser")
         else:
             kind = "other"
-        out[int(name)] = (kind, (int(fields[11]) + int(fields[12])) / TICK)
+        out[pid] = (kind, cpu)
     return out
 
 

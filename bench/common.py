@@ -177,6 +177,24 @@ def _wait_gone(pid: int, grace: float = 10.0) -> None:
         os.kill(pid, signal.SIGTERM)
 
 
+def processes() -> dict[int, tuple[int, float, str]]:
+    """pid -> (parent pid, CPU s so far (utime + stime), command line) of every process."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        out[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, cmd)
+    return out
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:

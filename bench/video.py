@@ -70,39 +70,22 @@ def cpu_s(pids: list[int]) -> float:
     return total
 
 
-def processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command line) of every process."""
-    out = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        out[int(entry)] = (ppid, cmd)
-    return out
-
-
 def browser_pids(home: Path) -> list[int]:
     """The daemon's Chromium and all its descendants (renderers, GPU, utility)."""
-    procs = processes()
-    roots = {pid for pid, (_, cmd) in procs.items()
+    procs = common.processes()
+    roots = {pid for pid, (_, _, cmd) in procs.items()
              if "--user-data-dir" in cmd and str(home) in cmd and "--type=" not in cmd}
     found = set(roots)
     grew = True
     while grew:
-        more = {pid for pid, (ppid, _) in procs.items() if ppid in found} - found
+        more = {pid for pid, (ppid, _, _) in procs.items() if ppid in found} - found
         found |= more
         grew = bool(more)
     return sorted(found)
 
 
 def ffmpeg_pid(daemon: int) -> int | None:
-    for pid, (ppid, cmd) in processes().items():
+    for pid, (ppid, _, cmd) in common.processes().items():
         if ppid == daemon and "ffmpeg" in cmd:
             return pid
     return None

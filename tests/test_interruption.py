@@ -159,7 +159,7 @@ def test_a_navigation_past_its_deadline_is_stopped(bsk: Bsk, site: str) -> None:
         def gated() -> list[dict[str, Any]]:
             return [e for e in bsk.ok("network")["result"]["entries"]
                     if e["url"].endswith(f"/gate/{gate}")]
-        wait_until(lambda: gated() and gated()[-1]["state"] == "failed", 5,
+        wait_until(lambda: (g := gated()) and g[-1]["state"] == "failed", 5,
                    "the gated request reported failed")
         assert bsk("eval", "location.pathname").value == "/other.html"
     finally:
