@@ -247,6 +247,10 @@ def test_session_busy_while_cleaning_up_then_cleanup_timed_out(
     assert cancel.status_code == 200 and cancel.json()["cancel"] == "requested"
     assert time.monotonic() - t0 < 0.5  # answered at once, not after the cleanup
 
+    # The cancel is a request: the operation's own task moves it to cleaning_up on its
+    # next turn, which a fast caller can beat (its answer then says `dispatched`).
+    wait_until(lambda: http.get(f"/v1/ops/{op_id}").json()["state"] == "cleaning_up", 10,
+               f"{op_id} cleaning up")
     # While compensation runs, the session is busy, naming the op in state cleaning_up.
     busy = http.post(f"/v1/sessions/{s.session}/tools/eval", json={"expression": "1"})
     assert busy.status_code == 409, busy.text
