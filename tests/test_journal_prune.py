@@ -159,3 +159,23 @@ def test_daemon_answers_before_the_backlog_is_pruned(make_bsk: Callable[..., Bsk
     assert runner.ok("op", "show", ids[29_990])["status"] == "cancelled"
     runner.stop_daemon()
     assert count(paths.journal_path(runner.home)) == 10_000
+
+
+def test_one_sessions_list_without_a_session_index(tmp_path: Path) -> None:
+    """A journal an older daemon wrote has an index on the session; opening it drops
+    that (every write paid for it), and one session's list is still newest first."""
+    path = tmp_path / "journal.sqlite3"
+    ids = fill(path, 3000)
+    db = sqlite3.connect(path)
+    db.execute("CREATE INDEX ops_session ON ops(session_id, created_at)")  # the old schema
+    db.close()
+    journal = Journal(path)
+    try:
+        indexes = {r[0] for r in journal.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "ops_session" not in indexes and "ops_created" in indexes
+        listed = [r["op_id"] for r in journal.list("s3", limit=5)]
+        assert listed == [ids[i] for i in range(2999, -1, -1) if i % 7 == 3][:5]
+        assert [r["op_id"] for r in journal.list("nobody")] == []
+    finally:
+        journal.close()

@@ -68,21 +68,23 @@ class OperationScope:
         self.tripped = Once()
         self.compensations: list[Compensation] = []
         self._timer: asyncio.TimerHandle | None = None
+        # Its loop, asked for once (`remaining` runs several times a call; asking the
+        # running loop is a system call: `getpid`, to notice a fork).
+        self._loop = self.tripped.future.get_loop()
 
     # -- the deadline --------------------------------------------------------------------
 
     def arm(self, timeout_s: float) -> None:
         """Start the clock: the scope trips "deadline" `timeout_s` from now."""
-        loop = asyncio.get_running_loop()
-        self.deadline = loop.time() + timeout_s
+        self.deadline = self._loop.time() + timeout_s
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = loop.call_at(self.deadline, self.trip, CancelReason.DEADLINE)
+        self._timer = self._loop.call_at(self.deadline, self.trip, CancelReason.DEADLINE)
 
     def remaining(self) -> float:
         """Seconds to the deadline, for a command's or wait's own bound (at least 1 ms:
         a wait of 0 would not give the browser a chance to answer)."""
-        return max(0.001, self.deadline - asyncio.get_running_loop().time())
+        return max(0.001, self.deadline - self._loop.time())
 
     def close(self) -> None:
         """The operation ended: its clock stops."""
