@@ -7,30 +7,39 @@
     quiet window is its cost), and on a page that keeps animating (the click must end at
     the bound, `effects.settled: false`, not hang).
     Needs a build with effects (branch `effects`); without it (a) says so and is skipped.
-(b) Tokens an agent reads for one scripted task on tests/pages/diff.html — open, read the
+(b) Tokens an agent reads, and the wall time it waits, for one scripted task on
+    tests/pages/diff.html (and the same with 40 products under it) — open, read the
     page, then: place an order, count, remove pears, write a note, place a second order,
     looking at the page after each step — through:
       bsk full          every action, then a full `snapshot`
       bsk effects+diff  every action (its effects line), then `snapshot --diff`
       bsk batch         the five actions in one `bsk batch`, then `snapshot --diff`
+      bsk batch --settle 0  the same, each step not waiting for the page to settle (no
+                        effects: what an agent that only needs the end state runs)
       playwright-cli    every action, then `snapshot`
       agent-browser     every action, then `snapshot`; then again with `diff snapshot`
                         (its own diff, as documented), and with `diff snapshot --baseline
                         FILE` where the bench saved the last snapshot to FILE unread
-    Counted: characters each command prints (stdout + stderr), tokens = chars / 4. Each
-    tool's refs come from its own first snapshot. Every run checks the page ended right.
+    Counted: characters each command prints (stdout + stderr), tokens = chars / 4; and
+    the task's wall time, first command to last, whole processes as an agent runs them
+    (each tool's session and browser started before, untimed), the ways alternated for
+    --task-rounds rounds (medians). Each tool's refs come from its own first snapshot.
+    Every run checks the page ended right. Targets: bsk's batch + diff reads fewer tokens
+    and takes less time than the best peer.
 
-    .venv/bin/python bench/effects.py [--show] [--rounds N] [--only a|b]
+    .venv/bin/python bench/effects.py [--show] [--rounds N] [--only a|b] [--task-rounds N]
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -165,19 +174,17 @@ def bsk_runner(bsk: common.BskDaemon, sid: str) -> Callable[..., str]:
     return run
 
 
-def bsk_batch_task(bsk: common.BskDaemon, url: str,
-                   sid: str) -> tuple[list[Step], Callable[..., str]]:
-    run = bsk_runner(bsk, sid)
+def bsk_batch_task(run: Callable[..., str], url: str, *options: str) -> list[Step]:
+    """open, snapshot, the five actions in one batch (each with `options`), one diff."""
     steps: list[Step] = []
     for args in (("open", url), ("snapshot",)):
         steps.append((" ".join(args), run(*args)))
     snap = steps[-1][1]
-    import shlex
-
-    commands = [shlex.join(_action_args(a, common.ref_of(snap, a[1], a[2]))) for a in ACTIONS]
+    commands = [shlex.join([*_action_args(a, common.ref_of(snap, a[1], a[2])), *options])
+                for a in ACTIONS]
     steps.append(("batch " + " ".join(map(shlex.quote, commands)), run("batch", *commands)))
     steps.append(("snapshot --diff", run("snapshot", "--diff")))
-    return steps, run
+    return steps
 
 
 def pw_runner(workdir: Path) -> Callable[..., str]:
@@ -245,47 +252,100 @@ def peers() -> Iterator[tuple[Path, list[str]]]:
                            capture_output=True, timeout=60)
 
 
-def token_task(bsk: common.BskDaemon, base: str, page: str, show: bool) -> dict[str, float]:
-    print(f"\n(b) tokens an agent reads: open, read, then 5 steps each looked at ({page})")
-    url = f"{base}/{page}"
-    totals: dict[str, float] = {}
-    pid = f"{os.getpid()}{page[:5].replace('.', '')}"
-    with peers() as (workdir, ab_sessions), tempfile.TemporaryDirectory() as scratch:
-        for name, sid, look in (("bsk full", "tok-full", ["snapshot"]),
-                                ("bsk effects+diff", "tok-diff", ["snapshot", "--diff"])):
-            run = bsk_runner(bsk, f"{sid}-{pid}")
-            totals[name] = report(name, task(run, url, look), show)
-            check(name, run("eval", CHECK_JS))
-        steps, run = bsk_batch_task(bsk, url, f"tok-batch-{pid}")
-        totals["bsk batch+diff"] = report("bsk batch+diff", steps, show)
-        check("bsk batch", run("eval", CHECK_JS))
+Run = tuple[list[Step], float, Callable[[], str]]  # steps, their seconds, the end state
+Variant = Callable[[int], Run]
 
-        pw = pw_runner(workdir)
-        pw("open", "about:blank")
-        totals["playwright-cli"] = report(
-            f"playwright-cli {common.peer_version()}", task(pw, url, ["snapshot"]), show)
-        check("playwright-cli", pw("eval", f"() => {CHECK_JS}"))
 
-        for name, look in (("agent-browser snapshot", ["snapshot"]),
-                           ("agent-browser diff snapshot", ["diff", "snapshot"])):
-            session = f"bskfx{pid}{len(ab_sessions)}"
-            ab_sessions.append(session)
-            ab = ab_runner(session)
-            totals[name] = report(name, task(ab, url, look, "@"), show)
-            check(name, ab("eval", CHECK_JS))
-        session = f"bskfx{pid}{len(ab_sessions)}"
+def variants(bsk: common.BskDaemon, url: str, workdir: Path, ab_sessions: list[str],
+             scratch: Path, tag: str) -> dict[str, Variant]:
+    """Each way of doing the task: given a round's number, its steps (what the agent ran
+    and read) and how to read the page's end state. Only the steps are timed: a session,
+    and a peer's browser, is started before them (`open about:blank`), as an agent's is
+    by its second task."""
+    def bsk_looking(sid: str, look: list[str]) -> Variant:
+        def one(r: int) -> Run:
+            run = bsk_runner(bsk, f"{sid}-{tag}-{r}")
+            return *timed(lambda: task(run, url, look)), lambda: run("eval", CHECK_JS)
+        return one
+
+    def bsk_batch(*options: str) -> Variant:
+        def one(r: int) -> Run:
+            run = bsk_runner(bsk, f"tok-batch{len(options)}-{tag}-{r}")
+            return (*timed(lambda: bsk_batch_task(run, url, *options)),
+                    lambda: run("eval", CHECK_JS))
+        return one
+
+    pw = pw_runner(workdir)
+    pw("open", "about:blank")
+
+    def playwright(r: int) -> Run:
+        return (*timed(lambda: task(pw, url, ["snapshot"])),
+                lambda: pw("eval", f"() => {CHECK_JS}"))
+
+    def ab_session() -> tuple[str, Callable[..., str]]:
+        session = f"bskfx{tag}{len(ab_sessions)}"
         ab_sessions.append(session)
-        name = "agent-browser diff --baseline"
-        totals[name] = report(name, ab_baseline_task(session, url, Path(scratch)), show)
-        check(name, ab_runner(session)("eval", CHECK_JS))
-    print("\n  totals (tokens):")
-    full = totals["bsk full"]
-    for name, total in totals.items():
-        print(f"    {name:<34} {total:>8.0f}   {total / full:5.2f} x bsk full")
-    return totals
+        ab = ab_runner(session)
+        ab("open", "about:blank")  # its daemon and browser start here, untimed
+        return session, ab
+
+    def agent_browser(look: list[str]) -> Variant:
+        def one(r: int) -> Run:
+            _, ab = ab_session()
+            return *timed(lambda: task(ab, url, look, "@")), lambda: ab("eval", CHECK_JS)
+        return one
+
+    def ab_baseline(r: int) -> Run:
+        session, ab = ab_session()
+        return (*timed(lambda: ab_baseline_task(session, url, scratch)),
+                lambda: ab("eval", CHECK_JS))
+
+    return {"bsk full": bsk_looking("tok-full", ["snapshot"]),
+            "bsk effects+diff": bsk_looking("tok-diff", ["snapshot", "--diff"]),
+            "bsk batch+diff": bsk_batch(),
+            "bsk batch --settle 0 +diff": bsk_batch("--settle", "0"),
+            f"playwright-cli {common.peer_version()}": playwright,
+            "agent-browser snapshot": agent_browser(["snapshot"]),
+            "agent-browser diff snapshot": agent_browser(["diff", "snapshot"]),
+            "agent-browser diff --baseline": ab_baseline}
 
 
-def main(show: bool = False, rounds: int = 30, only: str | None = None) -> int:
+def timed(steps: Callable[[], list[Step]]) -> tuple[list[Step], float]:
+    t0 = time.perf_counter()
+    out = steps()
+    return out, time.perf_counter() - t0
+
+
+def token_task(bsk: common.BskDaemon, base: str, page: str, show: bool,
+               rounds: int) -> dict[str, tuple[float, float]]:
+    """Each way's tokens (the first round's steps, printed) and median wall seconds for
+    the whole task, the ways alternated round by round."""
+    print(f"\n(b) what an agent reads and waits for: open, read, then 5 steps each looked "
+          f"at ({page}; {rounds} rounds alternated)")
+    url = f"{base}/{page}"
+    tag = f"{os.getpid()}{page[:5].replace('.', '')}"
+    tokens: dict[str, float] = {}
+    walls: dict[str, list[float]] = {}
+    with peers() as (workdir, ab_sessions), tempfile.TemporaryDirectory() as scratch:
+        ways = variants(bsk, url, workdir, ab_sessions, Path(scratch), tag)
+        for r in range(rounds):
+            for name, way in ways.items():
+                steps, took, end_state = way(r)
+                walls.setdefault(name, []).append(took)
+                check(name, end_state())
+                if r == 0:
+                    tokens[name] = report(name, steps, show)
+    print("\n  totals: tokens read, and the task's wall time (median of the rounds)")
+    full = tokens["bsk full"]
+    out = {name: (tokens[name], common.median(walls[name])) for name in ways}
+    for name, (total, wall) in out.items():
+        print(f"    {name:<34} {total:>8.0f} tokens  {total / full:5.2f} x bsk full"
+              f"   {wall:6.2f} s  ({', '.join(f'{w:.2f}' for w in walls[name])})")
+    return out
+
+
+def main(show: bool = False, rounds: int = 30, only: str | None = None,
+         task_rounds: int = 3) -> int:
     common.exit_on_sigterm()
     common.header("Effects, snapshot --diff and batch: latency and tokens")
     ok = True
@@ -297,10 +357,16 @@ def main(show: bool = False, rounds: int = 30, only: str | None = None) -> int:
             ok = settle_latency(bsk, base, rounds) and ok
         if only in (None, "b"):
             for page in ("diff.html", "diff-big.html"):
-                totals = token_task(bsk, base, page, show)
+                totals = token_task(bsk, base, page, show, task_rounds)
                 ok = common.verdict(f"{page}: bsk effects+diff tokens <= bsk full",
-                                    totals["bsk effects+diff"], totals["bsk full"],
+                                    totals["bsk effects+diff"][0], totals["bsk full"][0],
                                     unit="tokens") and ok
+                peers_ = {n: v for n, v in totals.items() if not n.startswith("bsk")}
+                for i, unit in ((0, "tokens"), (1, "s")):
+                    best = min(peers_, key=lambda n: peers_[n][i])
+                    ok = common.verdict(f"{page}: bsk batch+diff {unit} <= the best peer's "
+                                        f"({best})", totals["bsk batch+diff"][i],
+                                        peers_[best][i], unit=unit) and ok
     return 0 if ok else 1
 
 
@@ -311,4 +377,4 @@ def _arg(name: str, default: str | None) -> str | None:
 
 if __name__ == "__main__":
     common.run_main(main, "--show" in sys.argv[1:], int(_arg("--rounds", "30") or 30),
-                    _arg("--only", None))
+                    _arg("--only", None), int(_arg("--task-rounds", "3") or 3))
