@@ -25,7 +25,7 @@ No index on the session: a call's row is written twice, and with a few sessions 
 work an index on (session_id, …) has each commit rewrite a leaf page per session into the
 WAL — a quarter of a write's cost (bench/README.md, "Tenth pass"). `list` of one session
 walks `ops_created` from the newest instead (a session with a few old rows: ~2 ms in a
-full journal of 10,000).
+full journal of the default 10,000; a larger BSK_JOURNAL_MAX_COUNT pays in proportion).
 
 `has` (is this op id taken? asked on every call that names its operation) reads a set of
 the ids in the database, read once on first use and kept with it (each INSERT adds,
