@@ -14,7 +14,7 @@
       bsk full          every action, then a full `snapshot`
       bsk effects+diff  every action (its effects line), then `snapshot --diff`
       bsk batch         the five actions in one `bsk batch`, then `snapshot --diff`
-      bsk batch --settle 0  the same, each step not waiting for the page to settle (no
+      bsk batch --settle 0  the same, no step waiting for the page to settle (no
                         effects: what an agent that only needs the end state runs)
       playwright-cli    every action, then `snapshot`
       agent-browser     every action, then `snapshot`; then again with `diff snapshot`
@@ -175,14 +175,14 @@ def bsk_runner(bsk: common.BskDaemon, sid: str) -> Callable[..., str]:
 
 
 def bsk_batch_task(run: Callable[..., str], url: str, *options: str) -> list[Step]:
-    """open, snapshot, the five actions in one batch (each with `options`), one diff."""
+    """open, snapshot, the five actions in one batch (`batch OPTIONS …`), one diff."""
     steps: list[Step] = []
     for args in (("open", url), ("snapshot",)):
         steps.append((" ".join(args), run(*args)))
     snap = steps[-1][1]
-    commands = [shlex.join([*_action_args(a, common.ref_of(snap, a[1], a[2])), *options])
-                for a in ACTIONS]
-    steps.append(("batch " + " ".join(map(shlex.quote, commands)), run("batch", *commands)))
+    commands = [shlex.join(_action_args(a, common.ref_of(snap, a[1], a[2]))) for a in ACTIONS]
+    argv = ["batch", *options, *commands]
+    steps.append((shlex.join(argv), run(*argv)))
     steps.append(("snapshot --diff", run("snapshot", "--diff")))
     return steps
 

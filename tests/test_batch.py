@@ -135,6 +135,31 @@ def test_http_and_its_deadline(api: httpx.Client, shared_bsk: Bsk, site: str) ->
         api.delete(f"/v1/sessions/{sid}")
 
 
+def test_the_batchs_settle_is_each_acting_steps_unless_it_gives_its_own(
+        bsk: Bsk, api: httpx.Client, site: str) -> None:
+    bsk.ok("open", f"{site}/counter.html")
+    button = ref_of(bsk.ok("snapshot")["result"]["snapshot"], "button", "Add one")
+    run = bsk("batch", "--settle", "0", f"click {button}", f"click {button} --settle 100",
+              "eval window.count")
+    assert run.code == 0, run.stderr
+    quick, watched, counted = run.json["result"]["steps"]
+    assert "effects" not in quick["result"]  # not watched: it answered without waiting
+    assert watched["result"]["effects"]["dom"]["text_appeared"] == ["count 2"]
+    assert watched["result"]["effects"]["watched_ms"] >= 100  # its own 100 ms window
+    assert counted["result"]["value"] == 2  # eval takes no settle: run as written
+    shown = bsk.ok("op", "show", quick["op_id"])
+    assert shown["params"]["settle"] == 0  # the journal keeps what the step ran with
+
+    over_http = api.post(f"/v1/sessions/{bsk.session}/tools/batch", json={
+        "commands": [f"click {button}"], "settle": 0})
+    assert over_http.status_code == 200, over_http.text
+    assert "effects" not in over_http.json()["result"]["steps"][0]["result"]
+    refused = api.post(f"/v1/sessions/{bsk.session}/tools/batch", json={
+        "commands": [f"click {button}"], "settle": -1})
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_params"
+    assert bsk.ok("eval", "window.count")["result"]["value"] == 3  # the refused one: not sent
+
+
 def test_interrupted_during_a_step_reports_each_honestly(bsk: Bsk, site: str) -> None:
     """Ctrl-C during step 2: step 1 as it ended, step 2 cancelled, step 3 not sent."""
     import signal

@@ -12,6 +12,8 @@ Invariants:
   (unless `continue`). The batch's deadline bounds every step's: a step gets its own
   deadline or what is left of the batch's, whichever is sooner; none is left, none sent.
 - The caller going away (a Ctrl-C) cancels the running step; the rest are not sent.
+- The batch's `settle` is each acting step's `--settle` where the step gives none (a
+  step's own wins); steps that do not act take none.
 """
 
 from __future__ import annotations
@@ -38,7 +40,12 @@ def read_commands(params: dict[str, Any], cwd: str | None = None
     if len(commands) > catalog.BATCH_MAX_STEPS:
         raise invalid("commands", f"{len(commands)} commands; at most "
                       f"{catalog.BATCH_MAX_STEPS} in one batch", hint="split it in two")
-    return [script_line(k, text, "commands", None, cwd) for k, text in enumerate(commands, 1)]
+    steps = [script_line(k, text, "commands", None, cwd) for k, text in enumerate(commands, 1)]
+    settle = params.get("settle")
+    if settle is None:
+        return steps
+    return [(spec, {**step, "settle": settle} if "settle" in step and step["settle"] is None
+             else step) for spec, step in steps]
 
 
 async def run_batch(dispatcher: Dispatcher, session_id: str, params: dict[str, Any], *,

@@ -29,7 +29,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "batch", ("batch",), M,
         "Run several commands in one call, in order, each its own operation with its own "
         "honest result (op id, status, dispatched), stopping at the first that does not "
-        "complete unless --continue; the rest are reported as not sent. A command is one "
+        "complete unless --continue (the rest are not sent). A command is one "
         "line as the CLI's replay command reads it (`click e3`, `fill e4 'hello'`); the "
         "CLI also reads them from stdin, one a line. --timeout is the whole batch's "
         "deadline (default 300 s); each command ends by its own deadline or the batch's, "
@@ -38,7 +38,9 @@ TOOLS: tuple[ToolSpec, ...] = (
                f"most {BATCH_MAX_STEPS}); none on the CLI: read from stdin",
                positional=True, nargs="*"),
          Param("continue", "boolean", "go on after a command that does not complete",
-               default=False)),
+               default=False),
+         Param("settle", "integer", "each acting step's --settle unless it gives one; "
+               "0: no waiting", minimum=0, maximum=30_000)),
         example="bsk batch 'fill e4 ada@example.com' 'click e5' 'snapshot --diff'",
         default_timeout_s=300.0,
     ),
@@ -46,7 +48,8 @@ TOOLS: tuple[ToolSpec, ...] = (
 
 
 # `continue` is a Python keyword: the functional form.
-BatchParams = TypedDict("BatchParams", {"commands": list[str] | None, "continue": bool})
+BatchParams = TypedDict("BatchParams", {"commands": list[str] | None, "continue": bool,
+                                         "settle": int | None})
 
 
 PARAMS: dict[str, type] = {"session_stop": NoParams, "batch": BatchParams}
