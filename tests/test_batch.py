@@ -89,7 +89,11 @@ def test_a_typo_anywhere_sends_nothing(bsk: Bsk, site: str) -> None:
     bsk.ok("open", f"{site}/counter.html")
     run = bsk("batch", "eval 'window.count = 5'", "clik e1")
     assert run.code == 2 and run.json["error"]["code"] == "invalid_params"
-    assert "line 2" in run.json["error"]["message"]
+    assert run.json["error"]["message"].startswith("commands: step 2: 'clik' is not")
+    # A step's arguments wrong: the step, as written, is named before what is wrong.
+    opt = bsk("batch", "eval 1", "eval 2 --max-chars -3")
+    assert opt.code == 2 and opt.json["error"]["message"].startswith(
+        "step 2 (eval 2 --max-chars -3): max_chars: "), opt.json["error"]
     assert run.json["error"]["hint"] == "did you mean `click`?"  # as at the top level
     assert bsk.ok("eval", "window.count")["result"]["value"] is None
     assert bsk("batch", "batch 'eval 1'").json["error"]["code"] == "invalid_params"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -80,6 +81,11 @@ def test_a_long_pause_stretches_the_deadline_or_says_how(bsk: Bsk) -> None:
     error = refused.json["error"]
     assert error["details"]["field"] == "ms" and "--timeout 4" in error["hint"]
     assert refused.json["retry_safe"] is True and refused.json["dispatched"] == "no"
+    # Shorter than --timeout, but not than what is left once the answer's margin is kept:
+    # the message says what it was measured against.
+    tight = bsk("wait", "--ms", "900", "--timeout", "1").json["error"]
+    assert re.fullmatch(r"ms: 900 ms does not fit in what is left of the call's deadline "
+                        r"\(\d+ ms, after 250 ms kept to answer\)", tight["message"]), tight
 
 
 def test_wait_for_an_element_or_text_to_go(bsk: Bsk, site: str) -> None:

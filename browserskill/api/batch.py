@@ -40,7 +40,8 @@ def read_commands(params: dict[str, Any], cwd: str | None = None
     if len(commands) > catalog.BATCH_MAX_STEPS:
         raise invalid("commands", f"{len(commands)} commands; at most "
                       f"{catalog.BATCH_MAX_STEPS} in one batch", hint="split it in two")
-    steps = [script_line(k, text, "commands", None, cwd) for k, text in enumerate(commands, 1)]
+    steps = [script_line(k, text, "commands", None, cwd, where="step")
+             for k, text in enumerate(commands, 1)]
     settle = params.get("settle")
     if settle is None:
         return steps

@@ -8,7 +8,7 @@ import os
 from browserskill.base import contract
 from browserskill.base.catalog import Param, ToolSpec
 from browserskill.base.contract import DEFAULT_SESSION, valid_session_id
-from browserskill.base.errors import invalid
+from browserskill.base.errors import BskError, invalid
 
 TYPE_CHECKING = False  # typing costs ms at start-up; annotations only
 if TYPE_CHECKING:
@@ -149,23 +149,24 @@ def script_steps(lines: list[str]) -> list[tuple[int, str]]:
 
 
 def script_words(number: int, text: str, field: str = "script",
-                 env: Mapping[str, str] | None = None) -> list[str]:
+                 env: Mapping[str, str] | None = None, where: str = "line") -> list[str]:
     """A script line's words, as a shell would split them; with `env`, each ${VAR}
-    replaced by its value (a recorded password: ${BSK_SECRET_1}), without: as written."""
+    replaced by its value (a recorded password: ${BSK_SECRET_1}), without: as written.
+    Errors name it `{where} {number}` (a script's line; a batch's step)."""
     import re
     import shlex
 
     try:
         words = shlex.split(text)
     except ValueError as e:
-        raise invalid(field, f"line {number}: {e}") from None
+        raise invalid(field, f"{where} {number}: {e}") from None
     if env is None:
         return words
 
     def value(m: re.Match[str]) -> str:
         got = env.get(m.group(1))
         if got is None:
-            raise invalid(field, f"line {number}: ${{{m.group(1)}}} is not set",
+            raise invalid(field, f"{where} {number}: ${{{m.group(1)}}} is not set",
                           hint=f"export {m.group(1)}=… (a recorded password) and run again")
         return got
 
@@ -173,13 +174,14 @@ def script_words(number: int, text: str, field: str = "script",
 
 
 def script_line(number: int, text: str, field: str = "script",
-                env: Mapping[str, str] | None = None,
-                cwd: str | None = None) -> tuple[ToolSpec, dict[str, Any]]:
+                env: Mapping[str, str] | None = None, cwd: str | None = None,
+                where: str = "line") -> tuple[ToolSpec, dict[str, Any]]:
     """One script line → the tool it names and its params, checked the way `bsk TOOL`
-    checks them (`bsk replay`, `bsk batch` and the daemon's batch read lines with this)."""
+    checks them (`bsk replay`, `bsk batch` and the daemon's batch read lines with this).
+    Every error names it: `{where} {number}`, and the line when its params are wrong."""
     from browserskill.base.catalog import BY_WORDS
 
-    words = script_words(number, text, field, env)
+    words = script_words(number, text, field, env, where)
     spec = next((BY_WORDS[tuple(words[:n])] for n in (2, 1)
                  if tuple(words[:n]) in BY_WORDS), None)
     if spec is None or spec.name in NOT_IN_SCRIPTS or spec.hidden:
@@ -190,13 +192,18 @@ def script_line(number: int, text: str, field: str = "script",
         typed = " ".join(words[:2]) if len(words) > 1 and words[0] in (
             w[0] for w in runnable.values() if len(w) > 1) else (words or [""])[0]
         near = difflib.get_close_matches(typed, list(runnable), n=1, cutoff=0.7)
-        raise invalid(field, f"line {number}: {typed!r} is not a command a script can run",
+        raise invalid(field, f"{where} {number}: {typed!r} is not a command a script can run",
                       hint=f"did you mean `{near[0]}`?" if near
                       else "one bsk tool command per line")
-    raw = parse_tool_args(spec, words[len(spec.words):], cwd)
-    if isinstance(raw.get("url"), str):
-        raw["url"] = local_file_url(raw["url"], cwd)
-    return spec, spec.validate(raw)
+    try:
+        raw = parse_tool_args(spec, words[len(spec.words):], cwd)
+        if isinstance(raw.get("url"), str):
+            raw["url"] = local_file_url(raw["url"], cwd)
+        return spec, spec.validate(raw)
+    except BskError as e:  # which of the lines, as a failing step's error says it
+        e.message = f"{where} {number} ({text.strip()}): {e.message}"
+        e.args = (e.message,)
+        raise
 
 
 def looks_like_option(arg: str) -> bool:

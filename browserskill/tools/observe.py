@@ -122,8 +122,9 @@ async def wait(ctx: ToolContext, params: WaitParams) -> dict[str, Any]:
     if kind == "ms":
         if value / 1000 > budget:
             need = value / 1000 + 1
-            raise invalid("ms", f"{value} ms is longer than the call's --timeout "
-                          f"({ctx.remaining():.0f} s left)",
+            raise invalid("ms", f"{value} ms does not fit in what is left of the call's "
+                          f"deadline ({budget * 1000:.0f} ms, after {ANSWER_MARGIN_S * 1000:.0f} "
+                          "ms kept to answer)",
                           hint=f"pass --timeout {need:.0f} or more, or leave --timeout out: "
                                "the deadline then stretches to fit the pause")
         await asyncio.sleep(value / 1000)  # the caller asked for exactly this pause
