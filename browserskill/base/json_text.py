@@ -68,9 +68,9 @@ def loads(raw: bytes | str) -> Any:
 
 def _small_float_shape(out: bytes) -> bool:
     """Does `out` (orjson's) hold a float orjson writes unlike `repr`: 1e-9 <= |x| <
-    1e-4, `0.0000…` or `…e-N` with one exponent digit? (Or text shaped so: harmless.)
-    Asked only of text holding `e-` or `0.0000` (its callers look first: most text has
-    no shape to look for, and the look costs no call)."""
+    1e-4, `0.0000…` or `…e-N` with one exponent digit? (Or text shaped so: harmless.)"""
+    if b"e-" not in out and b"0.0000" not in out:  # most text: no shape to look for
+        return False
     shape = out.translate(_SHAPE)
     return b"0.0000" in shape or b"e-d " in shape or shape.endswith(b"e-d")
 
@@ -102,8 +102,8 @@ def dumps_ascii(obj: Any) -> str:
         out = orjson.dumps(obj, option=_OPTIONS)
     except orjson.JSONEncodeError:
         return _ASCII.encode(obj)
-    if not out.isascii() or ((b"e-" in out or b"0.0000" in out) and _small_float_shape(out)) \
-            or (b"null" in out and _holds_nonfinite(obj)):
+    if not out.isascii() or _small_float_shape(out) or (
+            b"null" in out and _holds_nonfinite(obj)):
         return _ASCII.encode(obj)
     return out.decode()
 
@@ -116,5 +116,4 @@ def utf8(obj: Any) -> bytes | None:
         out = orjson.dumps(obj, option=_OPTIONS)
     except orjson.JSONEncodeError:
         return None
-    shaped = (b"e-" in out or b"0.0000" in out) and _small_float_shape(out)
-    return None if shaped else out
+    return None if _small_float_shape(out) else out
