@@ -175,7 +175,7 @@ def main(n: int = N, n_peer: int = N_PEER) -> int:
         print("  " + common.describe(f"POST {k.split()[1]} (eval 1+1)",
                                      [w for w, _ in runs[k]]))
     print("daemon CPU per call (mean; /proc clock ticks):")
-    for k in ("bsk", "bsk (pip wrapper)", *in_process):
+    for k in ("floor", "bsk", "bsk (pip wrapper)", *in_process):  # floor: the idle daemon's
         print(f"  {k}: {sum(daemon_cpu[k]) / max(1, len(daemon_cpu[k])):.2f} ms")
     ours = common.median(wall["bsk"])
     for k in wall:

@@ -4,6 +4,7 @@ the CLI (arguments, stdin, the launcher), HTTP and MCP."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -13,6 +14,7 @@ import httpx
 from support.cli import Bsk
 from support.pages import ref_of
 
+from browserskill.base import render
 from browserskill.base.contract import batch_answer
 
 
@@ -128,11 +130,21 @@ def test_http_and_its_deadline(api: httpx.Client, shared_bsk: Bsk, site: str) ->
                        json={"commands": ["eval 1", "click e99999", "eval 2"]})
         assert bad.status_code == 409 and bad.headers["X-Should-Retry"] == "false"
         assert bad.json()["result"]["not_sent"] == 1
-        # The batch's deadline bounds its steps: a 1 s batch ends the 5 s pause at 1 s.
+        # The batch's deadline bounds its steps: a 1 s batch ends a 30 s wait at 1 s.
         slow = api.post(f"/v1/sessions/{sid}/tools/batch", json={
-            "commands": ["wait --ms 5000", "eval 1"], "timeout_ms": 1000})
+            "commands": ["wait --text 'never there'", "eval 1"], "timeout_ms": 1000})
         steps = slow.json()["result"]["steps"]
-        assert steps[0]["status"] != "completed" and steps[1]["sent"] is False
+        assert steps[0]["error"]["details"]["reason"] == "timeout", steps
+        assert steps[0]["error"]["details"]["waited_ms"] < 1000 and steps[1]["sent"] is False
+        # A pause longer than what is left of the batch is not sent (it could only fail).
+        short = api.post(f"/v1/sessions/{sid}/tools/batch", json={
+            "commands": ["eval 1", "wait --ms 3000", "eval 2"], "timeout_ms": 1000})
+        answer = short.json()
+        assert [s.get("sent", True) for s in answer["result"]["steps"]] == [True, False, False]
+        assert answer["error"]["code"] == "cancelled", answer
+        assert answer["error"]["details"] == {"reason": "batch_deadline", "step": 2}
+        assert re.search(r"step 2 needs more than the \d+ ms left of the batch's deadline",
+                         answer["error"]["message"]), answer["error"]
         empty = api.post(f"/v1/sessions/{sid}/tools/batch", json={"commands": []})
         assert empty.status_code == 400
     finally:
@@ -168,7 +180,6 @@ def test_interrupted_during_a_step_reports_each_honestly(bsk: Bsk, site: str) ->
     """Ctrl-C during step 2: step 1 as it ended, step 2 cancelled, step 3 not sent."""
     import signal
 
-    from support.cli import answer_of
     from support.wait import wait_until
 
     bsk.ok("open", f"{site}/counter.html")
@@ -176,9 +187,19 @@ def test_interrupted_during_a_step_reports_each_honestly(bsk: Bsk, site: str) ->
                      "eval 'window.count = 3'")
     wait_until(lambda: _running(bsk, step=2), timeout=30)  # not step 1: it is an eval too
     proc.send_signal(signal.SIGINT)
-    code, answer = answer_of(proc)
+    out, err = proc.communicate(timeout=60)
+    code, answer = proc.returncode, json.loads(out)
     steps = answer["result"]["steps"]
     assert steps[0]["status"] == "completed"
+    # What bsk says while it cancels names ids `op show` knows: the steps', first to last.
+    named = re.search(r"cancelling the batch's running step \(its steps: (op_\S+) … (op_\S+)\)",
+                      err)
+    assert named and (named[1], named[2]) == (steps[0]["op_id"],
+                                              steps[1]["op_id"][:-1] + "3"), err
+    assert bsk.ok("op", "show", named[1])["status"] == "completed"
+    # The batch ran from its first step's start to its last sent step's end.
+    assert (answer["started_at"], answer["ended_at"]) == (steps[0]["started_at"],
+                                                          steps[1]["ended_at"])
     # Step 2's own honest end: a dispatched eval cut short may have run (as a lone call's).
     assert steps[1]["state"] == "ended" and steps[1]["status"] in ("cancelled", "outcome_unknown")
     assert steps[2]["sent"] is False and answer["result"]["not_sent"] == 1
@@ -204,6 +225,23 @@ def test_batch_answer_is_the_first_failure() -> None:
     cut = batch_answer("s", ["eval 1", "eval 2"], [ok], "the batch's deadline passed")
     assert cut["status"] == "cancelled" and "step 2" in cut["error"]["message"]
     assert batch_answer("s", ["eval 1"], [ok])["status"] == "completed"
+    # Its times are its steps': the first one's start, the last sent one's end.
+    timed = [{**ok, "started_at": "2026-12-03T10:00:00.100Z",
+              "ended_at": "2026-12-03T10:00:00.250Z"},
+             {**ok, "started_at": "2026-12-03T10:00:00.250Z",
+              "ended_at": "2026-12-03T10:00:01.000Z"}]
+    answer = batch_answer("s", ["eval 1", "eval 2", "eval 3"], timed, "…")
+    assert (answer["started_at"], answer["ended_at"]) == ("2026-12-03T10:00:00.100Z",
+                                                          "2026-12-03T10:00:01.000Z")
+    assert batch_answer("s", ["eval 1"], [])["started_at"] is None  # nothing sent, no time
+    # Said once: a cancelled step reads "cancelled: …", not "cancelled [cancelled]: …".
+    gone = {"op_id": "op_a-1", "status": "cancelled", "dispatched": "no", "retry_safe": True,
+            "error": {"code": "cancelled", "message": "the caller went away"}}
+    text = render.result_text(("batch",), batch_answer("s", ["eval 1"], [gone]))
+    assert "[1] eval 1 — cancelled: the caller went away (dispatched: no)" in text, text
+    assert render.error_text(busy | {"error": {"code": "cancelled", "message": "m"},
+                                     "status": "cancelled"}).startswith("bsk: cancelled: m")
+    assert render.error_text(busy).startswith("bsk: failed [session_busy]: busy")
 
 
 async def test_mcp_a_list_of_calls_in_one_round_trip(bsk: Bsk, site: str) -> None:

@@ -46,6 +46,17 @@ def test_top_level_help_says_0_is_ok(bsk: Bsk) -> None:
     assert line.split()[1] == "ok" and "page_error" in line
 
 
+def test_help_gives_a_numbers_bounds(bsk: Bsk) -> None:
+    """What a number may be is in --help, as the refusal of one outside would say it."""
+    settle = next(x for x in bsk("batch", "--help", as_json=False).stdout.splitlines()
+                  if x.strip().startswith("--settle"))
+    assert settle.endswith("(0 to 30000)"), settle
+    refused = bsk("batch", "--settle", "30001", "eval 1")
+    assert refused.code == 2 and "30000" in refused.json["error"]["message"], refused.json
+    wait = bsk("wait", "--help", as_json=False).stdout
+    assert re.search(r"--ms INTEGER .*\(0 to 600000\)", wait), wait
+
+
 def test_unknown_commands_get_sensible_suggestions(bsk: Bsk) -> None:
     r = bsk("cookie", "list")
     assert r.code == 2 and "op list" not in r.json["error"]["hint"]

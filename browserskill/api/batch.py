@@ -10,7 +10,8 @@ Invariants:
   `<key>#k`, so a batch sent again answers each step as it did, sending nothing twice.
 - Steps run one after another; after one that does not complete the rest are not sent
   (unless `continue`). The batch's deadline bounds every step's: a step gets its own
-  deadline or what is left of the batch's, whichever is sooner; none is left, none sent.
+  deadline or what is left of the batch's, whichever is sooner; none is left (or less than
+  the step needs: a pause it asks for, the least deadline its tool takes), none sent.
 - The caller going away (a Ctrl-C) cancels the running step; the rest are not sent.
 - The batch's `settle` is each acting step's `--settle` where the step gives none (a
   step's own wins); steps that do not act take none.
@@ -68,9 +69,9 @@ async def run_batch(dispatcher: Dispatcher, session_id: str, params: dict[str, A
     for k, (spec, step_params) in enumerate(calls, 1):
         left = deadline - loop.time()
         own = contract.op_deadline_s(spec, step_params)
-        if left < 0.001 or (left < own and spec.timeout_range_s
-                            and left < spec.timeout_range_s[0]):
-            why = "the batch's deadline passed"
+        if left < 0.001 or (left < own and left < contract.least_s(spec, step_params)):
+            why = ("the batch's deadline passed" if left < 0.001 else f"step {k} needs more "
+                   f"than the {left * 1000:.0f} ms left of the batch's deadline")
             break
         try:
             op = await dispatcher.submit(

@@ -158,6 +158,11 @@ def command_help(control: Any, spec: Any) -> str:
             extra = []
             if p.choices:
                 extra.append("one of " + "|".join(map(str, p.choices)))
+            if p.minimum is not None and p.maximum is not None:
+                extra.append(f"{p.minimum} to {p.maximum}")
+            elif p.minimum is not None or p.maximum is not None:
+                extra.append(f"at least {p.minimum}" if p.maximum is None
+                             else f"at most {p.maximum}")
             if p.default is not None and p.type != "boolean":
                 extra.append(f"default {p.default}")
             lines.append(f"  {name:<24} {p.help}" + (f" ({'; '.join(extra)})" if extra else ""))

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
         def name(self) -> str: ...
         @property
         def default_timeout_s(self) -> float: ...
+        @property
+        def timeout_range_s(self) -> tuple[float, float] | None: ...
 
 DEFAULT_SESSION = "default"  # the session a call without one uses
 
@@ -103,6 +105,7 @@ def check_timeout_s(text: str, command: str = "",
 # cleanup (cancelling what went out, docs/design.md) and the answer's trip back.
 WIRE_MARGIN_S = 30.0
 DEFAULT_TIMEOUT_S = 30.0  # a call that is no catalog tool's (the daemon says why)
+WAIT_ANSWER_MARGIN_S = 0.25  # what `wait` keeps of its deadline to answer (tools/observe.py)
 PAUSE_MARGIN_S = 5.0  # `wait --ms N` gets N plus this, when its default is shorter
 
 
@@ -118,6 +121,15 @@ def op_deadline_s(spec: ToolDeadline | None, params: Mapping[str, Any],
     if isinstance(ms, int) and not isinstance(ms, bool) and ms > 0:
         return max(spec.default_timeout_s, ms / 1000 + PAUSE_MARGIN_S)
     return spec.default_timeout_s
+
+
+def least_s(spec: ToolDeadline, params: Mapping[str, Any]) -> float:
+    """The shortest deadline a call can end well within: a pause it asks for (`wait --ms
+    N`) and the time kept after it to answer, or the least deadline the tool accepts."""
+    ms = params.get("ms") if spec.name == "wait" else None
+    if isinstance(ms, int) and not isinstance(ms, bool) and ms > 0:
+        return ms / 1000 + WAIT_ANSWER_MARGIN_S
+    return spec.timeout_range_s[0] if spec.timeout_range_s else 0.0
 
 
 def wire_timeout_s(spec: ToolDeadline | None, params: Mapping[str, Any],
@@ -374,7 +386,9 @@ def batch_answer(session_id: str | None, commands: list[str], answers: list[dict
     an operation's, or a refusal's); commands past them were not sent. Its status, error
     and op_id are the first step that did not complete (else the last step's); it was
     dispatched if any step was; a retry is safe only if no step that reached the browser
-    was unsafe to repeat. Pure: the daemon and the CLI (after a Ctrl-C) both build it."""
+    was unsafe to repeat; it started when its first step did and ended with its last (the
+    steps' own times: ISO strings, so they order as text). Pure: the daemon and the CLI
+    (after a Ctrl-C) both build it."""
     steps: list[dict[str, Any]] = []
     for k, command in enumerate(commands, 1):
         if k <= len(answers):
@@ -400,9 +414,12 @@ def batch_answer(session_id: str | None, commands: list[str], answers: list[dict
                            "raise --timeout, or send the rest again",
                            {"reason": "batch_deadline", "step": k})
         status = Status.CANCELLED
+    started = [a["started_at"] for a in answers if a.get("started_at")]
+    ended = [a["ended_at"] for a in answers if a.get("ended_at")]
     return result(
         op_id=decider.get("op_id") if decider else None, session_id=session_id,
         tool="batch", state=State.ENDED, status=status,
+        started_at=min(started, default=None), ended_at=max(ended, default=None),
         dispatched=dispatched,
         retry_safe=all(a.get("retry_safe") or a.get("dispatched") == Dispatched.NO
                        for a in answers),

@@ -55,12 +55,17 @@ def with_effects(text: str, body: Any) -> str:
     return f"{first}{joint}{line}{sep}{rest}"
 
 
+def _ended(status: Any, code: Any) -> str:
+    """`failed [ref_not_found]`; the status alone where the code repeats it (`cancelled`)."""
+    return str(status) if code == status else f"{status} [{code}]"
+
+
 def error_text(answer: dict[str, Any]) -> str:
     """A failure in a few lines: code, message, hint, holder, what reached the browser."""
     error = answer["error"]
     code = error.get("code", "internal")
     status = answer.get("status") or "failed"
-    lines = [f"bsk: {status} [{code}]: {error.get('message', '')}"]
+    lines = [f"bsk: {_ended(status, code)}: {error.get('message', '')}"]
     if error.get("hint"):
         lines.append(f"  hint: {error['hint']}")
     details = error.get("details") or {}
@@ -247,7 +252,7 @@ def _batch(r: dict[str, Any]) -> str:
             continue
         error = step.get("error")
         if step.get("status") != Status.COMPLETED and error:
-            lines.append(f"{label} — {step.get('status')} [{error.get('code')}]: "
+            lines.append(f"{label} — {_ended(step.get('status'), error.get('code'))}: "
                          f"{error.get('message', '')} (dispatched: {step.get('dispatched')})")
             continue
         first = str(step.get("command", "")).split()
@@ -372,7 +377,12 @@ def _quoted(text: str, most: int = 40) -> str:
 def _ops(r: dict[str, Any]) -> str:
     ops = r.get("ops", [])
     width = max((len(o["op_id"]) for o in ops), default=0)  # a batch's steps' ids are longer
-    rows = [f"{o['op_id']:<{width}}  {o['started_at']}  {o['tool']:<12} {o['state']:<11} "
+    # `op list --all`: whose each operation is, once more than one session is listed
+    sessions = {o.get("session_id") for o in ops}
+    shown = max(map(len, map(str, sessions))) if len(sessions) > 1 else 0
+    rows = [f"{o['op_id']:<{width}}  {o['started_at']}  "
+            + (f"{o.get('session_id')!s:<{shown}}  " if shown else "")
+            + f"{o['tool']:<12} {o['state']:<11} "
             f"{o.get('status') or '':<15} {_target(o.get('params'))}".rstrip() for o in ops]
     return "\n".join(rows) or "(no operations)"
 

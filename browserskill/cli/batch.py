@@ -70,7 +70,11 @@ def ended_early(client: Client, batch_id: str, commands: list[str],
     why = {"interrupted": "interrupted (Ctrl-C)", "timeout": "no answer in time",
            "lost": "the daemon went away", "unanswered": "the daemon went away"
            }.get(what, what)
-    print(f"bsk: {why}; cancelling batch {batch_id}'s running step…", file=sys.stderr)
+    steps = contract.batch_step_op_id(batch_id, 1)  # the ids `op show` knows (not the batch's)
+    if len(commands) > 1:
+        steps += f" … {contract.batch_step_op_id(batch_id, len(commands))}"
+    print(f"bsk: {why}; cancelling the batch's running step (its steps: {steps})…",
+          file=sys.stderr)
     answers: list[dict[str, Any]] = []
     for k in range(1, len(commands) + 1):
         step = _step_end(client, contract.batch_step_op_id(batch_id, k))

@@ -523,8 +523,8 @@ class Dispatcher:
 _CANCEL_TEXT: dict[str, str] = {  # every CancelReason's (tests/test_contract.py)
     CancelReason.CANCEL: "cancelled by request",
     CancelReason.DEADLINE: "the call's deadline passed",
-    CancelReason.CLIENT_DISCONNECTED: "cancelled: the caller went away",
-    CancelReason.DAEMON_STOPPING: "cancelled: the daemon is stopping",
+    CancelReason.CLIENT_DISCONNECTED: "the caller went away",
+    CancelReason.DAEMON_STOPPING: "the daemon is stopping",
     CancelReason.LINK_LOST: "the browser connection was lost",
     CancelReason.USER_INTERRUPT: "the user took over",
     CancelReason.DEBUGGING_CANCELLED: "the user cancelled debugging in the browser",

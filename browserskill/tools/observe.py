@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from browserskill.base import contract
 from browserskill.base.catalog.evidence import ConsoleParams, HtmlParams
 from browserskill.base.catalog.navigation import WaitParams
 from browserskill.base.catalog.network import NetworkParams
@@ -32,7 +33,7 @@ from browserskill.tools.refs import call_on, isolated_world, resolve
 from browserskill.tools.registry import implements
 
 # Give up this long before the call's deadline, to answer "it did not happen" in time.
-ANSWER_MARGIN_S = 0.25
+ANSWER_MARGIN_S = contract.WAIT_ANSWER_MARGIN_S
 # Network idle: no request in flight for this long (Chromium's own networkIdle uses 500 ms).
 QUIET_S = 0.5
 
