@@ -157,3 +157,18 @@ def test_tabs_are_the_sessions_own(bsk: Bsk, shared_bsk: Bsk, site: str) -> None
 
     closed = bsk.ok("tab", "close", "t2")["result"]
     assert closed["tabs_left"] == 1 and closed["current_tab"] == "t1"
+
+
+def test_open_after_every_tab_closed_opens_one(bsk: Bsk, site: str) -> None:
+    """A session whose tabs were all closed is as a new one: `open` opens a tab (it
+    answered "no open tab" before), and a tool that needs a page says to `open` one."""
+    bsk.ok("tab", "close", "t1")
+    assert bsk.ok("tab", "list")["result"]["tabs"] == []
+    lost = bsk("snapshot")
+    assert lost.json["error"]["details"]["reason"] == "no_tab", lost.json
+    assert "`bsk open URL`" in lost.json["error"]["hint"]
+    opened = bsk.ok("open", f"{site}/other.html")["result"]
+    assert opened["url"] == f"{site}/other.html" and opened["http_status"] == 200
+    tabs = bsk.ok("tab", "list")["result"]["tabs"]
+    assert [(t["tab_id"], t["current"]) for t in tabs] == [("t2", True)], tabs
+    assert bsk.ok("eval", "document.title")["result"]["value"] == "Other"

@@ -186,6 +186,43 @@ def test_session_busy_is_retried_when_retries_are_allowed(bsk: Bsk, site: str) -
         assert ("eval", "session_busy") in tools  # it was refused first, then retried
 
 
+def test_a_call_given_its_own_op_id_is_not_retried_under_another(bsk: Bsk, site: str) -> None:
+    """Retrying a refused call mints a new op id; one the caller named must stay the id
+    of what happened to it: the call raises session_busy under that id instead."""
+    with Client(home=bsk.home, session=bsk.session, retries=6, retry_max_delay=0.5) as c:
+        c.open(f"{site}/counter.html")
+        holder = c.eval(SLOW.format(tag="holder", ms=1500), detach=True)
+        dispatched_op(c, holder.op_id)
+        with pytest.raises(bc.SessionBusyError) as e:
+            c.eval("window.effects += 1", op_id="op_client_named_busy")
+        assert e.value.op_id is None or e.value.op_id == "op_client_named_busy"
+        assert c.op_wait(holder.op_id).status == "completed"
+        assert c.eval("window.effects").value == 0  # not run under another id meanwhile
+        assert c.op_get("op_client_named_busy").error.code == "session_busy"
+
+
+def test_a_timeout_is_checked_as_the_cli_checks_it(client: Client) -> None:
+    """Seconds, more than 0: refused before anything is sent, naming `timeout`."""
+    for bad in (0, -5, 601):
+        with pytest.raises(bc.InvalidParamsError) as e:
+            client.eval("1", timeout=bad)
+        assert e.value.details["field"] == "timeout", e.value.details
+        assert "seconds" in str(e.value) and e.value.dispatched == "no"
+    with pytest.raises(bc.InvalidParamsError) as e:
+        client.call("webmcp_invoke", {"tool": "x"}, timeout=200)  # its own 1-120 s range
+    assert "webmcp_invoke" in str(e.value)
+
+
+def test_stopping_the_session_a_client_started_returns_it_to_its_first(bsk: Bsk,
+                                                                      site: str) -> None:
+    with Client(home=bsk.home, session=bsk.session) as c:
+        started = c.session_start()
+        assert c.session_id == started.session_id
+        c.session_stop()
+        assert c.session_id == bsk.session  # not the stopped one's: session_not_found
+        assert c.eval("1 + 1").value == 2
+
+
 def test_cancelled_queued_operation(client: Client, site: str) -> None:
     client.open(f"{site}/counter.html")
     holder = client.eval(SLOW.format(tag="holder", ms=3000), detach=True)

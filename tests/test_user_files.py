@@ -279,9 +279,10 @@ def test_an_oversize_eval_is_cut_with_a_note_and_kept_bounded(bsk: Bsk,
                             (big["op_id"],)).fetchone()
     finally:
         db.close()
-    assert len(row) < KEPT_RESULT_MAX_CHARS + 1000  # main: the whole 1,000,000 and more
+    assert len(row) < KEPT_RESULT_MAX_CHARS + 1000  # main: the whole value and more
     kept = json.loads(row)
-    assert kept["truncated"] is True and kept["value"].endswith("…[cut: 1,000,000 characters]")
+    assert kept["truncated"] is True and kept["value"].endswith(
+        f"…[cut: {EVAL_MAX_CHARS:,} characters]")
     assert "the call that ran it got it whole" in kept["kept_note"]
 
 

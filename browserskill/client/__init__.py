@@ -26,7 +26,10 @@ and raises the exception class of its error code otherwise (`StaleRefError`,
 `OutcomeUnknownError`, …; all `BrowserSkillError`, carrying the op fields).
 
 Nothing is retried, except answers that say a retry is safe and waiting helps
-(`session_busy`, `browser_unavailable`: `X-Should-Retry: true`), at most `retries` times.
+(`session_busy`, `browser_unavailable`: `X-Should-Retry: true`), at most `retries` times
+(default 2; `Client(retries=0)` raises at once) — and never a call given its own `op_id`,
+which would run under another id. Stopping the session the client acts in
+(`session_stop()`) returns it to the session it was made with.
 Cancelling a call (KeyboardInterrupt; cancelling the awaiting task) cancels its operation.
 """
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -34,13 +33,14 @@ class AsyncClient(_Base):
     operation (POST /v1/ops/{id}/cancel) and waits briefly for it to end before the
     cancellation goes on."""
 
-    def __init__(self, socket: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
-        super().__init__(socket, **kwargs)
+    _http: Http11
+    last_cancelled: Result | None = None  # how the last cancelled call ended
+
+    def _transport(self) -> Http11:
         # Not httpx: a lean keep-alive HTTP/1.1 of our own (client/http11.py), ~20x less
         # CPU per call.
-        self._http = Http11(socket=None if self.base_url else str(self.socket),
-                            base_url=self.base_url, headers=self._headers)
-        self.last_cancelled: Result | None = None  # how the last cancelled call ended
+        return Http11(socket=None if self.base_url else str(self.socket),
+                      base_url=self.base_url, headers=self._headers)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -137,9 +137,9 @@ class AsyncClient(_Base):
         for attempt in range(self.retries + 1):
             req = self._tool_request(tool, merged, session=session, wait=wait,
                                      timeout=timeout, key=key, detach=detach,
-                                     op_id=op_id if attempt == 0 else None)
+                                     op_id=op_id)
             status, headers, body = await self._send_cancellable(req)
-            if attempt < self.retries and _should_retry(status, headers):
+            if attempt < self.retries and op_id is None and _should_retry(status, headers):
                 await asyncio.sleep(_retry_delay(headers, self.retry_max_delay))
                 continue
             return Result.from_dict(_check(status, headers, body))
@@ -200,7 +200,9 @@ class AsyncClient(_Base):
     async def session_stop(self, session_id: str | None = None, *, wait: bool = True,
                            timeout: float | None = None) -> Result:
         req = self._stop_request(session_id, wait, timeout)
-        return Result.from_dict(_check(*await self._send(req)))
+        stopped = Result.from_dict(_check(*await self._send(req)))
+        self._stopped(session_id)
+        return stopped
 
     async def op_get(self, op_id: str) -> Result:
         return Result.from_dict(await self._json(*route("op_get", op_id=op_id)))

@@ -13,7 +13,7 @@ from urllib.parse import quote, urlencode
 from browserskill.base import catalog, contract, paths
 from browserskill.base.contract import DEFAULT_SESSION, CancelThenWait, new_op_id
 from browserskill.base.controls import route
-from browserskill.base.errors import CODES
+from browserskill.base.errors import CODES, BskError
 from browserskill.client.results import (
     ERRORS,
     BrowserSkillError,
@@ -118,9 +118,21 @@ class _Base:
         # `home`'s — not one behind an arbitrary socket or URL.
         self.autostart = autostart and not base_url and (socket is None)
         self.session_id = session or os.environ.get("BSK_SESSION") or DEFAULT_SESSION
+        self._first_session = self.session_id  # where it acts again once `use`d ones stop
         self.retries = retries
         self.retry_max_delay = retry_max_delay
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = self._transport()
+
+    def _transport(self) -> Any:
+        """The connection to the daemon (each client its own kind)."""
+        raise NotImplementedError
+
+    def _stopped(self, session_id: str | None) -> None:
+        """After `session_stop`: a client whose session that was acts in its first again
+        (the one it was made with), not in a session that is gone."""
+        if (session_id or self.session_id) == self.session_id:
+            self.session_id = self._first_session
 
     # -- building calls --------------------------------------------------------------------
 
@@ -134,6 +146,11 @@ class _Base:
         if detach:
             body["detach"] = True
         if timeout is not None:
+            try:  # as `bsk --timeout` is checked: seconds, not the wire's timeout_ms
+                contract.check_timeout_s(str(timeout), tool,
+                                         spec.timeout_range_s if spec else None)
+            except BskError as e:
+                raise ERRORS[e.code](e.message, hint=e.hint, details=e.details) from None
             body["timeout_ms"] = max(1, int(timeout * 1000))
         read_timeout = contract.wire_timeout_s(spec, params or {}, timeout)
         headers = {"X-Op-Id": op_id or new_op_id()}

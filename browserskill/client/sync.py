@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -31,12 +30,13 @@ class Client(_Base):
     """Blocking client. `Client()` talks to the daemon of `BSK_HOME` (starting it if needed);
     `Client(home=DIR)` to another state dir's; `Client(base_url=URL, token=T)` over TCP."""
 
-    def __init__(self, socket: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
-        super().__init__(socket, **kwargs)
+    _http: BlockingHttp11
+
+    def _transport(self) -> BlockingHttp11:
         # The asyncio client's keep-alive HTTP/1.1 (client/http11.py), blocking: one
         # framing (browserskill/base/http1.py) for the CLI and both clients.
-        self._http = BlockingHttp11(socket=None if self.base_url else str(self.socket),
-                                    base_url=self.base_url, headers=self._headers)
+        return BlockingHttp11(socket=None if self.base_url else str(self.socket),
+                              base_url=self.base_url, headers=self._headers)
 
     def close(self) -> None:
         self._http.close()
@@ -106,14 +106,14 @@ class Client(_Base):
         for attempt in range(self.retries + 1):
             req = self._tool_request(tool, merged, session=session, wait=wait,
                                      timeout=timeout, key=key, detach=detach,
-                                     op_id=op_id if attempt == 0 else None)
+                                     op_id=op_id)
             try:
                 status, headers, body = self._send(req)
             except KeyboardInterrupt:
                 if tool != "batch":  # a batch's id names no operation: the hang-up (the
                     self._cancel_quietly(req.op_id)  # connection closed) cancels its step
                 raise
-            if attempt < self.retries and _should_retry(status, headers):
+            if attempt < self.retries and op_id is None and _should_retry(status, headers):
                 time.sleep(_retry_delay(headers, self.retry_max_delay))
                 continue
             return Result.from_dict(_check(status, headers, body))
@@ -156,8 +156,10 @@ class Client(_Base):
     def session_stop(self, session_id: str | None = None, *, wait: bool = True,
                      timeout: float | None = None) -> Result:
         """Stop a session (default: this client's), after its running operation with `wait`."""
-        return Result.from_dict(_check(*self._send(self._stop_request(session_id, wait,
-                                                                       timeout))))
+        stopped = Result.from_dict(_check(*self._send(self._stop_request(session_id, wait,
+                                                                          timeout))))
+        self._stopped(session_id)
+        return stopped
 
     # -- operations ------------------------------------------------------------------------
 

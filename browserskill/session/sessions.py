@@ -154,7 +154,7 @@ class Session:
             if tab_id is None:
                 raise BskError(
                     "action_failed", "this session has no open tab",
-                    hint="open one with `bsk tab new URL`", details={"reason": "no_tab"},
+                    hint="open one: `bsk open URL`", details={"reason": "no_tab"},
                     dispatched=Dispatched.NO,
                 )
             ids = list(self.tabs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -11,6 +12,7 @@ from browserskill.base.catalog.navigation import HistoryParams, OpenParams
 from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser.tab import DialogOpened, Tab
+from browserskill.session.scope import Compensation
 from browserskill.tools import downloads
 from browserskill.tools.context import ToolContext, stop_script
 from browserskill.tools.emulation import offline
@@ -311,6 +313,26 @@ _SILENCE_DIALOGS = ("window.alert = () => {}; window.confirm = () => false; "
                     "window.prompt = () => null; 0")
 
 
+async def new_current_tab(ctx: ToolContext
+                          ) -> tuple[Tab, Callable[[], Awaitable[None]], Compensation]:
+    """A new tab, now the session's current one, its routes attached before its first
+    request; with what closes it again and the compensation that does so on a cancel
+    (`ctx.settled` it once the tab is there to stay)."""
+    ctx.mark_dispatched()
+    tab = await ctx.backend.new_tab(ctx.session.next_tab_id())
+    previous = ctx.session.current_tab_id
+    ctx.session.add_tab(tab)
+
+    async def close_half_made_tab() -> None:
+        ctx.session.forget_tab(tab.tab_id)
+        ctx.session.current_tab_id = previous if previous in ctx.session.tabs else None
+        await ctx.backend.close_tab(tab)
+
+    made = ctx.on_cancel("tab_closed", close_half_made_tab)
+    await ctx.session.routes.attach(tab, ctx.remaining())
+    return tab, close_half_made_tab, made
+
+
 @implements("open")
 async def open_url(ctx: ToolContext, params: OpenParams) -> dict[str, Any]:
     """Leaving a page dismisses its alerts, confirms and prompts (the one open now, and
@@ -318,7 +340,11 @@ async def open_url(ctx: ToolContext, params: OpenParams) -> dict[str, Any]:
     beforeunload dialog is the agent's to answer (docs/outcomes.md, pages that trap)."""
     url = normalize_url(params["url"])
     check_policy(ctx, url)
-    tab = ctx.tab  # `open` runs while a dialog is open (catalog: during_dialog)
+    made: Compensation | None = None
+    if ctx.session.current_tab_id is None:  # its tabs were all closed: a new one, as a
+        tab, _, made = await new_current_tab(ctx)  # new session has (not "no open tab")
+    else:
+        tab = ctx.tab  # `open` runs while a dialog is open (catalog: during_dialog)
     if tab.dialog is not None and tab.dialog.get("type") == "beforeunload":
         raise DialogOpened(tab.dialog)
     blocked = tab.dialog is not None  # on a dialog, not in script: nothing to unstick
@@ -341,6 +367,8 @@ async def open_url(ctx: ToolContext, params: OpenParams) -> dict[str, Any]:
             await ctx.act("Runtime.evaluate", {"expression": _SILENCE_DIALOGS}, tab=tab)
         out = await navigate(ctx, tab, url, params["wait_until"], unstuck=True)
         ctx.settled(stopped)  # not on a cancel: the cleanup runs it then
+        if made is not None:
+            ctx.settled(made)  # the tab stays, as a failed `open` leaves one on its error
     except BskError as e:
         if e.details.get("reason") == "navigation_error" and \
                 e.details.get("error_text") != "net::ERR_ABORTED":  # aborted: page unchanged

@@ -10,7 +10,12 @@ from browserskill.base.errors import BskError
 from browserskill.browser.link import LinkError
 from browserskill.browser.tab import DialogOpened, Tab, TabGone
 from browserskill.tools.context import ToolContext
-from browserskill.tools.navigation import check_policy, navigate, normalize_url
+from browserskill.tools.navigation import (
+    check_policy,
+    navigate,
+    new_current_tab,
+    normalize_url,
+)
 from browserskill.tools.registry import implements
 
 
@@ -53,18 +58,7 @@ async def tab_new(ctx: ToolContext, params: TabNewParams) -> dict[str, Any]:
     url = normalize_url(params["url"]) if params["url"] else None
     if url:
         check_policy(ctx, url)
-    ctx.mark_dispatched()
-    tab = await ctx.backend.new_tab(ctx.session.next_tab_id())
-    previous = ctx.session.current_tab_id
-    ctx.session.add_tab(tab)
-
-    async def close_half_made_tab() -> None:
-        ctx.session.forget_tab(tab.tab_id)
-        ctx.session.current_tab_id = previous if previous in ctx.session.tabs else None
-        await ctx.backend.close_tab(tab)
-
-    made = ctx.on_cancel("tab_closed", close_half_made_tab)
-    await ctx.session.routes.attach(tab, ctx.remaining())  # before its first request
+    tab, close_half_made_tab, made = await new_current_tab(ctx)
     if url:
         try:
             await navigate(ctx, tab, url, params["wait_until"])

@@ -25,8 +25,9 @@ BATCH_MAX_STEPS = 100
 # Params that name an element: a ref from a snapshot (e12, f1e7) or a locator
 # (browserskill/tools/locators.py), resolved once at call time to exactly one element.
 TARGET_MAX = 4096
-# eval's value, cut in the page where it can be (docs/outcomes.md, "Bounded results").
-EVAL_MAX_CHARS = 1_000_000
+# eval's value, cut in the page where it can be (docs/outcomes.md, "Bounded results"):
+# ~25,000 tokens by default, so one answer does not fill an agent's context window.
+EVAL_MAX_CHARS = 100_000
 EVAL_MAX_CHARS_LIMIT = 5_000_000
 LOCATOR_HELP = ('; or a locator: css=SELECTOR, text=TEXT, role=ROLE[name="NAME"], '
                 'chained into an iframe with " >> "')
