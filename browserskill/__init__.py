@@ -8,6 +8,14 @@ __version__ = "0.1.0"
 
 _LAZY = ("Client", "AsyncClient", "BrowserSkillError", "Result")
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # what __getattr__ hands out, as type checkers must see it
+    from browserskill.client import AsyncClient as AsyncClient
+    from browserskill.client import BrowserSkillError as BrowserSkillError
+    from browserskill.client import Client as Client
+    from browserskill.client import Result as Result
+    from browserskill.client.generated import *  # noqa: F403
+
 
 def __getattr__(name: str) -> object:
     # The client's exception classes too (one per error code: SessionBusyError, …).

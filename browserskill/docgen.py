@@ -6,6 +6,8 @@
   COMMANDS_BEGIN and COMMANDS_END markers; the rest of the skill is written by hand.
 - docs/mcp.md's table of MCP capability groups (the catalog's `CAPABILITIES`), between
   CAPS_BEGIN and CAPS_END.
+- browserskill/client/generated.pyi: the Python clients' methods made at import and their
+  exception classes, spelled for type checkers (client/methods.py `typing_stub`).
 
 `python -m browserskill.docgen --write` rewrites them; `--check` exits 1 when a checked-in
 page differs from what the code says (a test runs the same check).
@@ -320,6 +322,16 @@ def mcp_markdown(text: str) -> str:
 MARKED = ((MCP_PAGE, mcp_markdown), *((path, skill_markdown) for path in SKILL_FILES))
 
 
+def client_stub() -> str:
+    from browserskill.client import methods
+
+    return methods.typing_stub()
+
+
+# Generated code: the Python clients' made methods and error classes, for type checkers.
+CODE = {ROOT / "browserskill" / "client" / "generated.pyi": client_stub}
+
+
 def stale() -> list[str]:
     """Pages whose checked-in text differs from what the code generates."""
     out = []
@@ -330,6 +342,9 @@ def stale() -> list[str]:
     for path, marked in MARKED:
         text = path.read_text(encoding="utf-8")
         if marked(text) != text:
+            out.append(str(path.relative_to(ROOT)))
+    for path, make in CODE.items():
+        if not path.exists() or path.read_text(encoding="utf-8") != make():
             out.append(str(path.relative_to(ROOT)))
     return out
 
@@ -346,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
             if marked(text) != text:
                 path.write_text(marked(text), encoding="utf-8")
                 print(f"wrote {path}")
+        for path, make in CODE.items():
+            path.write_text(make(), encoding="utf-8")
+            print(f"wrote {path}")
         return 0
     if "--check" in args:
         bad = stale()

@@ -157,6 +157,8 @@ def test_peers_short_flags_and_the_nearest_real_option(bsk: Bsk, site: str) -> N
         assert "--interactive (-i)" in typo.json["error"]["message"], when
         assert "did you mean --max-tokens?" in bsk("snapshot", "--depth", "3").json["error"]["hint"]
         assert "did you mean --count?" in bsk("click", "e1", "--cuont", "2").json["error"]["hint"]
+        # Nothing near: no guess (the two dashes alone made --foo "near" --ref).
+        assert bsk("click", "e1", "--foo").json["error"]["hint"] == "bsk click --help", when
         if when == "no daemon yet":
             bsk.ok("open", f"{site}/keys.html")
     assert bsk.ok("snapshot", "-i")["result"]["snapshot"] == \

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -62,6 +65,10 @@ def test_the_callers_op_id_and_idempotency_key(client: Client, site: str) -> Non
     client.open(f"{site}/counter.html")
     named = client.eval("1", op_id="op_client_named_1")
     assert named.op_id == "op_client_named_1"
+    with pytest.raises(bc.InvalidParamsError) as e:  # an id names one call
+        client.eval("1", op_id="op_client_named_1")
+    assert "op_client_named_1 names an earlier operation" in str(e.value), e.value
+    assert "op show op_client_named_1" in (e.value.hint or "")
     first = client.eval("window.effects += 1", key="k-once")
     again = client.eval("window.effects += 1", key="k-once")
     assert again.op_id == first.op_id and again.value == first.value == 1
@@ -382,3 +389,52 @@ async def test_cancelling_an_async_batch_stops_it_and_says_how_each_step_ended(
         assert (await c.eval("[window.__first, window.__third ?? null]")).value == [1, None]
         with pytest.raises(bc.OpNotFoundError):
             await c.op_get(f"{batch_id}-3")
+
+
+# -- what a type checker sees ----------------------------------------------------------------
+
+USER_SCRIPT = """
+from browserskill import AsyncClient, Client, Result, SessionBusyError
+
+
+def run() -> int:
+    with Client(home="/tmp/nowhere", retries=0) as c:
+        opened: Result = c.open("https://example.com", settle=0)
+        c.click("e3", button="left", timeout=5.0)
+        c.session_start(isolated=True)
+        try:
+            c.eval("1", op_id="op_mine_1")
+        except SessionBusyError as e:
+            return e.exit_code
+        return 0 if opened.ok else 1
+
+
+async def arun() -> str:
+    async with AsyncClient() as c:
+        snap = await c.snapshot(interactive=True)
+        return str(snap.result)
+"""
+USER_MISTAKES = """
+from browserskill import Client
+
+with Client(hme="/tmp/nowhere") as c:
+    c.click(3)
+    c.opne("https://example.com")
+"""
+
+
+def test_a_users_script_type_checks_against_the_clients(tmp_path: Path) -> None:
+    """`py.typed`, the lazy names, the methods made from the catalog (client/generated.pyi)
+    and the options in `Client(...)`: `mypy --strict` passes a right script and finds
+    each mistake in a wrong one."""
+    (tmp_path / "agent.py").write_text(USER_SCRIPT)
+    (tmp_path / "wrong.py").write_text(USER_MISTAKES)
+    run = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+                          "--cache-dir", str(tmp_path / ".mypy"), "agent.py", "wrong.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    said = run.stdout + run.stderr
+    assert "agent.py" not in said, said
+    assert 'Unexpected keyword argument "hme"' in said, said
+    assert 'Argument 1 to "click" of "ClientMethods" has incompatible type "int"' in said, said
+    assert '"Client" has no attribute "opne"' in said, said
+    assert "Found 3 errors in 1 file" in said, said

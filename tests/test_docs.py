@@ -40,3 +40,9 @@ def test_check_mode_reports_drift(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 @pytest.mark.parametrize("page", ["outcomes.md", "mcp.md"])
 def test_hand_written_pages_exist(page: str) -> None:
     assert len((DOCS / page).read_text(encoding="utf-8")) > 1000
+
+
+@pytest.mark.parametrize("path", sorted(docgen.CODE, key=str))
+def test_generated_code_matches_the_code(path: Path) -> None:
+    assert path.read_text(encoding="utf-8") == docgen.CODE[path](), (
+        f"{path.name} is out of date: run `python -m browserskill.docgen --write`")

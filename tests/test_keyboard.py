@@ -35,7 +35,7 @@ def test_type_goes_key_by_key_into_the_focused_field(page: tuple[Bsk, str]) -> N
 
 
 def test_press_keys_and_chords(page: tuple[Bsk, str]) -> None:
-    bsk, _ = page
+    bsk = page[0]
     bsk.ok("type", "hello")
     seen(bsk)
     bsk.ok("press", "Control+A")
@@ -51,7 +51,11 @@ def test_press_keys_and_chords(page: tuple[Bsk, str]) -> None:
     assert bsk.ok("press", "Escape")["result"]["value"] == "escaped"  # the page's handler
     moved = bsk.ok("press", "Tab")["result"]
     assert moved["focused"] == "input#second"
-    assert bsk.ok("press", "Shift+Tab")["result"]["focused"] == "input#first"
+    # ... by the ref the snapshot gave it, too: what an agent knows it by.
+    assert moved["focused_ref"] == ref_of(page[1], "textbox", "Second")
+    said = bsk.text("press", "Shift+Tab")
+    first = ref_of(page[1], "textbox", "First")
+    assert said.startswith(f"pressed Shift+Tab in {first} (input#first)"), said
     chord = bsk.ok("press", "Control+Shift+ArrowLeft")
     assert chord["status"] == "completed"
     assert seen(bsk)[-6:] == ["keydown:Control:ctrl", "keydown:Shift:ctrl+shift",

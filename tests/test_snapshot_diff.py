@@ -161,3 +161,19 @@ def test_diff_lists_the_change_and_refs_from_before_still_act(bsk: Bsk, site: st
     bsk.ok("open", f"{site}/counter.html")
     other = bsk.ok("snapshot", "--diff")["result"]
     assert other["diff"] == {"base": "new_document"} and 'heading "Counter"' in other["snapshot"]
+
+
+def test_the_diffs_header_names_the_view_it_compares(bsk: Bsk, site: str) -> None:
+    """A diff's base is the last snapshot taken the same way: the header says which, so a
+    full snapshot taken between an `-i` one and its diff does not look like the base."""
+    bsk.ok("open", f"{site}/diff.html")
+    interactive = bsk.ok("snapshot", "-i")["result"]["snapshot"]
+    bsk.ok("snapshot")  # a full one between: not the base of `-i --diff`
+    bsk.ok("click", ref_of(interactive, "button", "Count: 0"))
+    text = bsk.ok("snapshot", "-i", "--diff")["result"]["snapshot"]
+    assert text.startswith("# since the last snapshot -i: "), text
+    assert "no changes (" in bsk.ok("snapshot", "-i", "--diff")["result"]["snapshot"]
+    assert bsk.ok("snapshot", "-i", "--diff")["result"]["snapshot"].endswith(
+        "as in the last snapshot -i)")
+    assert bsk.ok("snapshot", "--diff")["result"]["snapshot"].startswith(
+        "# since the last snapshot: ")  # the full view's base: before the click

@@ -286,8 +286,9 @@ def unknown_option(spec: ToolSpec, name: str, by_flag: dict[str, Param]) -> Exce
     peer = _PEER_FLAGS.get((command, name))
     if peer:
         near = [peer]
-    elif name.startswith("--"):
-        near = difflib.get_close_matches(name, longs, n=1, cutoff=0.6)
+    elif name.startswith("--"):  # by the names alone: "--" made --foo look like --ref
+        near = ["--" + n for n in difflib.get_close_matches(
+            name[2:], [f[2:] for f in longs], n=1, cutoff=0.6)]
     else:  # `-x`: the long option that starts with that letter, if exactly one does
         near = [f for f in longs if f[2:3] == name[1:2]]
         near = near if len(near) == 1 else []

@@ -60,6 +60,10 @@ __all__ = [
     "new_op_id",
 ]
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the classes the loop below makes, spelled for type checkers
+    from browserskill.client.generated import *  # noqa: F403
+
 # One exception class per error code: SessionBusyError, StaleRefError, …
 for _cls in ERRORS.values():
     globals()[_cls.__name__] = _cls

@@ -27,8 +27,14 @@ from browserskill.client.results import (
     Session,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the methods made at import (client/methods.py), spelled for checkers
+    from browserskill.client.generated import AsyncClientMethods
+else:
+    AsyncClientMethods = object
 
-class AsyncClient(_Base):
+
+class AsyncClient(_Base, AsyncClientMethods):
     """The same API as `Client`, awaitable. Cancelling the task awaiting a call cancels its
     operation (POST /v1/ops/{id}/cancel) and waits briefly for it to end before the
     cancellation goes on."""

@@ -25,8 +25,14 @@ from browserskill.client.results import (
     Session,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the methods made at import (client/methods.py), spelled for checkers
+    from browserskill.client.generated import ClientMethods
+else:
+    ClientMethods = object
 
-class Client(_Base):
+
+class Client(_Base, ClientMethods):
     """Blocking client. `Client()` talks to the daemon of `BSK_HOME` (starting it if needed);
     `Client(home=DIR)` to another state dir's; `Client(base_url=URL, token=T)` over TCP."""
 

@@ -123,9 +123,13 @@ class Dispatcher:
             if earlier is not None:
                 return earlier, None
         try:
-            if op_id is not None and (not contract.valid_op_id(op_id) or op_id in self.ops
-                                      or self.journal.has(op_id)):
+            if op_id is not None and not contract.valid_op_id(op_id):
                 raise invalid("op_id", f"must be {contract.OP_ID_RULE}, and new")
+            if op_id is not None and (op_id in self.ops or self.journal.has(op_id)):
+                raise invalid("op_id", f"{op_id} names an earlier operation: an op id names "
+                              "one call", hint=f"`bsk op show {op_id}` says how it ended; "
+                              "give a new id (or none) to run this one, or a --key to "
+                              "have a retry answered by the first")
             loop = asyncio.get_running_loop()
             deadline = loop.time() + contract.op_deadline_s(
                 spec, params, timeout_ms / 1000 if timeout_ms else None)

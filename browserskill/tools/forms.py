@@ -123,9 +123,11 @@ def _not_editable(ref: str, verdict: dict[str, Any]) -> BskError:
     reason = verdict.get("error", "not_editable")
     hint = {"not_editable": "fill takes a text input, textarea or contenteditable element: "
                             "check the ref with `bsk snapshot`",
-            "element_disabled": "nothing was sent; the page enables it when it is ready "
-                                "(wait, or fill what it depends on first)",
-            "element_readonly": "nothing was sent; a read-only field takes no input"}.get(
+            "element_disabled": "nothing was sent; if the page enables it once something "
+                                "is done, do that or wait for it first (some stay disabled)",
+            "element_readonly": f"nothing was sent; a read-only field takes no input — a "
+                                f"date or color picker's opens when clicked (`bsk click "
+                                f"{ref}`), then pick from it"}.get(
         reason, "scroll or open what hides it, then snapshot again")
     return BskError("action_failed", f"{ref} can't be filled: {verdict.get('why', reason)}",
                     hint=hint, details={"reason": reason, "ref": ref}, dispatched=Dispatched.NO)

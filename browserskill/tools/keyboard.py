@@ -21,6 +21,8 @@ from browserskill.tools.input import Marks, after_input
 from browserskill.tools.refs import isolated_world
 from browserskill.tools.registry import implements
 
+# Run in BrowserSkill's isolated world (tools/refs.py): the same DOM, and the ref registry
+# the snapshot keeps there, so the answer names the ref an agent knows it by.
 _FOCUSED = """(() => {
   let el = document.activeElement;
   while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
@@ -28,7 +30,10 @@ _FOCUSED = """(() => {
   let desc = el.tagName.toLowerCase();
   if (el.id) desc += "#" + el.id;
   else if (el.name) desc += `[name="${el.name}"]`;
+  else if (el.getAttribute("role")) desc += `[role="${el.getAttribute("role")}"]`;
   const out = {focused: desc};
+  const bsk = globalThis.__bsk, ref = bsk && bsk.byEl.get(el);
+  if (ref && bsk.refs.get(ref) === el) out.focused_ref = ref;
   if (el.tagName === "IFRAME") return out;
   if ("value" in el && typeof el.value === "string" && el.type !== "password")
     out.value = el.value.slice(0, 1000);
@@ -121,8 +126,10 @@ def parse_key(combo: str) -> keys.Chord:
 async def focused_state(ctx: ToolContext, tab: Tab) -> dict[str, Any]:
     """Which element has focus and, cheaply, its value (never a password's)."""
     try:
-        answer = await ctx.inspect("Runtime.evaluate", {"expression": _FOCUSED,
-                                                        "returnByValue": True}, tab=tab)
+        where = ({"contextId": await isolated_world(ctx, tab, tab.main_frame_id)}
+                 if tab.main_frame_id else {})
+        answer = await ctx.inspect("Runtime.evaluate", {
+            "expression": _FOCUSED, "returnByValue": True, **where}, tab=tab)
     except Exception:
         return {}
     value = answer.get("result", {}).get("value")

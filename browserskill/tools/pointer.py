@@ -127,8 +127,10 @@ async def point_for(ctx: ToolContext, target: Resolved, *, via_label: bool = Fal
         spot = {}
     if spot.get("disabled"):
         raise BskError("action_failed", f"{ref} is disabled: nothing was clicked",
-                       hint="the page enables it when it is ready: wait (e.g. `bsk wait "
-                            "--text …`) or do what it depends on first, then snapshot again",
+                       hint="if the page enables it once something is done (a field "
+                            "filled, a load finished), do that or wait for it (`bsk wait "
+                            "--text …`), then snapshot again; some stay disabled (an item "
+                            "not on offer)",
                        details={"reason": "element_disabled", "ref": ref}, dispatched=Dispatched.NO)
     if spot.get("hidden"):
         raise BskError("action_failed", f"{ref} is hidden or has no size",

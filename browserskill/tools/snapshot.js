@@ -127,6 +127,15 @@
   }
   const cursorSet = cursorCandidates();
 
+  // A focus trap's guard (ag-grid's "tab guard", react-focus-lock's, MUI's sentinels): an
+  // empty element of no size that only passes the focus on — nothing a person sees or acts
+  // on, so no ref (an agent's click on one fails: not visible).
+  function focusGuard(el) {
+    if (el.firstChild) return false;
+    const box = el.getBoundingClientRect();
+    return box.width === 0 || box.height === 0;
+  }
+
   // Why an element without an actionable role is interactive: "click", "focus", "drag",
   // "cursor" (a cursor of its own only), or "" (it is not).
   function interactiveWhy(el, role, inActionable) {
@@ -145,7 +154,8 @@
       }
       if (DROP_ATTRS.some(a => el.hasAttribute(a))) return "drop";
       const tabindex = el.getAttribute("tabindex");
-      if (tabindex !== null && tabindex.trim() !== "" && +tabindex >= 0 && !inActionable)
+      if (tabindex !== null && tabindex.trim() !== "" && +tabindex >= 0 && !inActionable &&
+          !focusGuard(el))
         return "focus";
     }
     if (cursorSet && !cursorSet.has(el) && el.getRootNode() === document) return "";
@@ -684,8 +694,11 @@
                      || el === focused;
     const guess = !name && GUESS_ROLES.has(role) ? guessedName(el) : "";
     if (guess) name = guess;
+    // A <select> a library hid (clipped to nothing) and draws its own control for: no
+    // ref — no one can act on it (`select` refuses it); its options still say the choices.
+    const hiddenSelect = el.localName === "select" && clippedAway(el);
     const node = [role, name, valueOf(el, role), stateful ? states(el, role) : [],
-                  REF_ROLES.has(role) ? refFor(el) : null, []];
+                  REF_ROLES.has(role) && !hiddenSelect ? refFor(el) : null, []];
     if (guess) node[3].unshift("guessed name");
     if (role === "iframe") {
       node[5] = bsk.iframes.length;  // index: the caller splices the frame's tree in
@@ -694,7 +707,7 @@
       // A list box's options are clicked (ctrl-click, double-click): each has a ref,
       // unless the list box is clipped to nothing: a library hid it for screen readers
       // and draws its own (Tom Select, Select2), whose options are the ones to click.
-      const listbox = role === "listbox" && !clippedAway(el);
+      const listbox = role === "listbox" && !hiddenSelect;
       for (const opt of el.options) {
         node[5].push(["option", clean(opt.textContent), null,
                       opt.selected ? ["selected"] : [], listbox ? refFor(opt) : null, []]);

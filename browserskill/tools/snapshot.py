@@ -428,7 +428,8 @@ async def snapshot(ctx: ToolContext, params: SnapshotParams) -> dict[str, Any]:
             view.text = NEW_DOCUMENT_NOTE + ("\n" + view.text if view.text else "")
         else:
             changes = snapshot_diff.diff(base, lines)
-            view.text = changes.text()
+            view.text = changes.text((" -i" if params["interactive"] else "") +
+                                     (f" --ref {params['ref']}" if params["ref"] else ""))
     text, cut = truncate(view.text, params["max_tokens"])
     if frame_id == tab.main_frame_id and view.title is not None:
         tab.title = view.title

@@ -70,11 +70,13 @@ class Diff:
     def empty(self) -> bool:
         return not (self.added or self.removed or self.changed)
 
-    def text(self) -> str:
+    def text(self, view: str = "") -> str:
+        """`view`: how the snapshot was taken (" -i", " --ref e4"): the base is the last
+        one taken so, and the header says which."""
         if self.empty:
             lines = "line" if self.unchanged == 1 else "lines"
-            return f"no changes ({self.unchanged} {lines} as in the last snapshot)"
-        head = (f"# since the last snapshot: {self.added} added, {self.removed} removed, "
+            return f"no changes ({self.unchanged} {lines} as in the last snapshot{view})"
+        head = (f"# since the last snapshot{view}: {self.added} added, {self.removed} removed, "
                 f"{self.changed} changed; {self.unchanged} unchanged lines not shown "
                 "(their refs still act)")
         body = []

@@ -172,7 +172,8 @@ def _focus(r: dict[str, Any]) -> str:
     if not r.get("focused"):
         return " (no element had focus: the keys went to the page)"
     value = f", value now {short(r['value'])}" if "value" in r else ""
-    return f" in {r['focused']}{value}"
+    where = f"{r['focused_ref']} ({r['focused']})" if r.get("focused_ref") else r["focused"]
+    return f" in {where}{value}"
 
 
 def _type(r: dict[str, Any]) -> str:
