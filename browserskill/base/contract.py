@@ -117,18 +117,24 @@ def op_deadline_s(spec: ToolDeadline | None, params: Mapping[str, Any],
         return timeout_s
     if spec is None:
         return DEFAULT_TIMEOUT_S
-    ms = params.get("ms") if spec.name == "wait" else None
-    if isinstance(ms, int) and not isinstance(ms, bool) and ms > 0:
-        return max(spec.default_timeout_s, ms / 1000 + PAUSE_MARGIN_S)
+    pause = pause_s(spec, params)
+    if pause:
+        return max(spec.default_timeout_s, pause + PAUSE_MARGIN_S)
     return spec.default_timeout_s
 
 
-def least_s(spec: ToolDeadline, params: Mapping[str, Any]) -> float:
-    """The shortest deadline a call can end well within: a pause it asks for (`wait --ms
-    N`) and the time kept after it to answer, or the least deadline the tool accepts."""
+def pause_s(spec: ToolDeadline, params: Mapping[str, Any]) -> float:
+    """The pause a call asks for (`wait --ms N`: N/1000), else 0."""
     ms = params.get("ms") if spec.name == "wait" else None
-    if isinstance(ms, int) and not isinstance(ms, bool) and ms > 0:
-        return ms / 1000 + WAIT_ANSWER_MARGIN_S
+    return ms / 1000 if isinstance(ms, int) and not isinstance(ms, bool) and ms > 0 else 0.0
+
+
+def least_s(spec: ToolDeadline, params: Mapping[str, Any]) -> float:
+    """The shortest deadline a call can end well within: a pause it asks for and the time
+    kept after it to answer, or the least deadline the tool accepts."""
+    pause = pause_s(spec, params)
+    if pause:
+        return pause + WAIT_ANSWER_MARGIN_S
     return spec.timeout_range_s[0] if spec.timeout_range_s else 0.0
 
 

@@ -368,7 +368,7 @@ async def open_url(ctx: ToolContext, params: OpenParams) -> dict[str, Any]:
         out = await navigate(ctx, tab, url, params["wait_until"], unstuck=True)
         ctx.settled(stopped)  # not on a cancel: the cleanup runs it then
         if made is not None:
-            ctx.settled(made)  # the tab stays, as a failed `open` leaves one on its error
+            ctx.settled(made)  # the new tab is there to stay (a cancel before this closes it)
     except BskError as e:
         if e.details.get("reason") == "navigation_error" and \
                 e.details.get("error_text") != "net::ERR_ABORTED":  # aborted: page unchanged
