@@ -10,6 +10,10 @@ times each, A B A B …. On a shared machine alternate, and compare medians.
         [--calls C] [--profile DIR]   # DIR/<n>.prof: cProfile with a CPU-time timer
         [--by-process]                # also each process's CPU per op (/proc of all)
 
+A tree named `TREE:no-journal` is TREE's daemon with the journal's writes skipped (they
+answer "written" at once; nothing else changes): not a daemon anyone should run, but
+the ceiling the journal's two writes a call leave, measured beside the real one.
+
 `--by-process` splits each phase's CPU by process (the daemon, the keeper, Chromium's
 browser, renderer and other processes, the rest): with the 2 CPUs full, throughput is the
 inverse of that total, so a cut anywhere in it counts.
@@ -43,6 +47,16 @@ finally:
     profile.disable()
     profile.dump_stats(os.environ["BSK_BENCH_PROFILE"])
 """
+WITHOUT_JOURNAL = """
+from browserskill.dispatch.journal import Journal
+async def written_soon(self, op):
+    return True
+Journal.record = lambda self, op: True
+Journal.record_soon = written_soon
+from {module}.__main__ import main
+main([])
+"""
+NO_JOURNAL = ":no-journal"
 
 
 def daemon_module(tree: str) -> str:
@@ -55,6 +69,7 @@ def daemon_module(tree: str) -> str:
 def one(tree: str, sessions: int, calls: int, profile: str | None,
         by_process: bool = False) -> tuple[float, float, async_client.Run, async_client.Run]:
     """Daemon CPU ms per op and client/raw throughput for one daemon run from `tree`."""
+    label, tree = tree, tree.removesuffix(NO_JOURNAL)
     home = tempfile.mkdtemp(prefix="bsk-bench-cpu-")
     env = {**os.environ, "BSK_HOME": home, "BSK_EPHEMERAL": "1", "BSK_IDLE_TIMEOUT": "900",
            "BSK_EXPOSE_CDP": "0", "PYTHONPATH": os.path.abspath(tree)}
@@ -63,6 +78,8 @@ def one(tree: str, sessions: int, calls: int, profile: str | None,
     if profile:
         env["BSK_BENCH_PROFILE"] = profile
         argv = [sys.executable, "-c", PROFILED.format(module=daemon_module(tree))]
+    if label.endswith(NO_JOURNAL):
+        argv = [sys.executable, "-c", WITHOUT_JOURNAL.format(module=daemon_module(tree))]
     with open(os.path.join(home, "daemon.log"), "wb") as log:
         proc = subprocess.Popen(argv, env=env, stdout=log, stderr=log, cwd=home,
                                 start_new_session=True)
@@ -76,7 +93,7 @@ def one(tree: str, sessions: int, calls: int, profile: str | None,
         with common.page_server() as url:
             client, raw = asyncio.run(async_client.measure(proc.pid, sock, url, sessions,
                                                            calls, by_process))
-        print(f"{tree}\n{async_client.line('client', client)}\n"
+        print(f"{label}\n{async_client.line('client', client)}\n"
               f"{async_client.line('raw CDP', raw)}")
         return (1000 * client.daemon_cpu / client.ops,
                 (client.ops / client.wall) / (raw.ops / raw.wall), client, raw)

@@ -111,45 +111,76 @@ More tools: bsk mcp --caps GROUP,… (network, evidence, emulation, state, human
 downloads, or all)."""
 
 
-_CLI_COMMAND = re.compile(
-    r"`bsk ([a-z -]+?)((?: (?:\[?[A-Z]+\]?|'[^'`]*'))*)((?: --[a-z-]+(?: [^`\s-][^`\s]*)?)*)`")
-_CLI_FLAG = re.compile(r"--(no-)?([a-z][a-z-]*)((?: [a-z]+)?)")
+_CLI_COMMAND = re.compile(  # `bsk WORDS [ARG|'ARG'|[ARG]]… [--flag [VALUE]]…`
+    r"`bsk ([a-z -]+?)((?: (?:\[?[A-Za-z][\w.-]*\]?|'[^'`]*'))*)"
+    r"((?: --[a-z-]+(?: [^`\s-][^`\s]*)?)*)`")
+_CLI_FLAG = re.compile(r"--(no-)?([a-z][a-z-]*)((?: [a-z0-9.]+)?)")
+# A literal the caller passes as it is written: a batch's command.
+_QUOTED = re.compile(r"((?<!\w)'[^'\n]*'(?!\w))")
+_USAGE = re.compile(r"usage: bsk ([a-z][a-z -]*[a-z])\b[^\n]*")
+_HTTP_ASIDE = re.compile(r" \(HTTP [^()]*\)")  # `(HTTP "wait": true)`: MCP says its own
 _CHOICES = {p.name: p.choices for t in catalog.TOOLS for p in t.params if p.choices}
+_BOOLEANS = {p.name for t in catalog.TOOLS for p in t.params if p.type == "boolean"} | {
+    "wait"}
+
+
+def _spec_of(words: list[str]) -> tuple[catalog.ToolSpec | None, list[str]]:
+    """The tool a CLI command line starts with (its longest match), and the words after."""
+    for n in range(min(len(words), 3), 0, -1):
+        spec = catalog.BY_WORDS.get(tuple(words[:n]))
+        if spec is not None:
+            return spec, words[n:]
+    return None, words
 
 
 def mcp_text(text: str) -> str:
     """Catalog text speaks CLI (`--since`, `bsk tab list --scope user`); over MCP the same
-    things are parameters and tools: `since`, `tab_list` with scope="user"."""
+    things are parameters and tools: `since`, `tab_list` with scope="user". A quoted
+    literal ('snapshot --diff', a batch's command) is what the caller sends: left whole."""
     def command(m: re.Match[str]) -> str:
-        spec = catalog.BY_WORDS.get(tuple(m.group(1).split()))
+        spec, words = _spec_of(re.findall(r"'[^']*'|\S+", m.group(1) + m.group(2)))
         if spec is None:
             return m.group(0)
         positional = [p.name for p in spec.params if p.positional]
-        words = re.findall(r"'[^']*'|\S+", m.group(2))
         args = [f'{name}="{word[1:-1]}"' if word.startswith("'")
                 else f"{name}={word.strip('[]')}" + (" (optional)" if word[0] == "[" else "")
                 for name, word in zip(positional, words, strict=False)]
         args += [f'{a.group(1).replace("-", "_")}="{a.group(2)}"' if a.group(2)
-                 else a.group(1).replace("-", "_")
+                 else f'{a.group(1).replace("-", "_")}=true'
                  for a in re.finditer(r"--([a-z-]+)(?: (\S+))?", m.group(3))]
         return f"`{spec.name}`" + (f" with {', '.join(args)}" if args else "")
 
     def flag(m: re.Match[str]) -> str:
         name, word = m.group(2).replace("-", "_"), m.group(3)
-        if name == "timeout":
-            return "timeout_ms" + word
+        if name == "timeout":  # seconds on the CLI, milliseconds here
+            try:
+                return f"timeout_ms {float(word) * 1000:g}"
+            except ValueError:
+                return "timeout_ms" + word
         if name == "json":
             return m.group(0)  # "the CLI's --json": about the CLI itself
         if word.strip() in _CHOICES.get(name, ()):
             return f'{name}="{word.strip()}"'
+        if name in _BOOLEANS:
+            return f"{name}={'false' if m.group(1) else 'true'}{word}"
         return (f"{name}=false" if m.group(1) else name) + word
+
+    def usage(m: re.Match[str]) -> str:
+        spec, _ = _spec_of(m.group(1).split())
+        if spec is None:
+            return m.group(0)
+        needed = [p.name for p in spec.params if p.required]
+        return (f"`{spec.name}` needs {', '.join(needed)}" if needed
+                else f"see `{spec.name}`'s parameters")
 
     text = text.replace("--timeout (1-120 s, default 60)",
                         "timeout_ms (1000-120000, default 60000)")
+    text = _HTTP_ASIDE.sub("", _USAGE.sub(usage, text))
     # A command that is no tool (`bsk mcp --caps …`) is for the CLI: left whole.
     return "".join(
-        part if part.startswith("`bsk ") else _CLI_FLAG.sub(flag, part)
-        for part in re.split(r"(`bsk [^`]*`)", _CLI_COMMAND.sub(command, text)))
+        part if part.startswith(("`bsk ", "'")) else _CLI_FLAG.sub(flag, part)
+        for piece in re.split(r"(`bsk [^`]*`)", _CLI_COMMAND.sub(command, text))
+        for part in ([piece] if piece.startswith("`bsk ") else _QUOTED.split(piece)))
 
 
 def _param_schema(p: catalog.Param) -> dict[str, Any]:
@@ -280,6 +311,9 @@ class Bridge:
             options["timeout"] = timeout_ms / 1000
         elif timeout_ms is not None:
             params["timeout_ms"] = timeout_ms
+        out_of_range = self._timeout_refused(spec, options.get("timeout"))
+        if out_of_range is not None:  # said in milliseconds, as it was given
+            return to_mcp(spec, answer_of(out_of_range, self.session_id, name))
         try:
             sid = await self.session()
             result: Result = await self.client.call(name, params, session=sid,
@@ -288,6 +322,19 @@ class Bridge:
         except BrowserSkillError as e:
             answer = answer_of(e, self.session_id, name)
         return to_mcp(spec, boundaries.mark(answer) if self.boundaries else answer)
+
+    @staticmethod
+    def _timeout_refused(spec: catalog.ToolSpec, seconds: float | None,
+                         ) -> BrowserSkillError | None:
+        """`timeout_ms` outside the tool's range, in its own unit (the client would name
+        the CLI's `--timeout` in seconds)."""
+        lo, hi = spec.timeout_range_s or (0.0, contract.MAX_TIMEOUT_S)
+        if seconds is None or lo <= seconds <= hi:
+            return None
+        return BrowserSkillError(
+            f"timeout_ms: must be {lo * 1000:g}-{hi * 1000:g} for `{spec.name}`, got "
+            f"{seconds * 1000:g}", code="invalid_params", details={"field": "timeout_ms"},
+            hint="leave timeout_ms out for the tool's default deadline")
 
     def _not_offered(self, name: str, spec: catalog.ToolSpec | None) -> BrowserSkillError:
         if spec is not None and _exposed(spec):  # a tool of a group not asked for

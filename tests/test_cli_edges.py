@@ -72,6 +72,13 @@ def test_press_key_flag_is_the_key_to_press(bsk: Bsk, site: str) -> None:
     first = bsk.ok("--idempotency-key", "k-press-1", "press", "--key", "b")
     again = bsk.ok("press", "--key", "b", "--idempotency-key", "k-press-1")
     assert again["op_id"] == first["op_id"]
+    # The key by position and --key after it: which was meant is asked, nothing pressed.
+    twice = bsk("press", "Escape", "--key", "k-press-2")
+    assert twice.code == 2 and twice.json["error"]["code"] == "invalid_params"
+    assert twice.json["dispatched"] == "no"
+    assert "given twice: 'Escape' by position and 'k-press-2' by --key" in twice.json[
+        "error"]["message"]
+    assert "`bsk --key k-press-2 press …`" in twice.json["error"]["hint"]
 
 
 def test_open_a_local_file_by_path(bsk: Bsk) -> None:

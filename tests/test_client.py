@@ -114,12 +114,14 @@ def test_invalid_params(client: Client) -> None:
     assert err.status == "failed" and err.dispatched == "no" and err.retry_safe is True
 
 
-def test_path_not_found(client: Client) -> None:
-    """No such tool is no such path (POST /v1/sessions/{sid}/tools/NAME): a 404."""
-    with pytest.raises(bc.PathNotFoundError) as e:
-        client.call("no_such_tool")
-    assert e.value.http_status == 404 and e.value.exit_code == 3
-    assert e.value.details == {"tool": "no_such_tool"} and "/v1/tools" in e.value.hint
+def test_an_unknown_tool_is_invalid_params_before_anything_is_sent(client: Client) -> None:
+    """As the CLI and MCP say it (the daemon's 404 would name its HTTP routes): the
+    parameter that is wrong, the tools it may have meant, how to list them."""
+    with pytest.raises(bc.InvalidParamsError) as e:
+        client.call("clik")
+    assert e.value.details == {"field": "tool"} and e.value.op_id is None
+    assert e.value.dispatched == "no"
+    assert e.value.hint.startswith("did you mean click") and "client.tools()" in e.value.hint
 
 
 def test_session_not_found(client: Client) -> None:

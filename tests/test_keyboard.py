@@ -55,7 +55,8 @@ def test_press_keys_and_chords(page: tuple[Bsk, str]) -> None:
     assert moved["focused_ref"] == ref_of(page[1], "textbox", "Second")
     said = bsk.text("press", "Shift+Tab")
     first = ref_of(page[1], "textbox", "First")
-    assert said.startswith(f"pressed Shift+Tab in {first} (input#first)"), said
+    # Focus as it is after the key (which moved it): not where the key was pressed.
+    assert said.startswith(f"pressed Shift+Tab; focus now on {first} (input#first)"), said
     chord = bsk.ok("press", "Control+Shift+ArrowLeft")
     assert chord["status"] == "completed"
     assert seen(bsk)[-6:] == ["keydown:Control:ctrl", "keydown:Shift:ctrl+shift",

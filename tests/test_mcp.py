@@ -15,6 +15,7 @@ from support.pages import ref_of
 from support.wait import wait_until
 
 from browserskill import client as bc
+from browserskill import mcp_server
 from browserskill.base import catalog
 
 
@@ -108,6 +109,15 @@ async def test_errors_are_tool_results_with_the_outcome(bsk: Bsk, site: str) -> 
         assert "`tab_list`" in hint and "bsk" not in hint, hint
 
 
+def test_a_session_that_does_not_exist_is_refused_before_serving(bsk: Bsk) -> None:
+    """`--session` names a session to serve: one that isn't there is said at once (exit 3,
+    with how to start it), not on every call with advice for tools MCP doesn't have."""
+    run = bsk.with_session("nosuch-mcp")("mcp", as_json=False, timeout=60)
+    assert run.code == 3 and run.stdout == "", run
+    assert "no session 'nosuch-mcp'" in run.stderr
+    assert "bsk session start nosuch-mcp" in run.stderr
+
+
 async def test_one_session_per_connection(bsk: Bsk, site: str) -> None:
     async with mcp(bsk) as session:
         first = structured(await session.call_tool("open", {"url": f"{site}/counter.html"}))
@@ -162,13 +172,36 @@ async def test_descriptions_name_mcp_parameters_not_cli_flags(bsk: Bsk) -> None:
     for tool in tools:
         texts = [tool.description or ""] + [p.get("description", "") for p in
                          tool.input_schema["properties"].values()]
-        for t in texts:
-            assert "--" not in t.replace("the CLI's --json", ""), (tool.name, t)
+        for t in texts:  # a quoted batch command is sent as written: CLI syntax
+            bare = re.sub(r"(?<!\w)'[^']*'(?!\w)", "", t.replace("the CLI's --json", ""))
+            assert "--" not in bare, (tool.name, t)
             assert "`bsk " not in t, (tool.name, t)
     by_name = {t.name: t for t in tools}
     assert "since" in (by_name["console"].description or "")
     assert "timeout_ms" in (by_name["wait"].description or "")
     assert 'scope="user"' in (by_name["tab_list"].description or "")
+
+
+def test_cli_advice_reads_as_tools_and_parameters() -> None:
+    """What a hint says in CLI words, over MCP: tools with their arguments, seconds as
+    milliseconds, flags as parameters; a quoted batch command and a command that is no
+    tool are left as the caller would send them."""
+    cases = {
+        "click it (`bsk click e1`)": "click it (`click` with ref=e1)",
+        "`bsk tab select t2` first": "`tab_select` with tab_id=t2 first",
+        "`bsk fill e4 'hi'`": '`fill` with ref=e4, text="hi"',
+        "answer with `bsk dialog accept [TEXT]` or `bsk dialog dismiss`":
+            "answer with `dialog_accept` with text=TEXT (optional) or `dialog_dismiss`",
+        "pass --timeout 4 or more": "pass timeout_ms 4000 or more",
+        'or pass --wait (HTTP "wait": true) to queue': "or pass wait=true to queue",
+        "usage: bsk click REF": "`click` needs ref",
+        "stopping unless --continue": "stopping unless continue=true",
+        "e.g. 'click e3' 'snapshot --diff'": "e.g. 'click e3' 'snapshot --diff'",
+        "it's --diff, don't": "it's diff=true, don't",
+        "`bsk mcp --caps network`": "`bsk mcp --caps network`",
+    }
+    for cli, mcp_words in cases.items():
+        assert mcp_server.mcp_text(cli) == mcp_words, cli
 
 
 async def test_advice_in_answers_names_mcp_tools_and_parameters(bsk: Bsk, site: str) -> None:
@@ -188,6 +221,12 @@ async def test_advice_in_answers_names_mcp_tools_and_parameters(bsk: Bsk, site: 
         answer = structured(snap)  # the page waits on its dialog: what to do says how
         note = (answer.get("result") or {}).get("note") or answer["error"]["hint"]
         assert "`dialog_accept`" in note and "`bsk dialog" not in note, note
+        await session.call_tool("dialog_accept", {})
+        long = structured(await session.call_tool("webmcp_invoke", {
+            "name": "any", "timeout_ms": 500_000}))  # its range: 1-120 s
+        assert long["error"]["code"] == "invalid_params" and long["dispatched"] == "no"
+        assert long["error"]["message"] == ("timeout_ms: must be 1000-120000 for "
+                                            "`webmcp_invoke`, got 500000"), long
 
 
 async def test_a_second_call_is_busy_unless_it_waits(bsk: Bsk, site: str) -> None:

@@ -215,6 +215,7 @@ def parse_tool_args(spec: ToolSpec, args: list[str], cwd: str | None = None) -> 
     by_flag.update({p.short: p for p in spec.params if p.short})
     positionals = [p for p in spec.params if p.positional]
     out: dict[str, Any] = {}
+    placed: set[str] = set()  # the parameters given by position
     literal = False
     bare: Any = None  # the flag just given alone, if any (`--abort`)
     i = 0
@@ -249,6 +250,8 @@ def parse_tool_args(spec: ToolSpec, args: list[str], cwd: str | None = None) -> 
                 i += 1
             if p.type == "array":
                 out.setdefault(p.name, []).append(_convert(p, inline, cwd))
+            elif p.name in placed:  # `press Escape --key abc`: which one was meant?
+                raise _given_twice(spec, p, out[p.name], inline)
             else:
                 out[p.name] = _convert(p, inline, cwd)
             continue
@@ -266,8 +269,20 @@ def parse_tool_args(spec: ToolSpec, args: list[str], cwd: str | None = None) -> 
             out.setdefault(p.name, []).append(_convert(p, arg, cwd))
         else:
             out[p.name] = _convert(p, arg, cwd)
+            placed.add(p.name)
             positionals.pop(0)
     return out
+
+
+def _given_twice(spec: ToolSpec, p: Param, first: Any, then: str) -> BskError:
+    words = " ".join(spec.words)
+    hint = f"give it once: `bsk {spec.usage()}`"
+    if p.flag in _VALUE_OPTS:  # the tool's own flag shadows the global option after it
+        hint += (f"; {p.flag} after `{words}` is its {p.name.upper()}: the global "
+                 f"{p.flag} goes before the command (`bsk {p.flag} {then} {words} …`)"
+                 + (" or is said --idempotency-key" if p.flag == "--key" else ""))
+    return invalid(p.name, f"given twice: {first!r} by position and {then!r} by "
+                   f"{p.flag}", hint=hint)
 
 
 # Peers' snapshot flags for what bsk does another way (agent-browser's -c/--compact: bsk's

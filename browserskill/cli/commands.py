@@ -17,7 +17,7 @@ from browserskill import __version__
 from browserskill.base import contract, controls, paths
 from browserskill.base.catalog import SESSION_START as _SESSION_START
 from browserskill.base.cli_args import looks_like_option, parse_tool_args
-from browserskill.base.contract import valid_op_id, valid_session_id
+from browserskill.base.contract import Dispatched, valid_op_id, valid_session_id
 from browserskill.base.controls import route
 from browserskill.base.errors import BskError, invalid
 from browserskill.cli.transport import DaemonUnreachable
@@ -298,6 +298,14 @@ def cmd_mcp(client: Client, args: list[str]) -> Any:
                       f"{given} names an existing one to use as it is",
                       hint="unset BSK_SESSION (or drop --session) for an isolated session "
                            "per connection")
+    if explicit and client.g.session != contract.DEFAULT_SESSION and client.g.session not in {
+            s["session_id"] for s in client.call(*route("session_list"))[2]["sessions"]}:
+        # else every call would fail so, with advice for tools MCP doesn't have
+        raise BskError("session_not_found", f"no session {client.g.session!r}: --session "
+                       "(or BSK_SESSION) names an existing session for `bsk mcp` to serve",
+                       hint=f"start it first (`bsk session start {client.g.session}`), or "
+                            "drop --session: each connection then gets a session of its own",
+                       dispatched=Dispatched.NO)
     sys.exit(mcp_main(session=client.g.session if explicit else None, isolated=isolated,
                       caps=caps, marked=marked))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 from collections.abc import Mapping
@@ -141,6 +142,13 @@ class _Base:
                       key: str | None, detach: bool, op_id: str | None) -> _Request:
         body = dict(params or {})
         spec = catalog.BY_NAME.get(tool)
+        if spec is None:  # said here: the daemon's 404 would name its HTTP routes
+            close = difflib.get_close_matches(tool, [t.name for t in catalog.TOOLS
+                                                     if not t.hidden], 3)
+            raise ERRORS["invalid_params"](
+                f"tool: unknown tool {tool!r}", details={"field": "tool"},
+                hint=(f"did you mean {' or '.join(close)}? " if close else "")
+                + "client.tools() lists them")
         if wait:
             body["wait"] = True
         if detach:

@@ -324,8 +324,28 @@
     }
     if (tag === "iframe") return clean(el.title);
     if (NAME_FROM_CONTENT.has(role))
-      return textOf(el) || clean(contentName(el, null, 0)) || clean(el.title);
+      return textOf(el) || clean(contentName(el, null, 0)) || generatedText(el) ||
+             clean(el.title);
     return clean(el.title);
+  }
+
+  // Text CSS draws (`content:` of ::before/::after, its own and its children's), which
+  // innerText leaves out and accname counts: Quill's pickers ("Normal", "Heading 1") are
+  // named only so. Asked only when nothing else names the element; an icon font's glyph
+  // (a private-use character) is no name.
+  function generatedText(el, depth = 0) {
+    const drawn = pseudo => {
+      const content = getComputedStyle(el, pseudo).content;
+      const attr = /^attr\(([\w-]+)\)$/.exec(content);
+      if (attr) return el.getAttribute(attr[1]) || "";
+      const quoted = /^"((?:[^"\\]|\\.)*)"$/.exec(content);
+      return quoted ? quoted[1].replace(/\\(.)/g, "$1") : "";
+    };
+    let out = drawn("::before");
+    if (depth < 2) for (const child of el.children) out += " " + generatedText(child, depth + 1);
+    out += " " + drawn("::after");
+    out = clean(out.replace(/[\ue000-\uf8ff]/g, ""));
+    return /[\p{L}\p{N}]/u.test(out) ? out : "";
   }
 
   // aria-labelledby's ids name elements of the element's own tree: its shadow root's

@@ -299,6 +299,16 @@ TASKS: list[dict[str, Any]] = [
         ],
         "check": "quill.getText() === 'Hello Quill\\n' && quill.getFormat(0, 11).bold === true",
     },
+    {  # the picker's names are CSS text (::before content): nothing else names them
+        "widget": "quill heading",
+        "page": "/conformance/quill.html",
+        "steps": [
+            {"action": "click", "role": "textbox", "name": ""},
+            {"action": "click", "role": "button", "name": "^Normal$"},
+            {"action": "click", "role": "button", "name": "^Heading 2$"},
+        ],
+        "check": "quill.getFormat(0, 1).header === 2",
+    },
     {
         "widget": "codemirror",
         "page": "/conformance/codemirror.html",

@@ -90,7 +90,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "record_start", ("record", "start"), S,
         "Record what happens in this session's tabs — a person's clicks and typing in the "
         "dashboard's live view, and the agent's own calls: clicks, fills, selects, checks, "
-        "key presses, navigations, uploads — until `record stop FILE`.",
+        "key presses, navigations, uploads — until `bsk record stop FILE`.",
         (), example="bsk record start",
     ),
     ToolSpec(

@@ -166,22 +166,24 @@ def _scroll(r: dict[str, Any]) -> str:
     return f"scrolled {what} by dx={by.get('dx', 0)}, dy={by.get('dy', 0)}{where}"
 
 
-def _focus(r: dict[str, Any]) -> str:
+def _focus(r: dict[str, Any], lead: str) -> str:
+    """Where focus is once the keys were sent (read after them: a key such as Tab or
+    Enter may have moved it, so `press` doesn't say the key went there)."""
     if r.get("navigated") or r.get("downloads") or r.get("new_tabs"):
         return went(r)
     if not r.get("focused"):
-        return " (no element had focus: the keys went to the page)"
+        return "; no element has focus now (the keys went to the page)"
     value = f", value now {short(r['value'])}" if "value" in r else ""
     where = f"{r['focused_ref']} ({r['focused']})" if r.get("focused_ref") else r["focused"]
-    return f" in {where}{value}"
+    return f"{lead}{where}{value}"
 
 
 def _type(r: dict[str, Any]) -> str:
-    return f"typed {r['typed']} chars" + _focus(r)
+    return f"typed {r['typed']} chars" + _focus(r, " in ")
 
 
 def _press(r: dict[str, Any]) -> str:
-    return f"pressed {r['key']}" + _focus(r)
+    return f"pressed {r['key']}" + _focus(r, "; focus now on ")
 
 
 RENDERERS: dict[Words, Renderer] = {
