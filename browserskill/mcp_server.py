@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import re
 import signal
 import sys
 from typing import Any
@@ -37,7 +36,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from browserskill import __version__
-from browserskill.base import boundaries, catalog, contract, render, user_files
+from browserskill.base import advice, boundaries, catalog, contract, render, user_files
 from browserskill.base.errors import BskError, invalid
 from browserskill.client import AsyncClient, BrowserSkillError, Result
 
@@ -111,76 +110,11 @@ More tools: bsk mcp --caps GROUP,… (network, evidence, emulation, state, human
 downloads, or all)."""
 
 
-_CLI_COMMAND = re.compile(  # `bsk WORDS [ARG|'ARG'|[ARG]]… [--flag [VALUE]]…`
-    r"`bsk ([a-z -]+?)((?: (?:\[?[A-Za-z][\w.-]*\]?|'[^'`]*'))*)"
-    r"((?: --[a-z-]+(?: [^`\s-][^`\s]*)?)*)`")
-_CLI_FLAG = re.compile(r"--(no-)?([a-z][a-z-]*)((?: [a-z0-9.]+)?)")
-# A literal the caller passes as it is written: a batch's command.
-_QUOTED = re.compile(r"((?<!\w)'[^'\n]*'(?!\w))")
-_USAGE = re.compile(r"usage: bsk ([a-z][a-z -]*[a-z])\b[^\n]*")
-_HTTP_ASIDE = re.compile(r" \(HTTP [^()]*\)")  # `(HTTP "wait": true)`: MCP says its own
-_CHOICES = {p.name: p.choices for t in catalog.TOOLS for p in t.params if p.choices}
-_BOOLEANS = {p.name for t in catalog.TOOLS for p in t.params if p.type == "boolean"} | {
-    "wait"}
-
-
-def _spec_of(words: list[str]) -> tuple[catalog.ToolSpec | None, list[str]]:
-    """The tool a CLI command line starts with (its longest match), and the words after."""
-    for n in range(min(len(words), 3), 0, -1):
-        spec = catalog.BY_WORDS.get(tuple(words[:n]))
-        if spec is not None:
-            return spec, words[n:]
-    return None, words
-
-
 def mcp_text(text: str) -> str:
     """Catalog text speaks CLI (`--since`, `bsk tab list --scope user`); over MCP the same
-    things are parameters and tools: `since`, `tab_list` with scope="user". A quoted
-    literal ('snapshot --diff', a batch's command) is what the caller sends: left whole."""
-    def command(m: re.Match[str]) -> str:
-        spec, words = _spec_of(re.findall(r"'[^']*'|\S+", m.group(1) + m.group(2)))
-        if spec is None:
-            return m.group(0)
-        positional = [p.name for p in spec.params if p.positional]
-        args = [f'{name}="{word[1:-1]}"' if word.startswith("'")
-                else f"{name}={word.strip('[]')}" + (" (optional)" if word[0] == "[" else "")
-                for name, word in zip(positional, words, strict=False)]
-        args += [f'{a.group(1).replace("-", "_")}="{a.group(2)}"' if a.group(2)
-                 else f'{a.group(1).replace("-", "_")}=true'
-                 for a in re.finditer(r"--([a-z-]+)(?: (\S+))?", m.group(3))]
-        return f"`{spec.name}`" + (f" with {', '.join(args)}" if args else "")
-
-    def flag(m: re.Match[str]) -> str:
-        name, word = m.group(2).replace("-", "_"), m.group(3)
-        if name == "timeout":  # seconds on the CLI, milliseconds here
-            try:
-                return f"timeout_ms {float(word) * 1000:g}"
-            except ValueError:
-                return "timeout_ms" + word
-        if name == "json":
-            return m.group(0)  # "the CLI's --json": about the CLI itself
-        if word.strip() in _CHOICES.get(name, ()):
-            return f'{name}="{word.strip()}"'
-        if name in _BOOLEANS:
-            return f"{name}={'false' if m.group(1) else 'true'}{word}"
-        return (f"{name}=false" if m.group(1) else name) + word
-
-    def usage(m: re.Match[str]) -> str:
-        spec, _ = _spec_of(m.group(1).split())
-        if spec is None:
-            return m.group(0)
-        needed = [p.name for p in spec.params if p.required]
-        return (f"`{spec.name}` needs {', '.join(needed)}" if needed
-                else f"see `{spec.name}`'s parameters")
-
-    text = text.replace("--timeout (1-120 s, default 60)",
-                        "timeout_ms (1000-120000, default 60000)")
-    text = _HTTP_ASIDE.sub("", _USAGE.sub(usage, text))
-    # A command that is no tool (`bsk mcp --caps …`) is for the CLI: left whole.
-    return "".join(
-        part if part.startswith(("`bsk ", "'")) else _CLI_FLAG.sub(flag, part)
-        for piece in re.split(r"(`bsk [^`]*`)", _CLI_COMMAND.sub(command, text))
-        for part in ([piece] if piece.startswith("`bsk ") else _QUOTED.split(piece)))
+    things are parameters and tools: `since`, `tab_list` with scope="user"
+    (base/advice.py)."""
+    return advice.in_terms(text, advice.MCP)
 
 
 def _param_schema(p: catalog.Param) -> dict[str, Any]:

@@ -124,6 +124,18 @@ def test_an_unknown_tool_is_invalid_params_before_anything_is_sent(client: Clien
     assert e.value.hint.startswith("did you mean click") and "client.tools()" in e.value.hint
 
 
+def test_hints_and_docstrings_speak_python(client: Client, site: str) -> None:
+    """The daemon's advice names the client's methods and arguments, not CLI commands;
+    the answer as the daemon gave it stays in `result.raw`."""
+    client.open(f"{site}/counter.html")
+    with pytest.raises(bc.RefNotFoundError) as e:
+        client.click("e999")
+    assert "`snapshot()`" in e.value.hint and "bsk snapshot" not in e.value.hint, e.value.hint
+    doc = Client.batch.__doc__ or ""
+    assert "unless continue_=True" in doc and "--continue" not in doc
+    assert "  continue_ (boolean)" in doc
+
+
 def test_session_not_found(client: Client) -> None:
     with pytest.raises(bc.SessionNotFoundError) as e:
         client.eval("1", session="no-such-session")

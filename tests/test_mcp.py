@@ -15,7 +15,6 @@ from support.pages import ref_of
 from support.wait import wait_until
 
 from browserskill import client as bc
-from browserskill import mcp_server
 from browserskill.base import catalog
 
 
@@ -180,28 +179,6 @@ async def test_descriptions_name_mcp_parameters_not_cli_flags(bsk: Bsk) -> None:
     assert "since" in (by_name["console"].description or "")
     assert "timeout_ms" in (by_name["wait"].description or "")
     assert 'scope="user"' in (by_name["tab_list"].description or "")
-
-
-def test_cli_advice_reads_as_tools_and_parameters() -> None:
-    """What a hint says in CLI words, over MCP: tools with their arguments, seconds as
-    milliseconds, flags as parameters; a quoted batch command and a command that is no
-    tool are left as the caller would send them."""
-    cases = {
-        "click it (`bsk click e1`)": "click it (`click` with ref=e1)",
-        "`bsk tab select t2` first": "`tab_select` with tab_id=t2 first",
-        "`bsk fill e4 'hi'`": '`fill` with ref=e4, text="hi"',
-        "answer with `bsk dialog accept [TEXT]` or `bsk dialog dismiss`":
-            "answer with `dialog_accept` with text=TEXT (optional) or `dialog_dismiss`",
-        "pass --timeout 4 or more": "pass timeout_ms 4000 or more",
-        'or pass --wait (HTTP "wait": true) to queue': "or pass wait=true to queue",
-        "usage: bsk click REF": "`click` needs ref",
-        "stopping unless --continue": "stopping unless continue=true",
-        "e.g. 'click e3' 'snapshot --diff'": "e.g. 'click e3' 'snapshot --diff'",
-        "it's --diff, don't": "it's diff=true, don't",
-        "`bsk mcp --caps network`": "`bsk mcp --caps network`",
-    }
-    for cli, mcp_words in cases.items():
-        assert mcp_server.mcp_text(cli) == mcp_words, cli
 
 
 async def test_advice_in_answers_names_mcp_tools_and_parameters(bsk: Bsk, site: str) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from keyword import iskeyword
 from typing import Any
 
-from browserskill.base import catalog, controls
+from browserskill.base import advice, catalog, controls
 from browserskill.client.aio import AsyncClient
 from browserskill.client.results import Result
 from browserskill.client.sync import Client
@@ -54,9 +54,12 @@ def _signature(spec: catalog.ToolSpec) -> tuple[inspect.Signature, list[str], li
 
 
 def _doc(spec: catalog.ToolSpec) -> str:
-    lines = [spec.summary, "", f"Effect: {spec.effect.value}. CLI: `bsk {spec.usage()}`."]
+    """The tool's summary and parameters in Python's words (base/advice.py)."""
+    lines = [advice.in_terms(spec.summary, advice.PYTHON), "",
+             f"Effect: {spec.effect.value}. CLI: `bsk {spec.usage()}`."]
     for p in spec.params:
-        lines.append(f"  {p.name} ({p.type}{', required' if p.required else ''}): {p.help}")
+        lines.append(f"  {_py(p.name)} ({p.type}{', required' if p.required else ''}): "
+                     f"{advice.in_terms(p.help, advice.PYTHON)}")
     lines.append("Options: session, wait, timeout (s), key, detach, op_id (see `call`).")
     return "\n".join(lines)
 

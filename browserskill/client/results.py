@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from browserskill.base import advice
 from browserskill.base.errors import CODES
 
 # -- results ------------------------------------------------------------------------------
@@ -20,8 +21,11 @@ class ErrorInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ErrorInfo:
+        """The hint in the client's words (`snapshot()`, `timeout=`: base/advice.py); the
+        answer as the daemon gave it stays in `Result.raw`."""
         return cls(str(d.get("code") or "internal"), d.get("message") or "",
-                   d.get("hint") or "", dict(d.get("details") or {}))
+                   advice.in_terms(d.get("hint") or "", advice.PYTHON),
+                   dict(d.get("details") or {}))
 
 
 @dataclass(frozen=True)
