@@ -174,7 +174,11 @@ def _in_mcp_terms(answer: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any]) -> types.CallToolResult:
+def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any], *,
+           marked: bool = False) -> types.CallToolResult:
+    """The answer as an MCP tool result. `marked`: the page's text in it is in boundary
+    markers, so the rendered text's own words can be put in MCP's (unmarked, page text
+    can't be told apart: the text is left as rendered)."""
     answer = _in_mcp_terms(answer)
     error = answer.get("error")
     failed = isinstance(error, dict) and bool(error) and error.get("code") != "page_error"
@@ -190,6 +194,8 @@ def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any]) -> types.CallT
         if error:
             text += f"\npage error: {error.get('message', '')}" + (
                 f"\n  hint: {error['hint']}" if error.get("hint") else "")
+    if marked:
+        text = boundaries.outside(text, mcp_text)
     content: list[Any] = [types.TextContent(text=text)]
     result = answer.get("result") or {}
     if not failed and spec is not None and spec.name == "screenshot" and result.get("path"):
@@ -255,7 +261,8 @@ class Bridge:
             answer = result.raw
         except BrowserSkillError as e:
             answer = answer_of(e, self.session_id, name)
-        return to_mcp(spec, boundaries.mark(answer) if self.boundaries else answer)
+        return to_mcp(spec, boundaries.mark(answer) if self.boundaries else answer,
+                      marked=self.boundaries)
 
     @staticmethod
     def _timeout_refused(spec: catalog.ToolSpec, seconds: float | None,

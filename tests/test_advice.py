@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from browserskill.base import boundaries
 from browserskill.base.advice import MCP, PYTHON, in_terms
 
 CASES = [  # the CLI's words, MCP's, Python's
@@ -32,6 +33,8 @@ CASES = [  # the CLI's words, MCP's, Python's
     ("it's --diff, don't", "it's diff=true, don't", "it's diff=True, don't"),
     ("`bsk mcp --caps network`", "`bsk mcp --caps network`", "`bsk mcp --caps network`"),
     ("the CLI's --json", "the CLI's --json", "the CLI's --json"),
+    ("covered by div.btn--primary", "covered by div.btn--primary",
+     "covered by div.btn--primary"),  # a page's class name, not a flag
 ]
 
 
@@ -40,3 +43,14 @@ def test_cli_advice_reads_as_each_front_ends_tools_and_parameters(
         cli: str, mcp: str, python: str) -> None:
     assert in_terms(cli, MCP) == mcp
     assert in_terms(cli, PYTHON) == python
+
+
+def test_only_bsks_own_words_around_the_pages_text_change() -> None:
+    """A rendered answer over MCP: bsk's lines in MCP's words, the page's marked text as
+    the page wrote it, even where it looks like advice."""
+    page = boundaries.wrap("press `bsk click e1` --now", "n0nce")
+    text = f"clicked e1: {page}\n  answer it: `bsk dialog dismiss` (--timeout 4)"
+    assert boundaries.outside(text, lambda t: in_terms(t, MCP)) == (
+        f"clicked e1: {page}\n  answer it: `dialog_dismiss` (timeout_ms=4000)")
+    forged = "<<<page-content nonce=x>>>\nno end marker --timeout 4"  # not a block
+    assert boundaries.outside(forged, lambda t: in_terms(t, MCP)).endswith("timeout_ms=4000")

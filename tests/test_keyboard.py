@@ -34,6 +34,23 @@ def test_type_goes_key_by_key_into_the_focused_field(page: tuple[Bsk, str]) -> N
     assert bsk.ok("type", " é✓")["result"]["value"] == "Hi 5! é✓"
 
 
+def test_type_into_a_ref_or_locator_focuses_it_first(page: tuple[Bsk, str]) -> None:
+    """`type --ref`: no click first (agent-browser's `type @e TEXT`); the keys go where
+    the result says, and a locator works as a ref does."""
+    bsk, text = page
+    second = ref_of(text, "textbox", "Second")
+    typed = bsk.ok("type", "abc", "--ref", second)["result"]
+    assert typed["focused_ref"] == second and typed["value"] == "abc"
+    assert bsk("eval", "document.querySelector('#first').value").value == ""  # untouched
+    by_locator = bsk.ok("type", "xy", "--ref", "css=#first")["result"]
+    assert by_locator["focused"] == "input#first" and by_locator["value"] == "xy"
+    label = ref_of(text, "textbox", "Search")  # a field typed into after others: appended
+    assert bsk.ok("type", "q", "--ref", label)["result"]["value"] == "q"
+    gone = bsk("type", "zz", "--ref", "e999")
+    assert gone.code != 0 and gone.json["error"]["code"] == "ref_not_found"
+    assert gone.json["dispatched"] == "no"
+
+
 def test_press_keys_and_chords(page: tuple[Bsk, str]) -> None:
     bsk = page[0]
     bsk.ok("type", "hello")

@@ -105,6 +105,18 @@ def test_django_admin_names_context_and_options(bsk: Bsk, site: str) -> None:
     assert re.search(r'- link "Choose a Time" \[guessed name\] \[url=#\] \[ref=', text), text
 
 
+def test_a_frameworks_delegation_root_is_no_clickable(bsk: Bsk, site: str) -> None:
+    """React listens for every event on its app's container; that makes the container
+    no one thing to click or drop on: the text inside stands as text (it was folded into
+    one `clickable` named with all of it: "Flavour Select... Your choice: none")."""
+    bsk.ok("open", f"{site}/conformance/react-select.html")
+    bsk.ok("wait", "--text", "Your choice")
+    text = snap(bsk)
+    assert "- text: Your choice: none" in text, text
+    assert "clickable" not in text and "droppable" not in text, text
+    assert re.search(r'- combobox "Flavour" \[expanded=false\] \[ref=\w+\]', text), text
+
+
 def test_a_real_virtualized_grid_says_how_many_rows_it_has(bsk: Bsk, site: str) -> None:
     """ag-grid renders ~19 of its 301 rows and serves its cells' clicks from the grid
     (a delegating container): its line keeps the count an agent scrolls by."""

@@ -27,7 +27,7 @@ from browserskill.base import catalog
 _COMMAND = re.compile(  # `bsk WORDS [ARG|'ARG'|[ARG]]… [--flag [VALUE]]…`
     r"`bsk ([a-z -]+?)((?: (?:\[?[A-Za-z][\w.-]*\]?|'[^'`]*'))*)"
     r"((?: --[a-z-]+(?: [^`\s-][^`\s]*)?)*)`")
-_FLAG = re.compile(r"--(no-)?([a-z][a-z-]*)((?: [a-z0-9.]+)?)")
+_FLAG = re.compile(r"(?<![\w-])--(no-)?([a-z][a-z-]*)((?: [a-z0-9.]+)?)")  # not btn--primary
 _QUOTED = re.compile(r"((?<!\w)'[^'\n]*'(?!\w))")  # a literal, passed as it is written
 _USAGE = re.compile(r"usage: bsk ([a-z][a-z -]*[a-z])\b[^\n]*")
 _HTTP_ASIDE = re.compile(r" \(HTTP [^()]*\)")  # `(HTTP "wait": true)`: the CLI's aside

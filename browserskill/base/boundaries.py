@@ -95,6 +95,22 @@ def first_line(text: str) -> tuple[str, str, str]:
     return (text, "", "") if newline < 0 else (text[:newline], "\n", text[newline + 1:])
 
 
+def outside(text: str, change: Callable[[str], str]) -> str:
+    """`text` with `change` applied to bsk's own words only: every marked block (what the
+    page wrote) is left exactly as it is. Over MCP the rendered answer's advice is put in
+    MCP's words so (a page's text is never rewritten)."""
+    out, at = [], 0
+    while (start := text.find(_START, at)) >= 0:
+        nonce, sep, _ = text[start + len(_START):].partition(">>>\n")
+        end_marker = f"\n{_END}{nonce}>>>"
+        end = text.find(end_marker, start) if sep else -1
+        if end < 0:
+            break
+        out += [change(text[at:start]), text[start:end + len(end_marker)]]
+        at = end + len(end_marker)
+    return "".join([*out, change(text[at:])])
+
+
 def _wrap_all(value: Any, nonce: str) -> Any:
     if isinstance(value, str):
         return wrap(value, nonce)

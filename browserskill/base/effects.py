@@ -252,7 +252,8 @@ _COUNTED = {"added": ("added", "added"), "removed": ("removed", "removed"),
             "text": ("text", "texts"), "attributes": ("attribute", "attributes")}
 
 
-# A widget that debounces (a search box's ~300 ms) reacts after the watch gave up.
+# A widget that debounces (a search box's ~300 ms) or delays (jQuery UI's submenu opens
+# 300 ms after the hover) reacts after the watch gave up.
 _AT_ONCE = " at once (--settle MS waits for a later change)"
 
 
@@ -286,6 +287,9 @@ def effects_line(effects: dict[str, Any]) -> str:
     if not parts and any(dom.get(k) for k in ("added", "removed", "text", "attributes")):
         parts.append("the DOM changed (" + ", ".join(
             f"{dom[k]} {_COUNTED[k][dom[k] != 1]}" for k in _COUNTED if dom.get(k)) + ")")
+        if effects.get("settled", True) and not any(  # a hover's class; a menu's delay
+                effects.get(k) for k in ("requests", "focus", "scrolled", "page_errors")):
+            parts[-1] += "; nothing new shown" + _AT_ONCE
     for r in (effects.get("requests") or [])[:3]:
         end = (str(r["status"]) if "status" in r else "failed" if r.get("failed")
                else "pending")

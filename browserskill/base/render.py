@@ -323,7 +323,8 @@ def _doctor(r: dict[str, Any]) -> str:
 
 def _op(r: dict[str, Any]) -> str:
     lines = [f"{r['op_id']}  {r['tool']}  session {r['session_id']}",
-             f"state: {r['state']}  status: {r.get('status')}  dispatched: {r['dispatched']}  "
+             f"state: {r['state']}  status: {r.get('status') or 'not ended yet'}  "
+             f"dispatched: {r['dispatched']}  "
              f"retry_safe: {'yes' if r['retry_safe'] else 'no'}"]
     if r.get("cancel"):
         lines.append(f"cancel: {r['cancel']}")

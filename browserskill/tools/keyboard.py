@@ -18,7 +18,7 @@ from browserskill.browser.tab import Tab
 from browserskill.tools import secrets
 from browserskill.tools.context import ToolContext
 from browserskill.tools.input import Marks, after_input
-from browserskill.tools.refs import isolated_world
+from browserskill.tools.refs import call_on, isolated_world, resolve
 from browserskill.tools.registry import implements
 
 # Run in BrowserSkill's isolated world (tools/refs.py): the same DOM, and the ref registry
@@ -211,11 +211,29 @@ async def focused_origin(ctx: ToolContext, tab: Tab, *, mark: bool = False) -> s
     return found if isinstance(found, str) else None
 
 
+# `type --ref`: the element takes focus first, as a click on it would give it (in its own
+# frame's isolated world; inside a shadow root, its root's activeElement says).
+_FOCUS = """function() {
+  this.focus();
+  const active = this.getRootNode().activeElement;
+  return {focused: active === this || this.contains(active)};
+}"""
+
+
 @implements("type")
 async def type_text(ctx: ToolContext, params: TypeParams) -> dict[str, Any]:
     wanted, stored = secrets.wanted(ctx, params)
     text: str = wanted.replace("\r\n", "\n")
     tab = ctx.tab
+    if params["ref"]:
+        target = resolve(ctx, params["ref"])
+        focus: Any = await call_on(ctx, target, _FOCUS, act=True)
+        if not (isinstance(focus, dict) and focus.get("focused")):
+            raise BskError("action_failed", f"{params['ref']} did not take focus, so nothing "
+                           "was typed", hint="click it first (some widgets focus an inner "
+                           "field), or give the field's own ref",
+                           details={"reason": "not_focusable", "ref": params["ref"]},
+                           dispatched=Dispatched.YES)
     is_password = await refuse_untypable(ctx, tab)
     if stored is not None:
         stored.check_origin(await focused_origin(ctx, tab))

@@ -44,6 +44,11 @@ CLICK_EVENTS = frozenset({"click", "dblclick", "auxclick", "contextmenu", "mouse
                           "mouseup", "pointerdown", "pointerup", "touchstart"})
 # Listeners that make an element a place to drop on (HTML drag and drop).
 DROP_EVENTS = frozenset({"drop"})
+# Events only form controls fire: an element that listens for them as well as for clicks
+# is a framework's delegation root (React's app container listens for every event there
+# is), serving whatever is inside it — not one thing to click or drop on. Left out of
+# both, its content shows as it is (docs/snapshot.md, "What gets a ref").
+DELEGATION_EVENTS = frozenset({"input", "change", "submit", "reset"})
 MAX_REFS_PER_SESSION = 50_000
 # Documents (and views of them) whose last snapshot a session keeps for `--diff`.
 MAX_DIFF_BASES = 16
@@ -123,10 +128,13 @@ async def mark_listened(ctx: ToolContext, tab: Tab, world: int, sid: str) -> int
             "objectId": page_doc["object"]["objectId"], "depth": -1, "pierce": False},
             tab=tab, session_id=sid)
         listeners = found.get("listeners", ())
+        roots = {listener.get("backendNodeId") for listener in listeners
+                 if listener.get("type") in DELEGATION_EVENTS}
 
         async def handles(events: frozenset[str]) -> list[dict[str, str]]:
             nodes = {listener["backendNodeId"] for listener in listeners
-                     if listener.get("type") in events and listener.get("backendNodeId")}
+                     if listener.get("type") in events and listener.get("backendNodeId")
+                     and listener["backendNodeId"] not in roots}
             resolved = await asyncio.gather(*(ctx.inspect("DOM.resolveNode", {
                 "backendNodeId": node, "executionContextId": world,
                 "objectGroup": _LISTENED_GROUP}, tab=tab, session_id=sid) for node in nodes),

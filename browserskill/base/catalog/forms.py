@@ -25,9 +25,9 @@ CAPABILITY = "core"
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "fill", ("fill",), M,
-        "Replace the value of a text field, textarea or contenteditable with TEXT. It is "
-        "entered as real input (input and change events fire; a field that suggests as "
-        "you type keeps focus, its change comes when you leave it); empty TEXT clears it. "
+        "Replace the value of a text field, textarea or contenteditable with TEXT, as real "
+        "input (input and change events fire; a field that suggests as you type keeps "
+        "focus, its change comes when you leave it); empty TEXT clears it. "
         "--secret NAME enters a stored secret instead, only on a frame of its origins; its "
         "value is shown and stored nowhere.",
         (REF, Param("text", "string", "the new value (or give --secret)", positional=True,

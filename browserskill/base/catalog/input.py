@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from browserskill.base.catalog.params import (
+    LOCATOR_HELP,
     MODIFIERS,
     REF,
     SECRET,
@@ -67,10 +68,12 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "type", ("type",), T,
-        "Type TEXT key by key into the focused element (fill replaces a value instead). "
-        "--secret NAME types a stored secret instead, refused on a frame of another origin.",
+        "Type TEXT key by key into the focused element, or into --ref (focused first); "
+        "fill replaces a value instead. --secret NAME types a stored secret.",
         (Param("text", "string", "text to type; \\n presses Enter (or give --secret)",
-               positional=True, max_length=10_000, blank_ok=True), WAIT_UNTIL, SECRET),
+               positional=True, max_length=10_000, blank_ok=True), WAIT_UNTIL, SECRET,
+         Param("ref", "string", "element to focus and type into" + LOCATOR_HELP,
+               max_length=TARGET_MAX)),
         example='bsk type "hello world"', acting=True
     ),
     ToolSpec(
@@ -123,6 +126,7 @@ class TypeParams(TypedDict):
     text: str | None
     wait_until: str
     secret: str | None
+    ref: str | None
     settle: int | None
 
 

@@ -34,9 +34,9 @@ LOCATOR_HELP = ('; or a locator: css=SELECTOR, text=TEXT, role=ROLE[name="NAME"]
 REF = Param("ref", "string", "element ref from the last snapshot, e.g. e12" + LOCATOR_HELP,
             required=True, positional=True, max_length=TARGET_MAX)
 # A stored secret by name (browserskill/base/vault.py): the agent names it, never holds it.
-SECRET = Param("secret", "string", "name of a stored secret to enter instead of TEXT (a "
-               "person stores it with the CLI's secret set command); refused on a frame of "
-               "another origin", max_length=64)
+SECRET = Param("secret", "string", "a stored secret to enter instead of TEXT (a person "
+               "stores it: the CLI's secret set); refused on another origin's frame",
+               max_length=64)
 MODIFIERS = Param("modifiers", "array", "keys held during the action: Alt, Control, Meta, "
                   "Shift (repeat, or join with +)")
 

@@ -41,7 +41,7 @@ def effect_lines(r: dict[str, Any]) -> str:
         kind = dialog.get("type") or "dialog"
         lines.append(f"the page opened {'an' if kind[0] in 'aeiou' else 'a'} {kind} dialog: "
                      f"{short(dialog.get('message', ''))}")
-        lines.append("  answer it: bsk dialog accept [TEXT] | bsk dialog dismiss "
+        lines.append("  answer it: `bsk dialog accept [TEXT]` or `bsk dialog dismiss` "
                      "(until then the page is blocked)")
     if r.get("navigated"):
         lines.append(f"navigated to {r.get('url')}")
