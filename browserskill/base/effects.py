@@ -287,9 +287,6 @@ def effects_line(effects: dict[str, Any]) -> str:
     if not parts and any(dom.get(k) for k in ("added", "removed", "text", "attributes")):
         parts.append("the DOM changed (" + ", ".join(
             f"{dom[k]} {_COUNTED[k][dom[k] != 1]}" for k in _COUNTED if dom.get(k)) + ")")
-        if effects.get("settled", True) and not any(  # a hover's class; a menu's delay
-                effects.get(k) for k in ("requests", "focus", "scrolled", "page_errors")):
-            parts[-1] += "; nothing new shown" + _AT_ONCE
     for r in (effects.get("requests") or [])[:3]:
         end = (str(r["status"]) if "status" in r else "failed" if r.get("failed")
                else "pending")
@@ -305,6 +302,12 @@ def effects_line(effects: dict[str, Any]) -> str:
         parts.append("not watched: " + "; ".join(effects["unobserved"]))
     if not effects.get("settled", True):
         parts.append(f"still changing after {effects.get('watched_ms', 0)} ms")
+    elif parts and parts[0].startswith("the DOM changed") and not threw and not any(
+            effects.get(k) for k in ("focus", "scrolled")) and all(
+            r["method"] == "GET" for r in effects.get("requests") or ()):
+        # Nothing it can name, no request sent but a load (a hover's icon): what shows may
+        # come later (jQuery UI opens a submenu 300 ms after the hover).
+        parts.append("nothing new shown" + _AT_ONCE)
     return "; ".join(parts) + threw
 
 
