@@ -434,6 +434,7 @@ from browserskill import Client
 with Client(hme="/tmp/nowhere") as c:
     c.click(3)
     c.opne("https://example.com")
+    c.click("e3", button="lefty")
 """
 
 
@@ -451,4 +452,5 @@ def test_a_users_script_type_checks_against_the_clients(tmp_path: Path) -> None:
     assert 'Unexpected keyword argument "hme"' in said, said
     assert 'Argument 1 to "click" of "ClientMethods" has incompatible type "int"' in said, said
     assert '"Client" has no attribute "opne"' in said, said
-    assert "Found 3 errors in 1 file" in said, said
+    assert 'Argument "button" to "click" of "ClientMethods" has incompatible type' in said, said
+    assert "Found 4 errors in 1 file" in said, said

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from keyword import iskeyword
-from typing import Any
+from typing import Any, Literal  # noqa: F401  (Literal: named in annotations as text)
 
 from browserskill.base import advice, catalog, controls
 from browserskill.client.aio import AsyncClient
@@ -38,7 +38,9 @@ def _signature(spec: catalog.ToolSpec) -> tuple[inspect.Signature, list[str], li
     keyword: list[inspect.Parameter] = []
     optional_seen = False
     for p in spec.params:
-        annotation = _PY_TYPE.get(p.type, "Any") + ("" if p.required else " | None")
+        kind = (f"Literal[{', '.join(repr(c) for c in p.choices)}]" if p.choices
+                and p.type == "string" else _PY_TYPE.get(p.type, "Any"))  # a checker's list
+        annotation = kind + ("" if p.required else " | None")
         default = _P.empty if p.required else None
         if p.positional and not (p.required and optional_seen):
             positional.append(_P(_py(p.name), _P.POSITIONAL_OR_KEYWORD, default=default,
@@ -211,7 +213,7 @@ def typing_stub() -> str:
     both clients inherit these (browserskill.client: `Client`, `AsyncClient`)."""
     from browserskill.client.results import ERRORS
 
-    lines = [STUB_HEADER, "from typing import Any", "",
+    lines = [STUB_HEADER, "from typing import Any, Literal", "",
              "from browserskill.client.results import BrowserSkillError, Result", "",
              "__all__ = [", *sorted(f'    "{c.__name__}",' for c in ERRORS.values()), "]", ""]
     for cls, word in ((Client, "def"), (AsyncClient, "async def")):
