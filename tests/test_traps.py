@@ -79,6 +79,27 @@ def test_open_leaves_a_dialog_storm(bsk: Bsk, site: str) -> None:
     usable(bsk, "/other.html")
 
 
+def test_a_dialog_opening_between_a_calls_commands_ends_it_at_once(
+        bsk: Bsk, site: str) -> None:
+    """An alert a page opens a few ms into a snapshot, between two of its commands, used to
+    hold the call to its deadline (30 s) and end it `cancelled`, the dialog unsaid: a
+    command sent to a page a dialog blocks is refused at once, as one in flight is."""
+    bsk.ok("open", f"{site}/counter.html")
+    hung = []
+    for delay_ms in range(0, 22, 3):  # the moments a new user's runs hung at: 3, 6, 9, 12
+        # One batch: the snapshot follows the eval at once, as a script's next call does.
+        answer, took = timed(bsk, "--timeout", "20", "batch",
+                             f"eval \"setTimeout(() => alert('x'), {delay_ms}); 1\"",
+                             "snapshot")
+        snap = answer["result"]["steps"][1]
+        if took > 10:
+            hung.append((delay_ms, took, snap.get("error")))
+        elif snap["status"] != "completed":  # the dialog, said: not a deadline
+            assert snap["error"]["details"]["reason"] == "dialog_open", snap
+        wait_until(lambda: bsk("dialog", "accept").code == 0, what="the alert answered")
+    assert not hung, hung
+
+
 def test_open_lands_while_the_page_left_opens_dialogs(bsk: Bsk, site: str) -> None:
     """No dialog is open when `open` starts, but the page opens one every 300 ms while
     the (3 s) navigation is pending: it must not keep the new document from committing."""

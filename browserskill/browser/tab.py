@@ -57,6 +57,12 @@ HUNG = ("the tab's renderer hung (its script could not be stopped), so BrowserSk
         "crashed it; its page state (form input, scroll, script state) is lost")
 
 
+# Commands the page's own thread answers: none while a JavaScript dialog blocks it (a
+# dialog's answer, a navigation, the browser's target commands still go through).
+_PAGE_ANSWERS = ("Runtime.", "DOM.", "DOMDebugger.", "Input.", "Accessibility.",
+                 "Page.createIsolatedWorld")
+
+
 class DialogOpened(Exception):
     """The page opened a JavaScript dialog while a command was pending."""
 
@@ -198,9 +204,16 @@ class Tab(Requester):
         answers nothing until the dialog is handled, so waiting would hang the call)."""
         if self.gone:
             raise TabGone(self.gone)
+        blocked = method.startswith(_PAGE_ANSWERS)
+        if blocked and self.dialog is not None:  # opened since the call began: it would hang
+            raise DialogOpened(self.dialog)
+        seq = self.dialog_seq
         reply = await self.link.request(method, params, session_id=session_id or self.session_id)
         self._in_flight.add(reply)
         reply.add_done_callback(self._in_flight.discard)
+        if blocked and self.dialog_seq != seq and not reply.done():  # opened as it went out
+            reply.set_exception(DialogOpened(self.dialog or {}))
+            reply.exception()  # retrieved here if nobody is left to await it
         return reply
 
     async def send_sequence(self, commands: list[Command], *,
