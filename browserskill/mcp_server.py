@@ -158,7 +158,8 @@ def answer_of(e: BrowserSkillError, session_id: str | None, tool: str) -> dict[s
     """The result shape of a failure, also for calls that never became an operation."""
     if e.result is not None:
         return e.result.raw
-    return contract.refused(contract.error_dict(e.code, e.message, e.hint, e.details),
+    hint = (e.given or {}).get("hint") or e.hint  # the daemon's words: MCP's are made here
+    return contract.refused(contract.error_dict(e.code, e.message, hint, e.details),
                             op_id=e.op_id, session_id=session_id, tool=tool,
                             status=e.status, dispatched=e.dispatched, retry_safe=e.retry_safe)
 
@@ -169,6 +170,10 @@ def _in_mcp_terms(answer: dict[str, Any]) -> dict[str, Any]:
     error, result = answer.get("error"), answer.get("result")
     if isinstance(error, dict) and error.get("hint"):
         answer = {**answer, "error": {**error, "hint": mcp_text(error["hint"])}}
+    details = (answer.get("error") or {}).get("details")
+    if isinstance(details, dict) and isinstance(details.get("note"), str):  # a dialog's
+        answer = {**answer, "error": {**answer["error"], "details": {
+            **details, "note": mcp_text(details["note"])}}}
     if isinstance(result, dict) and isinstance(result.get("note"), str):
         answer = {**answer, "result": {**result, "note": mcp_text(result["note"])}}
     return answer
@@ -282,7 +287,8 @@ class Bridge:
             return BrowserSkillError(
                 f"tool: {name!r} is in the {spec.capability!r} capability group, which "
                 f"this connection does not offer", code="invalid_params",
-                hint=f"start the server with `bsk mcp --caps {spec.capability}` (or all)")
+                hint=f"whoever set up this MCP server can offer it: `bsk mcp --caps "
+                     f"{spec.capability}` (or all)")
         known = ", ".join(t.name for t in offered(self.caps))
         return BrowserSkillError(f"tool: unknown tool {name!r} (tools: {known})",
                                  code="invalid_params", hint="list the tools again")

@@ -27,6 +27,8 @@ CASES = [  # the CLI's words, MCP's, Python's
     ("stopping unless --continue", "stopping unless continue=true",
      "stopping unless continue_=True"),  # a Python keyword: the method's name for it
     ("pass --no-boundaries", "pass boundaries=false", "pass boundaries=False"),
+    ("e.g. `bsk wait --text 'Welcome'`", 'e.g. `wait` with text="Welcome"',
+     'e.g. `wait(text="Welcome")`'),
     # Left whole: a quoted batch command, a command that is no tool, the CLI's --json.
     ("e.g. 'click e3' 'snapshot --diff'", "e.g. 'click e3' 'snapshot --diff'",
      "e.g. 'click e3' 'snapshot --diff'"),

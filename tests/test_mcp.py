@@ -198,7 +198,15 @@ async def test_advice_in_answers_names_mcp_tools_and_parameters(bsk: Bsk, site: 
         answer = structured(snap)  # the page waits on its dialog: what to do says how
         note = (answer.get("result") or {}).get("note") or answer["error"]["hint"]
         assert "`dialog_accept`" in note and "`bsk dialog" not in note, note
+        assert "`bsk dialog" not in str(answer["error"]["details"] if answer.get("error")
+                                        else answer["result"])
         await session.call_tool("dialog_accept", {})
+        # The daemon's advice reaches MCP in MCP's words, not the Python client's the
+        # bridge is built on (`click()`) nor the CLI's.
+        missing = structured(await session.call_tool("click", {}))
+        assert missing["error"]["hint"] == "`click` needs ref", missing
+        bare_wait = structured(await session.call_tool("wait", {}))
+        assert bare_wait["error"]["hint"] == 'e.g. `wait` with text="Welcome"', bare_wait
         long = structured(await session.call_tool("webmcp_invoke", {
             "name": "any", "timeout_ms": 500_000}))  # its range: 1-120 s
         assert long["error"]["code"] == "invalid_params" and long["dispatched"] == "no"

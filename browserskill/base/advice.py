@@ -35,7 +35,7 @@ _CHOICES = {p.name: p.choices for t in catalog.TOOLS for p in t.params if p.choi
 _BOOLEANS = {p.name for t in catalog.TOOLS for p in t.params if p.type == "boolean"} | {
     "wait"}
 
-Arg = tuple[str, str, str]  # (parameter, value as written, "quoted" | "placeholder" | "")
+QUOTES = "'\""  # around a flag's value in a command: not part of it
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,8 @@ def in_terms(text: str, terms: Terms) -> str:
                 args.append(terms.arg(terms.param(name), word, ""))
         for a in re.finditer(r"--([a-z-]+)(?: (\S+))?", m.group(3)):
             name = terms.param(a.group(1))
-            args.append(terms.assign.format(name=name, value=f'"{a.group(2)}"') if a.group(2)
+            args.append(terms.assign.format(name=name, value=f'"{a.group(2).strip(QUOTES)}"')
+                        if a.group(2)
                         else terms.assign.format(name=name, value=terms.true))
         if not args:
             return terms.tool.format(name=spec.name)

@@ -139,6 +139,9 @@ class BrowserSkillError(Exception):
         self.hint = hint
         self.details = details or {}
         self.result = result
+        # The error as the daemon said it (its hint in the CLI's words, which `hint` says
+        # in Python's): what another front end built on the client translates itself.
+        self.given: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         text = f"[{self.code}] {self.message}"
@@ -171,11 +174,14 @@ def error_class(code: str) -> type[BrowserSkillError]:
 def error_from(answer: dict[str, Any], error: ErrorInfo) -> BrowserSkillError:
     has_op = bool(answer.get("op_id"))
     cls = error_class(error.code)
-    return cls(error.message or error.code, op_id=answer.get("op_id"),
-              session_id=answer.get("session_id"), tool=answer.get("tool"),
-              status=answer.get("status") if has_op else None,
-              dispatched=answer.get("dispatched") if has_op else None,
-              retry_safe=answer.get("retry_safe") if has_op else None,
-              hint=error.hint, details=error.details,
-              result=Result.from_dict(answer) if has_op else None,
-              code=error.code if cls is BrowserSkillError else None)
+    raised = cls(error.message or error.code, op_id=answer.get("op_id"),
+                session_id=answer.get("session_id"), tool=answer.get("tool"),
+                status=answer.get("status") if has_op else None,
+                dispatched=answer.get("dispatched") if has_op else None,
+                retry_safe=answer.get("retry_safe") if has_op else None,
+                hint=error.hint, details=error.details,
+                result=Result.from_dict(answer) if has_op else None,
+                code=error.code if cls is BrowserSkillError else None)
+    given = answer.get("error")
+    raised.given = given if isinstance(given, dict) else None
+    return raised

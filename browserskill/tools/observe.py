@@ -112,7 +112,7 @@ async def wait(ctx: ToolContext, params: WaitParams) -> dict[str, Any]:
         got = f" (got {', '.join(chosen)})" if chosen else ""
         raise invalid("condition", "give exactly one of --text, --selector, --navigation, "
                       f"--network-idle, --ms, --gone, --text-gone{got}",
-                      hint='e.g. bsk wait --text "Welcome"')
+                      hint="e.g. `bsk wait --text 'Welcome'`")
     kind = chosen[0]
     value = given[kind]
     if kind in ("text", "selector", "gone", "text_gone") and not value.strip():
