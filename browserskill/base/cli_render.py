@@ -84,6 +84,7 @@ Global options (before or after the command):
   --wait             queue behind a running operation instead of failing session_busy
   --timeout SEC      the call's deadline (a deadline is a cancel, never an abandon)
   --key K            idempotency key: a repeat with the same key returns the first result
+                     (also --idempotency-key K: after `press`, --key is the key to press)
   --boundaries       wrap what the page wrote in nonce markers (env BSK_BOUNDARIES=1;
                      on by default for `bsk mcp`; docs/safety.md)"""
 

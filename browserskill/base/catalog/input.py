@@ -183,7 +183,7 @@ def _focus(r: dict[str, Any], lead: str) -> str:
 
 
 def _type(r: dict[str, Any]) -> str:
-    return f"typed {r['typed']} chars" + _focus(r, " in ")
+    return f"typed {r['typed']} char{'' if r['typed'] == 1 else 's'}" + _focus(r, " in ")
 
 
 def _press(r: dict[str, Any]) -> str:
