@@ -47,7 +47,8 @@ DROP_EVENTS = frozenset({"drop"})
 # Events only form controls fire: an element that listens for them as well as for clicks
 # is a framework's delegation root (React's app container listens for every event there
 # is), serving whatever is inside it — not one thing to click or drop on. Left out of
-# both, its content shows as it is (docs/snapshot.md, "What gets a ref").
+# both, its content shows as it is (docs/snapshot.md, "Items a container's one listener
+# serves get the refs").
 DELEGATION_EVENTS = frozenset({"input", "change", "submit", "reset"})
 MAX_REFS_PER_SESSION = 50_000
 # Documents (and views of them) whose last snapshot a session keeps for `--diff`.
