@@ -199,8 +199,8 @@ def to_mcp(spec: catalog.ToolSpec | None, answer: dict[str, Any], *,
         if error:
             text += f"\npage error: {error.get('message', '')}" + (
                 f"\n  hint: {error['hint']}" if error.get("hint") else "")
-    if marked:
-        text = boundaries.outside(text, mcp_text)
+    if marked and not (spec is not None and spec.name == "batch"):  # its lines echo the
+        text = boundaries.outside(text, mcp_text)  # commands sent, in the CLI's grammar
     content: list[Any] = [types.TextContent(text=text)]
     result = answer.get("result") or {}
     if not failed and spec is not None and spec.name == "screenshot" and result.get("path"):
