@@ -42,32 +42,37 @@ QUOTES = "'\""  # around a flag's value in a command: not part of it
 class Terms:
     """How one front end says a tool call, a parameter, and a value in seconds."""
 
-    name: str
     tool: str  # how a tool is named: "`{name}`" or "`{name}()`"
     with_args: str  # a tool with arguments: "`{name}` with {args}" or "`{name}({args})`"
     true: str  # a boolean's values as written there
     false: str
     timeout: str  # the deadline's parameter
     timeout_scale: float  # its unit in seconds (MCP: 1000, milliseconds)
-    assign: str  # a parameter given a value: "{name}={value}"
+    literal: str  # a value as written there: "{value}" or '"{value}"' (a Python string)
+    placeholder: str | None  # a usage's placeholder (TEXT) stands as this; None: as it is
+    keyword_suffix: str  # after a parameter named as a keyword of the language (`continue`)
 
     def param(self, cli_name: str) -> str:
         name = cli_name.replace("-", "_")
-        return name + "_" if self.name == "python" and iskeyword(name) else name
+        return name + self.keyword_suffix if iskeyword(name) else name
+
+    def assign(self, name: str, value: str) -> str:
+        return f"{name}={value}"
 
     def arg(self, name: str, value: str, kind: str) -> str:
         if kind == "quoted":
-            return self.assign.format(name=name, value=f'"{value}"')
+            return self.assign(name, f'"{value}"')
         if kind == "placeholder":
-            return self.assign.format(name=name, value=value if self.name == "mcp" else "…")
-        return self.assign.format(name=name, value=value if self.name == "mcp" else
-                                  f'"{value}"')
+            return self.assign(name, self.placeholder or value)
+        return self.assign(name, self.literal.format(value=value))
 
 
-MCP = Terms("mcp", tool="`{name}`", with_args="`{name}` with {args}", true="true",
-            false="false", timeout="timeout_ms", timeout_scale=1000.0, assign="{name}={value}")
-PYTHON = Terms("python", tool="`{name}()`", with_args="`{name}({args})`", true="True",
-               false="False", timeout="timeout", timeout_scale=1.0, assign="{name}={value}")
+MCP = Terms(tool="`{name}`", with_args="`{name}` with {args}", true="true", false="false",
+            timeout="timeout_ms", timeout_scale=1000.0, literal="{value}", placeholder=None,
+            keyword_suffix="")
+PYTHON = Terms(tool="`{name}()`", with_args="`{name}({args})`", true="True", false="False",
+               timeout="timeout", timeout_scale=1.0, literal='"{value}"', placeholder="…",
+               keyword_suffix="_")
 
 
 def spec_of(words: list[str]) -> tuple[catalog.ToolSpec | None, list[str]]:
@@ -91,16 +96,15 @@ def in_terms(text: str, terms: Terms) -> str:
             if word.startswith("'"):
                 args.append(terms.arg(terms.param(name), word[1:-1], "quoted"))
             elif word.strip("[]").isupper():
-                optional = " (optional)" if word[0] == "[" and terms is MCP else ""
+                optional = " (optional)" if word[0] == "[" and not terms.placeholder else ""
                 args.append(terms.arg(terms.param(name), word.strip("[]"), "placeholder")
                             + optional)
             else:
                 args.append(terms.arg(terms.param(name), word, ""))
         for a in re.finditer(r"--([a-z-]+)(?: (\S+))?", m.group(3)):
             name = terms.param(a.group(1))
-            args.append(terms.assign.format(name=name, value=f'"{a.group(2).strip(QUOTES)}"')
-                        if a.group(2)
-                        else terms.assign.format(name=name, value=terms.true))
+            args.append(terms.assign(name, f'"{a.group(2).strip(QUOTES)}"') if a.group(2)
+                        else terms.assign(name, terms.true))
         if not args:
             return terms.tool.format(name=spec.name)
         return terms.with_args.format(name=spec.name, args=", ".join(args))
@@ -114,15 +118,14 @@ def in_terms(text: str, terms: Terms) -> str:
                 seconds = float(word)
             except ValueError:
                 return terms.timeout + word
-            return terms.assign.format(name=terms.timeout,
-                                       value=f"{seconds * terms.timeout_scale:g}")
+            return terms.assign(terms.timeout, f"{seconds * terms.timeout_scale:g}")
         if word.strip() in _CHOICES.get(name.rstrip("_"), ()):
-            return terms.assign.format(name=name, value=f'"{word.strip()}"')
+            return terms.assign(name, f'"{word.strip()}"')
         if name.rstrip("_") in _BOOLEANS:
             value = terms.false if m.group(1) else terms.true
-            return terms.assign.format(name=name, value=value) + word
+            return terms.assign(name, value) + word
         if m.group(1):
-            return terms.assign.format(name=name, value=terms.false) + word
+            return terms.assign(name, terms.false) + word
         return name + word  # a parameter named (`--settle MS`: "settle MS")
 
     def usage(m: re.Match[str]) -> str:
