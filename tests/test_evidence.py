@@ -118,6 +118,21 @@ def test_video_follows_the_page(bsk: Bsk, page: str, tmp_path: Path) -> None:
     assert bad.code == 2 and bad.json["error"]["details"]["field"] == "size"
 
 
+def test_a_video_stopped_before_its_first_frame_is_the_page_as_it_was(
+        bsk: Bsk, page: str, tmp_path: Path) -> None:
+    # Before: start and stop in one batch ended before the screencast's first frame, and
+    # `video stop` failed ("Output file #0 does not contain any stream"), as it did in CI
+    # on a loaded machine. Now the film is one screenshot of the page.
+    need("ffprobe")
+    out = tmp_path / "blink.webm"
+    r = bsk.ok("batch", "video start --size 320x240", f"video stop {out}")
+    stopped = r["result"]["steps"][1]["result"]
+    assert stopped["frames"] == int(probe(out)["nb_read_frames"]) >= 1
+    red = pixel(out, 0)
+    assert red[0] > 150 and red[2] < 80, red  # evidence.html starts red
+    assert "video" not in recordings(bsk)
+
+
 def test_a_still_page_is_encoded_as_it_records(bsk: Bsk, page: str, tmp_path: Path) -> None:
     # A still page sends no screencast frames; its film is encoded while it records, so
     # `video stop` after a long still stretch has little left to do (and its deadline,

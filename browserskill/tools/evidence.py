@@ -50,7 +50,7 @@ from browserskill.base.catalog.evidence import (
 from browserskill.base.contract import Dispatched
 from browserskill.base.errors import BskError, invalid
 from browserskill.browser.link import CdpError, LinkError
-from browserskill.browser.tab import Tab, TabGone
+from browserskill.browser.tab import DialogOpened, Tab, TabGone
 from browserskill.session.sessions import Recording, Recordings, Session
 from browserskill.tools.context import ToolContext
 from browserskill.tools.emulation import page_view
@@ -300,6 +300,8 @@ class VideoRecording:
             self.tab.listeners.remove(self._on_event)
         with contextlib.suppress(LinkError, TabGone):
             await self.tab.send("Page.stopScreencast", timeout=min(timeout, 2.0))
+        if self.frames_in == 0:
+            await self._still_frame(min(timeout, 2.0))
         self.queue.put_nowait(None)
         assert self.proc is not None and self.writer is not None
         try:
@@ -318,6 +320,18 @@ class VideoRecording:
         if self.failed:
             raise BskError("action_failed", f"the video could not be encoded: {self.failed}",
                            details={"reason": "encoder_failed"}, dispatched=Dispatched.YES)
+
+    async def _still_frame(self, timeout: float) -> None:
+        """Stopped before the screencast's first frame (a start and stop in one batch, a
+        loaded machine): the film is the page as it is now, for the time recorded, rather
+        than no film at all. No frame can come after stopScreencast's answer."""
+        try:
+            shot = await self.tab.send("Page.captureScreenshot",
+                                       {"format": "jpeg", "quality": 80}, timeout=timeout)
+        except (LinkError, TabGone, DialogOpened) as e:
+            self.failed = f"no frame came from the tab before the stop, nor a screenshot ({e})"
+            return
+        self.queue.put_nowait((base64.b64decode(shot["data"]), self.started_at, None))
 
     async def abandon(self) -> None:
         """Stop everything at once, keeping no file (a failed start, a cancelled stop)."""

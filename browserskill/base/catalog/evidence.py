@@ -160,8 +160,8 @@ def _console(r: dict[str, Any]) -> str:
 
 
 def _evidence_written(r: dict[str, Any]) -> str:
-    extra = (f"  {r['size']}, {r['frames']} frames, {r['duration_s']} s" if "frames" in r
-             else "")
+    extra = (f"  {r['size']}, {r['frames']} frame{'' if r['frames'] == 1 else 's'}, "
+             f"{r['duration_s']} s" if "frames" in r else "")
     if r.get("interrupted"):  # a video a daemon crash cut short (tools/evidence.py)
         extra += f"  {r.get('duration_s')} s\n{r['interrupted']}"
     return f"wrote {r['path']} ({r['bytes']} bytes){extra}"
