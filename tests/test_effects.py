@@ -315,6 +315,24 @@ def test_a_select_changed_by_the_page_is_reported_by_what_it_shows(
     assert changed == [{"value": ["February", "January"]}], effects
 
 
+def test_the_option_picked_is_named_as_the_choice_shown(bsk: Bsk, site: str) -> None:
+    """react-select closes its menu as the option is picked: the option "Vanilla" goes,
+    and "Vanilla" is what the field and the app's own line show now. Before, the text was
+    dropped as the gone option's name: the report said only that "none" went away."""
+    bsk.ok("open", f"{site}/conformance/react-select.html")
+    field = ref_of(bsk.ok("snapshot", "--interactive")["result"]["snapshot"], "combobox",
+                   "Flavour")
+    opened = bsk.ok("click", field)["result"]["effects"]
+    options = {e["name"]: e["ref"] for e in opened["dom"]["appeared"] if e["role"] == "option"}
+    picked = bsk.ok("click", options["Vanilla"])
+    effects = picked["result"]["effects"]["dom"]
+    assert "Vanilla" in effects["text_appeared"], effects
+    assert "none" in effects["text_gone"], effects
+    assert ("option", "Vanilla") in {(e["role"], e.get("name")) for e in effects["gone"]}
+    assert bsk("eval", "document.querySelector('p').textContent").value == \
+        "Your choice: Vanilla"
+
+
 def test_bolding_words_is_no_text_that_appeared(bsk: Bsk, site: str) -> None:
     """Quill bolds the selected words by moving their text into a new <strong>: the
     words were there before, so they did not appear; the bold button's state is what

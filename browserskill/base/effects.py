@@ -156,13 +156,15 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
             scrolled = frame["scrolled"]
         scrolled_elements += int(frame.get("scrolled_elements") or 0)
     # The same text gone and back (a re-render) is no change; a name already listed
-    # with its element is not listed again as text.
+    # with its element, the same way, is not listed again as text. Only the same way: the
+    # option "Vanilla" gone as a menu closes does not hide "Vanilla" shown as the choice.
     both = set(text_appeared) & set(text_gone)
-    names = [e["name"] for e in appeared + gone if e.get("name")]
+    names_appeared = [e["name"] for e in appeared if e.get("name")]
+    names_gone = [e["name"] for e in gone if e.get("name")]
     text_appeared = [t for t in dict.fromkeys(text_appeared)
-                     if t not in both and not _only_names(t, names)]
+                     if t not in both and not _only_names(t, names_appeared)]
     text_gone = [t for t in dict.fromkeys(text_gone)
-                 if t not in both and not _only_names(t, names)]
+                 if t not in both and not _only_names(t, names_gone)]
     out: dict[str, Any] = {}
     if navigation:
         out["navigation"] = navigation
