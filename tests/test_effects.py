@@ -333,6 +333,24 @@ def test_the_option_picked_is_named_as_the_choice_shown(bsk: Bsk, site: str) -> 
         "Your choice: Vanilla"
 
 
+def test_a_flag_taken_away_is_off(bsk: Bsk, site: str) -> None:
+    """Tom Select marks the option under the pointer with aria-selected="true" and drops
+    the attribute from the one it leaves: that option's `selected` went to false, as the
+    snapshot shows it (before: `true → null`)."""
+    bsk.ok("open", f"{site}/conformance/tom-select.html")
+    field = ref_of(bsk.ok("snapshot", "--interactive")["result"]["snapshot"], "combobox",
+                   "States")
+    bsk.ok("click", field)
+    snap = bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    options = {name: ref_of(snap, "option", name) for name in ("Alabama", "Texas")}
+    states = bsk.ok("hover", options["Texas"])["result"]["effects"]["dom"]["states"]
+    assert {s["ref"]: s["changed"] for s in states} == {
+        options["Alabama"]: {"selected": [True, False]},
+        options["Texas"]: {"selected": [False, True]}}, states
+    assert bsk("eval", "document.querySelector('.ts-dropdown [aria-selected]')"
+                       ".textContent").value == "Texas"
+
+
 def test_bolding_words_is_no_text_that_appeared(bsk: Bsk, site: str) -> None:
     """Quill bolds the selected words by moving their text into a new <strong>: the
     words were there before, so they did not appear; the bold button's state is what

@@ -284,7 +284,12 @@
       if (after === null) continue;
       const changed = {};
       for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {
-        if (before[k] !== after[k]) changed[k] = [before[k] ?? null, after[k] ?? null];
+        // A flag taken away is off (Tom Select drops aria-selected from the option it
+        // leaves): `selected true → false`, as the snapshot shows it, not `→ null`.
+        const flag = typeof before[k] === "boolean" || typeof after[k] === "boolean";
+        const [a, b] = flag ? [before[k] ?? false, after[k] ?? false]
+                            : [before[k] ?? null, after[k] ?? null];
+        if (a !== b) changed[k] = [a, b];
       }
       if (Object.keys(changed).length) states.push({ref, changed, target: el === s.target});
     }
