@@ -251,6 +251,11 @@
     }
     for (const [el, name, old] of hiddenNow) {
       const nowHidden = name === "hidden" ? el.hasAttribute("hidden") : name === "open" ? !el.hasAttribute("open") : name === "aria-hidden" ? el.getAttribute("aria-hidden") === "true" : !el.checkVisibility();
+      // Inside something not drawn, its own change hid nothing: it was out of sight
+      // already (Quill marks the chosen item of its closed picker), or what holds it
+      // went away and is named for itself.
+      const up = el.parentElement || (el.parentNode && el.parentNode.host);
+      if (up && !shown(up)) continue;
       if (nowHidden && old !== el.getAttribute(name)) {
         // What is still drawn inside, and not fading or moving out within a part around
         // it (a closing dialog's panel), is still there: a select's own field as its list
