@@ -351,6 +351,26 @@ def test_a_flag_taken_away_is_off(bsk: Bsk, site: str) -> None:
                        ".textContent").value == "Texas"
 
 
+@pytest.mark.parametrize(("widget", "first", "onto"), [
+    ("sortablejs", "item 1", "item 3"), ("jqueryui-sortable", "Item 1", "Item 3")])
+def test_a_reordered_list_says_what_moved_and_where_it_is_now(
+        bsk: Bsk, site: str, widget: str, first: str, onto: str) -> None:
+    """A drag that reorders a list moves a node: before, the report was only "the DOM
+    changed (5 attributes)", with a hint to wait for something more. Now it names the
+    item and its place among the list's items, which the snapshot then shows."""
+    bsk.ok("open", f"{site}/conformance/{widget}.html")
+    snap = bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    item = ref_of(snap, "listitem", first)
+    dragged = bsk.ok("drag", item, ref_of(snap, "listitem", onto))
+    moved = dragged["result"]["effects"]["dom"]["moved_to"]
+    assert [(e["role"], e["name"], e["ref"]) for e in moved] == [("listitem", first, item)]
+    (at, of), = [e["position"] for e in moved]
+    items = re.findall(r'- listitem "([^"]+)"', bsk.ok("snapshot")["result"]["snapshot"])
+    assert of == len(items) and items[at - 1] == first and at > 1, (items, moved)
+    text = bsk.text("drag", item, ref_of(snap, "listitem", items[0]))
+    assert re.search(rf'moved: listitem "{first}" {item} \(now 1 of {of}\)', text), text
+
+
 def test_bolding_words_is_no_text_that_appeared(bsk: Bsk, site: str) -> None:
     """Quill bolds the selected words by moving their text into a new <strong>: the
     words were there before, so they did not appear; the bold button's state is what

@@ -75,3 +75,15 @@ def test_a_cut_list_says_it_was_cut_for_gone_as_for_appeared() -> None:
                     'gone: option "Alabama", option "Alaska", option "Arizona" …')
     brief = effects_line({"none": True, "brief": True, "settled": True})
     assert brief == "nothing on the page changed at once (--settle MS waits for a later change)"
+
+
+def test_moved_elements_say_where_they_are_now() -> None:
+    frame = {"counts": {"moved": 4, "attributes": 2},
+             "moved": [["row", "Ada 36", "e4", [1, 4]], ["row", "Bob 41", "e5", [2, 4]],
+                       ["row", "Cy 50", "e6", [3, 4]], ["row", "Di 29", "e7", [4, 4]]]}
+    effects = summarize("click", [frame])
+    assert effects["dom"]["moved"] == 4
+    assert effects["dom"]["moved_to"][0] == {"role": "row", "name": "Ada 36", "ref": "e4",
+                                             "position": [1, 4]}
+    assert effects_line(effects) == ('moved: row "Ada 36" e4 (now 1 of 4), row "Bob 41" e5 '
+                                     '(now 2 of 4), row "Cy 50" e6 (now 3 of 4) …')

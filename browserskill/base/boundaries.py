@@ -38,7 +38,8 @@ PAGE_FIELDS: dict[str, tuple[str, ...]] = {
 # effects.py), a dialog's message, a page's title. "a.b": field b of object a.
 ANY_TOOL_FIELDS = (
     "effects.dom.text_appeared", "effects.dom.text_gone", "effects.dom.appeared[].name",
-    "effects.dom.gone[].name", "effects.dom.states[].name", "effects.dom.states[].changed",
+    "effects.dom.gone[].name", "effects.dom.moved_to[].name",
+    "effects.dom.states[].name", "effects.dom.states[].changed",
     "effects.focus.name", "effects.page_errors", "effects.dialog.message",
     "effects.requests[].url", "effects.navigation.url", "dialog.message", "title",
 )

@@ -117,9 +117,10 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
     """The effects of one action from the frames' reports (tools/effects.js `report`) and
     the daemon's own facts (navigation, new tabs, dialog, downloads, requests). `brief`:
     a page that did not react was watched only for the reaction window."""
-    counts = {"added": 0, "removed": 0, "text": 0, "attributes": 0}
+    counts = {"added": 0, "removed": 0, "moved": 0, "text": 0, "attributes": 0}
     appeared: list[dict[str, Any]] = []
     gone: list[dict[str, Any]] = []
+    moved: list[dict[str, Any]] = []
     text_appeared: list[str] = []
     text_gone: list[str] = []
     states: list[dict[str, Any]] = []
@@ -132,6 +133,9 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
         appeared += [e for e in map(_named, frame.get("appeared") or ()) if e]
         # What went away is named as it was seen: a modal drops its role as it hides.
         gone += [_as_seen(e, ref_names) for e in map(_named, frame.get("gone") or ()) if e]
+        for item in frame.get("moved") or ():
+            if (element := _named(item)) is not None:
+                moved.append({**element, "position": item[3]})
         text_appeared += frame.get("text_appeared") or []
         text_gone += frame.get("text_gone") or []
         for st in frame.get("states") or ():
@@ -179,6 +183,8 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
         dom["appeared"] = _telling(appeared)
     if gone:
         dom["gone"] = _telling(gone)
+    if moved:
+        dom["moved_to"] = moved[:MAX_LISTED]
     if text_appeared:
         dom["text_appeared"] = text_appeared[:MAX_LISTED]
     if text_gone:
@@ -251,7 +257,8 @@ def _path(url: str) -> str:
 
 # The DOM's changes by kind, as counted in words (one, many).
 _COUNTED = {"added": ("added", "added"), "removed": ("removed", "removed"),
-            "text": ("text", "texts"), "attributes": ("attribute", "attributes")}
+            "moved": ("moved", "moved"), "text": ("text", "texts"),
+            "attributes": ("attribute", "attributes")}
 
 
 # A widget that debounces (a search box's ~300 ms) or delays (jQuery UI's submenu opens
@@ -282,6 +289,10 @@ def effects_line(effects: dict[str, Any]) -> str:
     if dom.get("gone"):
         parts.append("gone: " + ", ".join(_element(e) for e in dom["gone"][:3])
                      + (" …" if len(dom["gone"]) > 3 else ""))
+    if dom.get("moved_to"):
+        parts.append("moved: " + ", ".join(
+            f"{_element(e)} (now {e['position'][0]} of {e['position'][1]})"
+            for e in dom["moved_to"][:3]) + (" …" if dom.get("moved", 0) > 3 else ""))
     for st in dom.get("states", [])[:3]:
         changes = ", ".join(f"{k} {_short(a)} → {_short(b)}"
                             for k, (a, b) in st["changed"].items())

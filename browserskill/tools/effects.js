@@ -60,11 +60,15 @@
       st.last = now();
       st.raw++;
       if (r.type === "childList") {
-        for (const n of r.removedNodes) {
+        r.removedNodes.forEach((n, i) => {
           if (st.added.has(n)) st.added.delete(n);
-          else if (st.removed.size < MAX_NODES) st.removed.add(n);
-          else st.overflow = true;
-        }
+          else if (st.removed.size < MAX_NODES) {
+            st.removed.add(n);
+            // Where it was, to tell a node put back in its place from one moved.
+            if (!st.origin.has(n))
+              st.origin.set(n, [r.target, i ? r.removedNodes[i - 1] : r.previousSibling]);
+          } else st.overflow = true;
+        });
         for (const n of r.addedNodes) {
           if (st.removed.has(n)) { st.removed.delete(n); st.moved.add(n); }  // moved, not new
           else if (st.added.size < MAX_NODES) st.added.add(n);
@@ -115,7 +119,7 @@
     const editable = target && (["input", "textarea", "select"].includes(target.localName) ||
                                 target.isContentEditable);
     st = {t0: now(), last: 0, raw: 0, target, editing: !!opts.editing && !!editable,
-          added: new Set(), removed: new Set(), moved: new Set(), attrs: new Map(), texts: new Map(),
+          added: new Set(), removed: new Set(), moved: new Set(), origin: new Map(), attrs: new Map(), texts: new Map(),
           scrolled: new Set(), overflow: false, states, shownBefore, focus: deepActive(),
           scroll: [scrollX, scrollY]};
     return {has_snap: !!globalThis.__bskSnap};
@@ -177,6 +181,11 @@
                           "display", "clipPath", "height", "maxHeight"]);
   const hides = (a) => a.playState === "running" && !!a.effect &&
     a.effect.getKeyframes().some(k => Object.keys(k).some(p => HIDING.has(p)));
+  // The elements an effect names (the snapshot gives them a role and often a name).
+  const NAMEABLE = "[role], a, button, input, select, textarea, h1, h2, h3, h4, h5, h6, " +
+    "img, dialog, summary, option, li, label";
+  const MOVABLE = NAMEABLE + ", tr";  // a sorted table's rows move
+  const MAX_MOVED = 5;
   const SILENT = new Set(["script", "style", "template", "noscript", "link", "meta"]);
   const countNodes = (n) => n.nodeType === 1 ? 1 + n.getElementsByTagName("*").length : 1;
 
@@ -224,7 +233,7 @@
       if (root.shadowRoot) inside.unshift(...root.shadowRoot.querySelectorAll("*"));
       for (const el of inside) {
         if (into.length >= MAX_NAMED) break;
-        if (el.hasAttribute("role") || /^(a|button|input|select|textarea|h[1-6]|img|dialog|summary|option|li|label)$/.test(el.localName)) {
+        if (el.matches(NAMEABLE)) {
           if ((!visible || shown(el)) && keep(el)) into.push(el);
         }
       }
@@ -233,6 +242,19 @@
       pick(n, appeared, true);
       const t = newText(n, s);
       if (t) textAppeared.push(t);
+    }
+    // Moved (a list reordered by a drag, a table sorted): the elements now elsewhere, each
+    // with where it is now among what its parent shows ([position, of how many]).
+    const movedEls = [], movedAt = [];
+    const movedRoots = roots(new Set([...s.moved].filter(n => n.nodeType === 1 && shown(n) &&
+      !(s.origin.has(n) && n.parentNode === s.origin.get(n)[0] &&
+        n.previousSibling === s.origin.get(n)[1]))));
+    for (const n of movedRoots) {
+      const el = n.matches(MOVABLE) ? n : n.querySelector(MOVABLE);
+      if (!el || movedEls.length >= MAX_MOVED) continue;
+      const siblings = [...n.parentNode.children].filter(shown);
+      movedEls.push(el);
+      movedAt.push([siblings.indexOf(n) + 1, siblings.length]);
     }
     for (const n of removedRoots) {
       pick(n, gone, false);
@@ -274,7 +296,7 @@
     const out = {
       counts: {added: addedRoots.reduce((a, n) => a + countNodes(n), 0),
                removed: removedRoots.reduce((a, n) => a + countNodes(n), 0),
-               text, attributes},
+               moved: movedRoots.length, text, attributes},
       text_appeared: [...new Set(textAppeared.filter(Boolean))].slice(0, 10),
       text_gone: [...new Set(textGone.filter(Boolean))].slice(0, 10),
       overflow: s.overflow, raw: s.raw,
@@ -307,17 +329,20 @@
     // Name them as the snapshot does (role, accessible name, ref); new actionable ones
     // get a ref, bound by the daemon like a snapshot's.
     const snap = globalThis.__bskSnap;
-    if (snap && (appeared.length || gone.length || moved.length)) {
+    const toName = appeared.length || gone.length || moved.length || movedEls.length;
+    if (snap && toName) {
       const named = JSON.parse(snap({...opts.snapOptions,
                                      names: [...appeared.map(el => [el, true]),
                                              ...gone.map(el => [el, false]),
+                                             ...movedEls.map(el => [el, true]),
                                              ...moved.map(el => [el, false])]}));
-      const n = appeared.length, m = gone.length;
+      const n = appeared.length, m = gone.length, k = movedEls.length;
       out.appeared = named.names.slice(0, n);
       out.gone = named.names.slice(n, n + m);
-      if (moved.length) out.focus = named.names[n + m];
+      if (k) out.moved = named.names.slice(n + m, n + m + k).map((e, i) => [...e, movedAt[i]]);
+      if (moved.length) out.focus = named.names[n + m + k];
       out.next = named.next;
-    } else if (appeared.length || gone.length || moved.length) {
+    } else if (toName) {
       out.need_snap = true;
     }
     return out;

@@ -255,9 +255,10 @@ async def _read_frames(ctx: ToolContext, window: Window, quiet_s: float, deadlin
 
 def _bind_new_refs(ctx: ToolContext, tab: Tab, frame_id: str, loader: str,
                    value: dict[str, Any]) -> None:
-    """Elements that appeared got refs in the page (as a snapshot gives them): bind them."""
+    """Elements that appeared or moved got refs in the page (as a snapshot gives them):
+    bind them."""
     session = ctx.session
-    for item in value.get("appeared") or ():
+    for item in [*(value.get("appeared") or ()), *(value.get("moved") or ())]:
         if isinstance(item, list) and len(item) >= 3 and item[2] and item[2] not in session.refs:
             session.refs[item[2]] = RefBinding(tab.tab_id, frame_id, loader, item[0], item[1])
     if isinstance(value.get("next"), int):
