@@ -371,6 +371,22 @@ def test_a_reordered_list_says_what_moved_and_where_it_is_now(
     assert re.search(rf'moved: listitem "{first}" {item} \(now 1 of {of}\)', text), text
 
 
+def test_a_grid_row_selected_by_its_cell_is_named(bsk: Bsk, site: str) -> None:
+    """ag-grid selects the row of the cell clicked (aria-selected on the row, which has no
+    ref): before, "the DOM changed (6 attributes)" and a hint to wait. Now the row is
+    named with its state, and so is the row it leaves on the next click."""
+    bsk.ok("open", f"{site}/conformance/ag-grid.html")
+    snap = bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    effects = bsk.ok("click", ref_of(snap, "gridcell", "Make 2"))["result"]["effects"]
+    assert effects["dom"]["states"] == [{"role": "row", "name": "Make 2 Model 2 1002",
+                                         "held": False,
+                                         "changed": {"selected": [False, True]}}], effects
+    text = bsk.text("click", ref_of(snap, "gridcell", "Make 3"))
+    assert ('row "Make 2 Model 2 1002" selected true → false; '
+            'row "Make 3 Model 3 1003" selected false → true') in text, text
+    assert bsk("eval", "gridApi.getSelectedRows().map(r => r.make)").value == ["Make 3"]
+
+
 def test_bolding_words_is_no_text_that_appeared(bsk: Bsk, site: str) -> None:
     """Quill bolds the selected words by moving their text into a new <strong>: the
     words were there before, so they did not appear; the bold button's state is what

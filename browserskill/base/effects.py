@@ -154,6 +154,9 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
                     entry["name"] = name
                 entry["changed"] = changed
                 states.append(entry)
+        for item in frame.get("flagged") or ():  # elements no ref was held for
+            if (element := _named(item)) is not None and isinstance(item[3], dict):
+                states.append({**element, "held": False, "changed": item[3]})
         if frame.get("focus") and focus is None:
             focus = _named(frame["focus"])
         if frame.get("scrolled") and tool not in SCROLLS_TARGET and scrolled is None:
@@ -296,7 +299,8 @@ def effects_line(effects: dict[str, Any]) -> str:
     for st in dom.get("states", [])[:3]:
         changes = ", ".join(f"{k} {_short(a)} → {_short(b)}"
                             for k, (a, b) in st["changed"].items())
-        parts.append(f"{st['ref']} {changes}")
+        # A ref held is named by it; an element none was held for, in full.
+        parts.append(f"{_element(st) if st.get('held') is False else st['ref']} {changes}")
     if not parts and any(dom.get(k) for k in ("added", "removed", "text", "attributes")):
         parts.append("the DOM changed (" + ", ".join(
             f"{dom[k]} {_COUNTED[k][dom[k] != 1]}" for k in _COUNTED if dom.get(k)) + ")")

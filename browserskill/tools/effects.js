@@ -65,8 +65,10 @@
           else if (st.removed.size < MAX_NODES) {
             st.removed.add(n);
             // Where it was, to tell a node put back in its place from one moved.
+            const last = r.removedNodes.length - 1;
             if (!st.origin.has(n))
-              st.origin.set(n, [r.target, i ? r.removedNodes[i - 1] : r.previousSibling]);
+              st.origin.set(n, [r.target, i ? r.removedNodes[i - 1] : r.previousSibling,
+                                i < last ? r.removedNodes[i + 1] : r.nextSibling]);
           } else st.overflow = true;
         });
         for (const n of r.addedNodes) {
@@ -186,6 +188,9 @@
     "img, dialog, summary, option, li, label";
   const MOVABLE = NAMEABLE + ", tr";  // a sorted table's rows move
   const MAX_MOVED = 5;
+  const MAX_FLAGGED = 5;
+  const FLAGS = {"aria-selected": "selected", "aria-expanded": "expanded",
+                 "aria-checked": "checked", "aria-pressed": "pressed"};
   const SILENT = new Set(["script", "style", "template", "noscript", "link", "meta"]);
   const countNodes = (n) => n.nodeType === 1 ? 1 + n.getElementsByTagName("*").length : 1;
 
@@ -246,9 +251,16 @@
     // Moved (a list reordered by a drag, a table sorted): the elements now elsewhere, each
     // with where it is now among what its parent shows ([position, of how many]).
     const movedEls = [], movedAt = [];
+    // Put back in its place: under the same parent, beside a neighbour it had when it
+    // was taken out (a list re-rendered in its order takes its items out one by one, each
+    // then first; put back, each follows the one before again).
+    const inPlace = (n) => {
+      const o = s.origin.get(n);
+      return !!o && n.parentNode === o[0] && (n.previousSibling === o[1] ||
+                                               n.nextSibling === o[2]);
+    };
     const movedRoots = roots(new Set([...s.moved].filter(n => n.nodeType === 1 && shown(n) &&
-      !(s.origin.has(n) && n.parentNode === s.origin.get(n)[0] &&
-        n.previousSibling === s.origin.get(n)[1]))));
+                                                          !inPlace(n))));
     for (const n of movedRoots) {
       const el = n.matches(MOVABLE) ? n : n.querySelector(MOVABLE);
       if (!el || movedEls.length >= MAX_MOVED) continue;
@@ -262,11 +274,13 @@
       if (t) textGone.push(t);
     }
     // An attribute that showed an element (a menu's `hidden` removed): it appeared.
+    const shownEls = [];
     for (const [el, name, old] of shownNow) {
       const wasHidden = name === "hidden" ? old !== null : name === "aria-hidden" ? old === "true"
         : name === "open" ? old === null : name === "style" ? /display\s*:\s*none|visibility\s*:\s*hidden/.test(old || "")
         : name === "class" ? classShows(old, el.getAttribute("class")) : false;
       if (wasHidden && !s.shownBefore.has(el)) {
+        shownEls.push(el);
         pick(el, appeared, true, (inner) => !s.shownBefore.has(inner));
         textAppeared.push(visibleText(el));
       }
@@ -321,6 +335,26 @@
       if (Object.keys(changed).length) states.push({ref, changed, target: el === s.target});
     }
     out.states = states;
+    // The same flags on elements no ref is held for (a grid's row selected by a click on
+    // its cell, an option highlighted in a list never snapshotted): named below.
+    const held = new Set([...s.states.values()].map(([el]) => el));
+    const flagged = [], flags = [];
+    for (const [el, m] of s.attrs) {
+      if (flagged.length >= MAX_FLAGGED || held.has(el) || !el.isConnected || !shown(el) ||
+          [...addedRoots, ...shownEls].some(r => r.contains(el)))  // it appeared: no before
+        continue;
+      const changed = {};
+      for (const [name, old] of m) {
+        const key = FLAGS[name], now = el.getAttribute(name);
+        if (!key || now === old) continue;
+        // As stateOf reads them: selected and expanded are on or off, checked and
+        // pressed keep the page's word ("mixed").
+        const [a, b] = key === "selected" || key === "expanded"
+          ? [old === "true", now === "true"] : [old, now];
+        if (a !== b) changed[key] = [a, b];
+      }
+      if (Object.keys(changed).length) { flagged.push(el); flags.push(changed); }
+    }
     const moved = focusNow !== s.focus && focusNow && !NO_FOCUS.has(focusNow.localName) &&
       focusNow !== s.target ? [focusNow] : [];
     const [x0, y0] = s.scroll;
@@ -329,18 +363,22 @@
     // Name them as the snapshot does (role, accessible name, ref); new actionable ones
     // get a ref, bound by the daemon like a snapshot's.
     const snap = globalThis.__bskSnap;
-    const toName = appeared.length || gone.length || moved.length || movedEls.length;
+    const toName = appeared.length || gone.length || moved.length || movedEls.length ||
+      flagged.length;
     if (snap && toName) {
       const named = JSON.parse(snap({...opts.snapOptions,
                                      names: [...appeared.map(el => [el, true]),
                                              ...gone.map(el => [el, false]),
                                              ...movedEls.map(el => [el, true]),
+                                             ...flagged.map(el => [el, true]),
                                              ...moved.map(el => [el, false])]}));
-      const n = appeared.length, m = gone.length, k = movedEls.length;
+      const n = appeared.length, m = gone.length, k = movedEls.length, f = flagged.length;
       out.appeared = named.names.slice(0, n);
       out.gone = named.names.slice(n, n + m);
-      if (k) out.moved = named.names.slice(n + m, n + m + k).map((e, i) => [...e, movedAt[i]]);
-      if (moved.length) out.focus = named.names[n + m + k];
+      if (k) out.moved = named.names.slice(n + m, n + m + k).map((e, i) => e && [...e, movedAt[i]]);
+      if (f) out.flagged = named.names.slice(n + m + k, n + m + k + f)
+        .map((e, i) => e && [...e, flags[i]]);
+      if (moved.length) out.focus = named.names[n + m + k + f];
       out.next = named.next;
     } else if (toName) {
       out.need_snap = true;
