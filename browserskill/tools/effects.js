@@ -27,6 +27,7 @@
     while (el && rootOf(el) && rootOf(el).activeElement) el = rootOf(el).activeElement;
     return el;
   }
+  const closedRoots = () => globalThis.__bsk && globalThis.__bsk.closed;
   const NO_FOCUS = new Set(["body", "html", "iframe", "frame"]);
 
   function stateOf(el) {
@@ -40,6 +41,7 @@
     if (el.localName === "option") s.selected = el.selected;
     else if (attr("aria-selected") !== null) s.selected = attr("aria-selected") === "true";
     if (attr("aria-pressed") !== null) s.pressed = attr("aria-pressed");
+    if (attr("aria-sort") !== null) s.sort = attr("aria-sort");
     s.disabled = !!el.disabled || attr("aria-disabled") === "true";
     if (el.localName === "select") {
       // What a person sees it set to, as the snapshot shows it (flatpickr's month: its
@@ -59,6 +61,10 @@
       if (st.editing && st.target && st.target.contains(r.target)) continue;
       st.last = now();
       st.raw++;
+      // A changed web component animates in its shadow root, which the document's
+      // getAnimations() does not list (Shoelace's dialog fades out once `open` is gone).
+      const inner = r.target.shadowRoot || (closedRoots() && closedRoots().get(r.target));
+      if (inner && st.shadows.size < 50) st.shadows.add(inner);
       if (r.type === "childList") {
         r.removedNodes.forEach((n, i) => {
           if (st.added.has(n)) st.added.delete(n);
@@ -121,7 +127,7 @@
     const editable = target && (["input", "textarea", "select"].includes(target.localName) ||
                                 target.isContentEditable);
     st = {t0: now(), last: 0, raw: 0, target, editing: !!opts.editing && !!editable,
-          added: new Set(), removed: new Set(), moved: new Set(), origin: new Map(), attrs: new Map(), texts: new Map(),
+          added: new Set(), removed: new Set(), moved: new Set(), origin: new Map(), shadows: new Set(), attrs: new Map(), texts: new Map(),
           scrolled: new Set(), overflow: false, states, shownBefore, focus: deepActive(),
           scroll: [scrollX, scrollY]};
     return {has_snap: !!globalThis.__bskSnap};
@@ -142,6 +148,9 @@
   const shown = (el) => el.isConnected && !!el.checkVisibility && (el.checkVisibility() ||
     (getComputedStyle(el).display === "contents" &&
      [...(el.shadowRoot || el).children].some(shown)));
+  // Whether what a node holds can be seen: an element shown, a shadow root whose host is.
+  const drawn = (parent) => !parent || (parent.nodeType === 1 ? shown(parent)
+    : parent.nodeType === 11 ? !!parent.host && shown(parent.host) : true);
   function visibleText(n) {
     if (n.nodeType === 3) {
       const parent = n.parentElement;
@@ -190,7 +199,7 @@
   const MAX_MOVED = 5;
   const MAX_FLAGGED = 5;
   const FLAGS = {"aria-selected": "selected", "aria-expanded": "expanded",
-                 "aria-checked": "checked", "aria-pressed": "pressed"};
+                 "aria-checked": "checked", "aria-pressed": "pressed", "aria-sort": "sort"};
   const SILENT = new Set(["script", "style", "template", "noscript", "link", "meta"]);
   const countNodes = (n) => n.nodeType === 1 ? 1 + n.getElementsByTagName("*").length : 1;
 
@@ -222,6 +231,7 @@
     for (const [node, old] of s.texts) {
       if (!node.isConnected || node.data === old) continue;
       text++;
+      if (!drawn(node.parentNode)) continue;  // a hidden counter's digit: nobody saw it
       textAppeared.push(clip(node.data));
       if (old) textGone.push(clip(old));
     }
@@ -269,6 +279,9 @@
       movedAt.push([siblings.indexOf(n) + 1, siblings.length]);
     }
     for (const n of removedRoots) {
+      // Taken from inside something not drawn now, and still there: it was out of sight.
+      const from = s.origin.get(n);
+      if (from && from[0].isConnected && !drawn(from[0])) continue;
       pick(n, gone, false);
       const t = visibleText(n);
       if (t) textGone.push(t);
@@ -347,8 +360,8 @@
       for (const [name, old] of m) {
         const key = FLAGS[name], now = el.getAttribute(name);
         if (!key || now === old) continue;
-        // As stateOf reads them: selected and expanded are on or off, checked and
-        // pressed keep the page's word ("mixed").
+        // As stateOf reads them: selected and expanded are on or off, checked,
+        // pressed and sort keep the page's word ("mixed", "ascending").
         const [a, b] = key === "selected" || key === "expanded"
           ? [old === "true", now === "true"] : [old, now];
         if (a !== b) changed[key] = [a, b];
@@ -387,8 +400,9 @@
   }
 
   // CSS transitions and animations running that will end (a spinner never does).
-  const moving = () => document.getAnimations().some(a => a.playState === "running" &&
-      a.effect && a.effect.getComputedTiming().endTime !== Infinity);
+  const moving = () => [document, ...(st ? st.shadows : [])].some(root =>
+    root.getAnimations().some(a => a.playState === "running" && a.effect &&
+                                   a.effect.getComputedTiming().endTime !== Infinity));
 
   // Resolves when the page has settled, then reports. A page that has not reacted at
   // all (no mutation in the window; `opts.active`: nor anything the daemon saw, such as a
