@@ -419,7 +419,18 @@ def test_bolding_words_is_no_text_that_appeared(bsk: Bsk, site: str) -> None:
     assert bsk("eval", "quill.getFormat(0, 12).bold").value is True
     assert "text_appeared" not in effects["dom"], effects
     assert [s["changed"] for s in effects["dom"]["states"] if s["ref"] == bold] == [
-        {"pressed": ["false", "true"]}], effects
+        {"pressed": [False, True]}], effects
+    # Part of a line: Quill splits the text node and moves the word into a <strong>; the
+    # text is where it was (before: '"Hello World! Second" appeared; "sentence."
+    # appeared; "Hello World! Second sentence." went away').
+    bsk.ok("click", bold)  # off again
+    bsk.ok("press", "End")
+    bsk.ok("type", " Second sentence.")
+    bsk.ok("eval", "quill.setSelection(20, 9)")  # 'sentence.'
+    part = bsk.ok("click", bold)["result"]["effects"]["dom"]
+    assert bsk("eval", "document.querySelector('.ql-editor').innerHTML").value == \
+        "<p>Hello World! Second <strong>sentence.</strong></p>"
+    assert "text_appeared" not in part and "text_gone" not in part, part
 
 
 def test_the_element_state_agrees_with_the_effects_and_the_snapshot(

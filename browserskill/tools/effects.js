@@ -30,17 +30,19 @@
   const closedRoots = () => globalThis.__bsk && globalThis.__bsk.closed;
   const NO_FOCUS = new Set(["body", "html", "iframe", "frame"]);
 
+  // aria-checked and aria-pressed: on, off, or the page's own word ("mixed").
+  const tristate = (v) => v === "true" ? true : v === "false" ? false : v;
   function stateOf(el) {
     const s = {};
     const attr = (n) => el.getAttribute && el.getAttribute(n);
     if (el.localName === "input" && (el.type === "checkbox" || el.type === "radio")) {
       s.checked = el.checked;
-    } else if (attr("aria-checked") !== null) s.checked = attr("aria-checked");
+    } else if (attr("aria-checked") !== null) s.checked = tristate(attr("aria-checked"));
     if (attr("aria-expanded") !== null) s.expanded = attr("aria-expanded") === "true";
     else if (el.localName === "details") s.expanded = el.open;
     if (el.localName === "option") s.selected = el.selected;
     else if (attr("aria-selected") !== null) s.selected = attr("aria-selected") === "true";
-    if (attr("aria-pressed") !== null) s.pressed = attr("aria-pressed");
+    if (attr("aria-pressed") !== null) s.pressed = tristate(attr("aria-pressed"));
     if (attr("aria-sort") !== null) s.sort = attr("aria-sort");
     s.disabled = !!el.disabled || attr("aria-disabled") === "true";
     if (el.localName === "select") {
@@ -174,6 +176,18 @@
     if (!moved) return visibleText(n);
     return shown(n) ? clip(fresh.join(" ")) : "";
   }
+  // The added texts that together are what a text node lost from its start or end, or
+  // null (then it is a change of text like any other).
+  function splitFrom(old, now, fresh) {
+    if (!old || old.length <= now.length) return null;
+    const rest = old.startsWith(now) ? old.slice(now.length)
+      : old.endsWith(now) ? old.slice(0, old.length - now.length) : null;
+    const bare = (t) => t.replace(/\s+/g, "");
+    if (rest === null || !bare(rest)) return null;
+    const parts = [...fresh.values()].filter(t => t && bare(rest).includes(bare(t)));
+    return parts.length && parts.reduce((a, t) => a + bare(t).length, 0) === bare(rest).length
+      ? parts : null;
+  }
   // Libraries show a popup by a class word (Bootstrap's `show` on a menu or a modal,
   // `open`, `is-visible`) or by taking one away (`d-none`, `hidden`): the styles that
   // hid it before are not there to ask, the words are.
@@ -228,10 +242,16 @@
     }
     let text = 0;
     const textAppeared = [], textGone = [];
+    const fresh = new Map(addedRoots.map(n => [n, newText(n, s)]));
+    const splitOff = new Set();  // added texts that are only a text node's split-off end
     for (const [node, old] of s.texts) {
       if (!node.isConnected || node.data === old) continue;
       text++;
       if (!drawn(node.parentNode)) continue;  // a hidden counter's digit: nobody saw it
+      // An editor formatting words splits the text node and moves the words into a new
+      // element (Quill's <strong>): the text is where it was, in two pieces.
+      const parts = splitFrom(old, node.data, fresh);
+      if (parts) { parts.forEach(t => splitOff.add(t)); continue; }
       textAppeared.push(clip(node.data));
       if (old) textGone.push(clip(old));
     }
@@ -255,8 +275,8 @@
     };
     for (const n of addedRoots) {
       pick(n, appeared, true);
-      const t = newText(n, s);
-      if (t) textAppeared.push(t);
+      const t = fresh.get(n);
+      if (t && !splitOff.has(t)) textAppeared.push(t);
     }
     // Moved (a list reordered by a drag, a table sorted): the elements now elsewhere, each
     // with where it is now among what its parent shows ([position, of how many]).
@@ -360,10 +380,11 @@
       for (const [name, old] of m) {
         const key = FLAGS[name], now = el.getAttribute(name);
         if (!key || now === old) continue;
-        // As stateOf reads them: selected and expanded are on or off, checked,
-        // pressed and sort keep the page's word ("mixed", "ascending").
+        // As stateOf reads them: selected and expanded are on or off, checked and
+        // pressed on, off or "mixed", sort the page's word ("ascending").
         const [a, b] = key === "selected" || key === "expanded"
-          ? [old === "true", now === "true"] : [old, now];
+          ? [old === "true", now === "true"]
+          : key === "sort" ? [old, now] : [tristate(old), tristate(now)];
         if (a !== b) changed[key] = [a, b];
       }
       if (Object.keys(changed).length) { flagged.push(el); flags.push(changed); }
