@@ -59,10 +59,14 @@ def test_bound_and_unsettled() -> None:
     effects = summarize("click", [{"counts": {"text": 2}}], settled=False, watched_ms=1004)
     assert effects_line(effects) == "the DOM changed (2 texts); still changing after 1004 ms"
     one = summarize("click", [{"counts": {"text": 1, "attributes": 1}}], settled=True,
-                    watched_ms=100)
+                    watched_ms=100, brief=True)
     # Nothing named changed: what shows may come later (a menu's delay), and it says so.
     assert effects_line(one) == ("the DOM changed (1 text, 1 attribute); nothing new shown "
                                  "at once (--settle MS waits for a later change)")
+    # ... unless the caller chose how long to watch (`--settle`): it was not at once.
+    chosen = summarize("click", [{"counts": {"text": 1, "attributes": 1}}], settled=True,
+                       watched_ms=500, brief=False)
+    assert effects_line(chosen) == "the DOM changed (1 text, 1 attribute)"
 
 
 def test_a_cut_list_says_it_was_cut_for_gone_as_for_appeared() -> None:

@@ -212,11 +212,22 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
     if unobserved:
         out["unobserved"] = list(dict.fromkeys(unobserved))
     out["none"] = not seen_anything and not unobserved
-    if out["none"] and brief:
+    if brief and (out["none"] or _only_counted(out)):
         out["brief"] = True
     out["settled"] = settled
     out["watched_ms"] = watched_ms
     return out
+
+
+def _only_counted(out: dict[str, Any]) -> bool:
+    """The page changed, but nothing the report can name, and no request was sent but a
+    load (a hover's icon): what shows may come later (jQuery UI opens a submenu 300 ms
+    after the hover), past a watch of the default length."""
+    dom = out.get("dom") or {}
+    return bool(dom) and set(dom) <= set(_COUNTED) and not any(
+        out.get(k) for k in ("focus", "scrolled", "page_errors", "navigation", "dialog",
+                             "new_tabs", "downloads", "unobserved")) and all(
+        r["method"] == "GET" for r in out.get("requests") or ())
 
 
 def _request(r: dict[str, Any]) -> dict[str, Any]:
@@ -319,11 +330,7 @@ def effects_line(effects: dict[str, Any]) -> str:
         parts.append("not watched: " + "; ".join(effects["unobserved"]))
     if not effects.get("settled", True):
         parts.append(f"still changing after {effects.get('watched_ms', 0)} ms")
-    elif parts and parts[0].startswith("the DOM changed") and not threw and not any(
-            effects.get(k) for k in ("focus", "scrolled")) and all(
-            r["method"] == "GET" for r in effects.get("requests") or ()):
-        # Nothing it can name, no request sent but a load (a hover's icon): what shows may
-        # come later (jQuery UI opens a submenu 300 ms after the hover).
+    elif effects.get("brief"):
         parts.append("nothing new shown" + _AT_ONCE)
     return "; ".join(parts) + threw
 

@@ -261,7 +261,10 @@
     // controls that were shown before: they did not appear).
     const pick = (root, into, visible, keep = () => true) => {
       if (root.nodeType !== 1 || into.length >= MAX_NAMED) return;
-      if ((!visible || shown(root)) && keep(root)) into.push(root);
+      // What appears must be something a snapshot shows: not inside aria-hidden
+      // (CodeMirror's gutter), as the accessibility tree leaves that out.
+      const seen = (el) => shown(el) && !el.closest('[aria-hidden="true"]');
+      if ((!visible || seen(root)) && keep(root)) into.push(root);
       // A web component's dialog or controls live in its shadow root (Shoelace's
       // `<sl-dialog open>`): looked for there too.
       const inside = [...root.querySelectorAll("*")];
@@ -269,7 +272,7 @@
       for (const el of inside) {
         if (into.length >= MAX_NAMED) break;
         if (el.matches(NAMEABLE)) {
-          if ((!visible || shown(el)) && keep(el)) into.push(el);
+          if ((!visible || seen(el)) && keep(el)) into.push(el);
         }
       }
     };
