@@ -159,7 +159,19 @@
       return parent && !shown(parent) ? "" : clip(n.data);
     }
     if (n.nodeType !== 1 || SILENT.has(n.localName)) return "";
-    return n.isConnected ? (shown(n) ? clip(n.innerText) : "") : clip(n.textContent);
+    return n.isConnected ? (shown(n) ? clip(n.innerText) : "") : spacedText(n);
+  }
+  // The text of what is no longer drawn (removed, or hidden), which has no innerText to
+  // lay it out: its pieces apart, as they were seen, not glued ("PrevNextNovember 2016",
+  // a calendar's days "262728…", from textContent).
+  function spacedText(n) {
+    const pieces = [], walker = document.createTreeWalker(n, NodeFilter.SHOW_TEXT);
+    for (let t, length = 0; (t = walker.nextNode()) && length <= MAX_TEXT;) {
+      if (SILENT.has(t.parentNode && t.parentNode.localName)) continue;
+      pieces.push(t.data);
+      length += t.data.length + 1;
+    }
+    return clip(pieces.join(" "));
   }
   // The text an added element brought: not the text nodes it only took in from where
   // they were (an editor wrapping the selected words in <strong> to bold them, Quill's),
@@ -339,7 +351,7 @@
           return false;
         };
         pick(el, gone, false, (inner) => inner === el || !shown(inner) || leaving(inner));
-        textGone.push(clip(el.textContent));
+        textGone.push(spacedText(el));
       }
     }
     const focusNow = deepActive();
