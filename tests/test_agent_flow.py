@@ -105,6 +105,12 @@ def test_navigation_history_and_stale_refs(bsk: Bsk, site: str) -> None:
 
     unknown = bsk("click", "e99999")
     assert unknown.code == 4 and unknown.json["error"]["code"] == "ref_not_found"
+    # A role and a name written as the snapshot writes them: the hint says the locator.
+    for written in ('button "Go"', "button=Go"):
+        named = bsk("click", written)
+        assert named.code == 4 and named.json["dispatched"] == "no"
+        assert '`role=button[name="Go"]`' in named.json["error"]["hint"], named.json
+    assert "`text=Go on`" in bsk("click", "Go on").json["error"]["hint"]
 
 
 def test_open_failure_is_action_failed(bsk: Bsk, site: str) -> None:

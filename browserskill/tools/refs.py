@@ -49,6 +49,13 @@ def not_a_ref_hint(ref: str) -> str:
     if ref[:1] in "#.[" or re.match(r"^[a-z][a-z0-9-]*[#.\[:]", ref):
         return (f"refs look like e12; to use a CSS selector say so: `css={ref}` (a "
                 "locator), or " + SNAPSHOT_HINT)
+    # `button=Save`, `option "Vanilla"`: a role and a name, as the snapshot writes them.
+    from browserskill.tools.snapshot import REF_ROLES  # snapshot.py imports this module
+    named = re.match(r'^([a-z]+)(?:\s*=\s*|\s+)"?([^"]+?)"?$', ref)
+    if named and named[1] in REF_ROLES | {"clickable"}:
+        return (f"refs look like e12; to find an element by its role and name say so: "
+                f"`role={named[1]}[name=\"{named[2]}\"]` (or text=…, css=…), or "
+                + SNAPSHOT_HINT)
     return (f"refs look like e12; to find an element by its text say so: "
             f"`text={ref}` (or role=ROLE[name=\"…\"], css=…), or " + SNAPSHOT_HINT)
 
