@@ -30,6 +30,10 @@ def test_text_is_joined_as_rendered(bsk: Bsk, site: str) -> None:
     assert "- text: December 2016\n" in text, text
     # Its day cells listen, their links are clicked: one ref per day, the link's.
     assert len(re.findall(r'"15".*\[ref=', text)) == 1, text
+    # --interactive: no `cell "15"` around `link "15"`, a wrapper its child names.
+    brief = bsk.ok("snapshot", "--interactive")["result"]["snapshot"]
+    assert re.search(r'^- link "15" \[url=#\] \[ref=\w+\]$', brief, re.M), brief
+    assert 'cell "15"' not in brief, brief
     bsk.ok("click", ref_of(text, "link", "15"))
     assert bsk("eval", "window.picked").value == "15"
     # Spaces between inline elements kept, none added where the page has none.

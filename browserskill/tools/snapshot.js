@@ -824,7 +824,12 @@
           n[0] === "heading") {
         out.push([n[0], n[1], n[2], n[3], n[4], kept]);
       } else if (kept.length) {
-        if (n[1] || n[3].length || LANDMARKS.has(n[0]) || CONTEXT.has(n) && n[0] !== "text")
+        // A container named only by what it holds says nothing more (a calendar's
+        // cell "15" around its link "15").
+        const echo = kept.length === 1 && kept[0][1] === n[1] && !n[3].length &&
+          !LANDMARKS.has(n[0]);
+        if (echo) out.push(...kept);
+        else if (n[1] || n[3].length || LANDMARKS.has(n[0]) || CONTEXT.has(n) && n[0] !== "text")
           out.push([n[0], n[1], null, n[3], n[4], kept]);
         else out.push(...kept);
       }
