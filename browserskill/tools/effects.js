@@ -313,10 +313,16 @@
       movedEls.push(el);
       movedAt.push([siblings.indexOf(n) + 1, siblings.length]);
     }
+    const cameIn = (node) => {
+      for (let a = node; a; a = a.parentNode || a.host) if (s.added.has(a)) return true;
+      return false;
+    };
     for (const n of removedRoots) {
       // Taken from inside something not drawn now, and still there: it was out of sight.
+      // Or from inside what came into the page in this window (Select2 attaches its
+      // dropdown, then empties the old list in it): it was not on the page before.
       const from = s.origin.get(n);
-      if (from && from[0].isConnected && !drawn(from[0])) continue;
+      if (from && from[0].isConnected && (!drawn(from[0]) || cameIn(from[0]))) continue;
       pick(n, gone, false);
       const t = visibleText(n);
       if (t) textGone.push(t);
