@@ -399,6 +399,22 @@ def test_a_grid_row_selected_by_its_cell_is_named(bsk: Bsk, site: str) -> None:
     assert "text_gone" not in price and "text_appeared" not in price, price
 
 
+def test_what_a_reopened_dropdown_empties_was_not_on_the_page(bsk: Bsk, site: str) -> None:
+    """Select2 detaches its dropdown on close; on open it attaches it again and replaces
+    the old options in it: those were not on the page before the click, so they did not
+    go (before: 'gone: option "Alabama" e68, …' while "Alabama" showed)."""
+    bsk.ok("open", f"{site}/conformance/select2.html")
+    field = ref_of(bsk.ok("snapshot", "--interactive")["result"]["snapshot"], "combobox",
+                   "Alabama")
+    for _ in range(2):
+        opened = bsk.ok("click", field)["result"]["effects"]["dom"]
+        assert "gone" not in opened, opened
+        assert ("option", "Alabama") in {(e["role"], e["name"]) for e in opened["appeared"]}
+        closed = bsk.ok("press", "Escape")["result"]["effects"]["dom"]
+        assert ("option", "Alabama") in {(e["role"], e["name"]) for e in closed["gone"]}
+    assert bsk("eval", "document.querySelector('.select2-dropdown') === null").value is True
+
+
 def test_bolding_words_is_no_text_that_appeared(bsk: Bsk, site: str) -> None:
     """Quill bolds the selected words by moving their text into a new <strong>: the
     words were there before, so they did not appear; the bold button's state is what
