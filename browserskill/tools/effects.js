@@ -5,9 +5,11 @@
 // then reports the window's net changes, compactly. Page scripts can't see or change any
 // of it (another world); the DOM, layout and innerText are the page's own.
 //
-// Net, not raw: a node added and removed again within the window is no change, nor is an
-// attribute or text set back to what it was. Mutations inside the element being typed
-// into (`editing`) are what the input itself does, not an effect.
+// Net, not raw: a node added and removed again within the window is no change, nor is one
+// taken out and put back where it was, nor an attribute or text set back to what it was.
+// Mutations inside the element being typed into (`editing`) are what the input itself
+// does, not an effect. Only what could be seen is told: nothing inside what is not drawn
+// or is aria-hidden, nothing taken from what came into the page in the same window.
 (() => {
   if (globalThis.__bskFx) return globalThis.__bskFx;
   const MAX_NODES = 5000;  // past this many tracked nodes only counting goes on
@@ -129,7 +131,8 @@
     const editable = target && (["input", "textarea", "select"].includes(target.localName) ||
                                 target.isContentEditable);
     st = {t0: now(), last: 0, raw: 0, target, editing: !!opts.editing && !!editable,
-          added: new Set(), removed: new Set(), moved: new Set(), origin: new Map(), shadows: new Set(), attrs: new Map(), texts: new Map(),
+          added: new Set(), removed: new Set(), moved: new Set(), origin: new Map(),
+          shadows: new Set(), attrs: new Map(), texts: new Map(),
           scrolled: new Set(), overflow: false, states, shownBefore, focus: deepActive(),
           scroll: [scrollX, scrollY]};
     return {has_snap: !!globalThis.__bskSnap};
@@ -394,9 +397,8 @@
     const held = new Set([...s.states.values()].map(([el]) => el));
     const flagged = [], flags = [];
     for (const [el, m] of s.attrs) {
-      if (flagged.length >= MAX_FLAGGED || held.has(el) || !el.isConnected || !shown(el) ||
-          [...addedRoots, ...shownEls].some(r => r.contains(el)))  // it appeared: no before
-        continue;
+      if (flagged.length >= MAX_FLAGGED) break;
+      if (held.has(el) || !el.isConnected) continue;
       const changed = {};
       for (const [name, old] of m) {
         const key = FLAGS[name], now = el.getAttribute(name);
@@ -408,9 +410,13 @@
           : key === "sort" ? [old, now] : [tristate(old), tristate(now)];
         if (a !== b) changed[key] = [a, b];
       }
-      if (Object.keys(changed).length) { flagged.push(el); flags.push(changed); }
+      if (Object.keys(changed).length && shown(el) &&
+          ![...addedRoots, ...shownEls].some(r => r.contains(el))) {  // appeared: no before
+        flagged.push(el);
+        flags.push(changed);
+      }
     }
-    const moved = focusNow !== s.focus && focusNow && !NO_FOCUS.has(focusNow.localName) &&
+    const focused = focusNow !== s.focus && focusNow && !NO_FOCUS.has(focusNow.localName) &&
       focusNow !== s.target ? [focusNow] : [];
     const [x0, y0] = s.scroll;
     if (scrollX !== x0 || scrollY !== y0) out.scrolled = {dx: scrollX - x0, dy: scrollY - y0};
@@ -418,7 +424,7 @@
     // Name them as the snapshot does (role, accessible name, ref); new actionable ones
     // get a ref, bound by the daemon like a snapshot's.
     const snap = globalThis.__bskSnap;
-    const toName = appeared.length || gone.length || moved.length || movedEls.length ||
+    const toName = appeared.length || gone.length || focused.length || movedEls.length ||
       flagged.length;
     if (snap && toName) {
       const named = JSON.parse(snap({...opts.snapOptions,
@@ -426,14 +432,15 @@
                                              ...gone.map(el => [el, false]),
                                              ...movedEls.map(el => [el, true]),
                                              ...flagged.map(el => [el, true]),
-                                             ...moved.map(el => [el, false])]}));
+                                             ...focused.map(el => [el, false])]}));
       const n = appeared.length, m = gone.length, k = movedEls.length, f = flagged.length;
       out.appeared = named.names.slice(0, n);
       out.gone = named.names.slice(n, n + m);
-      if (k) out.moved = named.names.slice(n + m, n + m + k).map((e, i) => e && [...e, movedAt[i]]);
+      if (k) out.moved = named.names.slice(n + m, n + m + k)
+        .map((e, i) => e && [...e, movedAt[i]]);
       if (f) out.flagged = named.names.slice(n + m + k, n + m + k + f)
         .map((e, i) => e && [...e, flags[i]]);
-      if (moved.length) out.focus = named.names[n + m + k + f];
+      if (focused.length) out.focus = named.names[n + m + k + f];
       out.next = named.next;
     } else if (toName) {
       out.need_snap = true;
