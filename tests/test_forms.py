@@ -83,6 +83,16 @@ def test_fill_refuses_what_is_not_editable(form: tuple[Bsk, str]) -> None:
     assert events(bsk) == []
 
 
+def test_fill_on_a_label_names_the_field_it_labels(bsk: Bsk, site: str) -> None:
+    """`text=Volume` finds the words, which are the <label>'s: the refusal says which
+    field that label is for, and how to name the field itself."""
+    bsk.ok("open", f"{site}/conformance/jqueryui-slider.html")
+    r = bsk("fill", "text=Volume:", "5")
+    error = failed(r, "action_failed", "not_editable")
+    assert "it labels <input type=text id=amount>" in error["message"], error
+    assert "role=textbox[name=" in error["hint"], error
+
+
 def test_select_by_value_or_label(form: tuple[Bsk, str]) -> None:
     bsk, snap = form
     color = ref_of(snap, "combobox", "Color")
@@ -119,6 +129,10 @@ def test_check_and_uncheck(form: tuple[Bsk, str]) -> None:
     assert bsk("eval", "agree.checked").value is True
     already = bsk.ok("check", agree)["result"]
     assert already["checked"] is True and already["changed"] is False
+    # Nothing was sent, so there is nothing to watch (no "nothing changed at once", as
+    # if a click had been tried).
+    assert "effects" not in already, already
+    assert bsk.text("check", agree).strip() == f"{agree}: already checked"
     assert bsk.ok("uncheck", agree)["result"]["checked"] is False
     assert bsk.ok("uncheck", ref_of(snap, "checkbox", "Newsletter"))["result"]["changed"]
 

@@ -30,8 +30,8 @@ from browserskill.tools import webmcp_client as webmcp
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import isolated_world
 from browserskill.tools.registry import Handler
+from browserskill.tools.roles import ACTIONABLE, REF_ROLES
 from browserskill.tools.snapshot import _SCRIPT as SNAPSHOT_SCRIPT
-from browserskill.tools.snapshot import ACTIONABLE, REF_ROLES
 
 log = logging.getLogger(__name__)
 
@@ -361,6 +361,11 @@ async def _navigates_within(tab: Tab, timeout: float) -> bool:
     return True
 
 
+# Tools that send no input when the element is already as asked (`check` on a checked
+# box): there is nothing to watch, and "nothing changed at once" would read as if it had.
+_SENDS_NOTHING_UNCHANGED = frozenset({"check", "uncheck"})
+
+
 def watched(name: str, fn: Handler) -> Handler:
     """The handler, watched (tools/call_hooks.py): its result gets `effects`, what the
     page was seen to do. A dialog that ends the action carries them to the dispatcher."""
@@ -373,7 +378,8 @@ def watched(name: str, fn: Handler) -> Handler:
             if window is not None:
                 e.effects = await observe(ctx, window, None, params, dialog=e.dialog)
             raise
-        if window is not None and isinstance(result, dict):
+        if window is not None and isinstance(result, dict) and not (
+                name in _SENDS_NOTHING_UNCHANGED and result.get("changed") is False):
             result["effects"] = await observe(ctx, window, result, params)
             _as_left(result)
         return result

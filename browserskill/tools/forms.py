@@ -47,6 +47,11 @@ _FILL_KIND = """function() {
     mode = "type";
   } else if (el.isContentEditable) {
     mode = "editable";
+  } else if (tag === "label" && el.control) {  // `text=Volume` finds the words, not the field
+    const c = el.control, what = c.localName + (c.type ? ` type=${c.type}` : "") +
+      (c.id ? ` id=${c.id}` : "");
+    return {error: "not_editable", labels: true,
+            why: `<label> is not a text field: it labels <${what}>`};
   } else {
     return {error: "not_editable", why: `<${tag}> is not a text field or contenteditable`};
   }
@@ -121,8 +126,11 @@ _FILL_SET = """function(text) {
 
 def _not_editable(ref: str, verdict: dict[str, Any]) -> BskError:
     reason = verdict.get("error", "not_editable")
-    hint = {"not_editable": "fill takes a text input, textarea or contenteditable element: "
-                            "check the ref with `bsk snapshot`",
+    hint = {"not_editable": "fill the field itself: its ref in `bsk snapshot`, or a role "
+                            "locator naming it (role=textbox[name=\"…\"])"
+            if verdict.get("labels") else
+            "fill takes a text input, textarea or contenteditable element: check the ref "
+            "with `bsk snapshot`",
             "element_disabled": "nothing was sent; if the page enables it once something "
                                 "is done, do that or wait for it first (some stay disabled)",
             "element_readonly": f"nothing was sent; a read-only field takes no input — a "

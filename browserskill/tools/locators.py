@@ -30,7 +30,8 @@ from browserskill.tools import policy_check
 from browserskill.tools.context import ToolContext
 from browserskill.tools.refs import isolated_world
 from browserskill.tools.registry import Handler
-from browserskill.tools.snapshot import ACTIONABLE, REF_ROLES, run_script
+from browserskill.tools.roles import ACTIONABLE, REF_ROLES
+from browserskill.tools.snapshot import run_script
 
 MAX_CANDIDATES = 10
 

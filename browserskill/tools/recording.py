@@ -30,8 +30,9 @@ from browserskill.browser.tab import Tab, TabGone
 from browserskill.tools.context import ToolContext
 from browserskill.tools.output_files import check_writable
 from browserskill.tools.registry import implements
+from browserskill.tools.roles import ACTIONABLE, REF_ROLES
 from browserskill.tools.secrets import IS_SECRET_FIELD
-from browserskill.tools.snapshot import _SCRIPT, ACTIONABLE, REF_ROLES
+from browserskill.tools.snapshot import _SCRIPT
 
 log = logging.getLogger(__name__)
 

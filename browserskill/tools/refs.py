@@ -17,6 +17,7 @@ from browserskill.browser.link import CdpError
 from browserskill.browser.tab import Tab
 from browserskill.session.sessions import RefBinding, Session
 from browserskill.tools.context import ToolContext
+from browserskill.tools.roles import REF_ROLES
 
 SNAPSHOT_HINT = "take a new snapshot (`bsk snapshot`) and use a ref from it"
 
@@ -50,7 +51,6 @@ def not_a_ref_hint(ref: str) -> str:
         return (f"refs look like e12; to use a CSS selector say so: `css={ref}` (a "
                 "locator), or " + SNAPSHOT_HINT)
     # `button=Save`, `option "Vanilla"`: a role and a name, as the snapshot writes them.
-    from browserskill.tools.snapshot import REF_ROLES  # snapshot.py imports this module
     named = re.match(r'^([a-z]+)(?:\s*=\s*|\s+)"?([^"]+?)"?$', ref)
     if named and named[1] in REF_ROLES | {"clickable"}:
         return (f"refs look like e12; to find an element by its role and name say so: "

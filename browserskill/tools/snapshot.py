@@ -29,16 +29,8 @@ from browserskill.tools.context import ToolContext
 from browserskill.tools.input import restore_hover
 from browserskill.tools.refs import check_binding, isolated_world
 from browserskill.tools.registry import implements
+from browserskill.tools.roles import ACTIONABLE, REF_ROLES
 
-# Roles an agent acts on; with --interactive only these (and their context) are shown.
-ACTIONABLE = frozenset({
-    "button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox",
-    "option", "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "switch", "slider",
-    "spinbutton", "treeitem", "textarea", "MenuListPopup", "ListBoxOption", "gridcell",
-})
-# Roles that also get a ref: things an agent reads or targets by ref.
-REF_ROLES = ACTIONABLE | {"heading", "img", "image", "dialog", "alertdialog", "iframe",
-                          "region", "form", "canvas"}
 # Listeners that make an element clickable (the page's own, in any world).
 CLICK_EVENTS = frozenset({"click", "dblclick", "auxclick", "contextmenu", "mousedown",
                           "mouseup", "pointerdown", "pointerup", "touchstart"})
