@@ -126,7 +126,7 @@ def test_cancel_mid_typing_releases_the_held_key(page: tuple[Bsk, str]) -> None:
     assert "keyDown:x" in details["steps_sent"]  # the last steps, and how many in all
     assert details.get("steps_sent_count", len(details["steps_sent"])) >= len(
         details["steps_sent"])
-    assert [c["action"] for c in details["compensation"]] == ["key_released"]
+    assert [c["action"] for c in details.get("compensation", [])] == ["key_released"], answer
     assert details["compensation"][0]["ok"] is True
     held = 0  # nothing is left held down (a release for a press cut off before it
     for event in seen(bsk):  # reached Chrome is harmless)

@@ -108,6 +108,8 @@ def _convert(p: Param, raw: str, cwd: str | None = None) -> Any:
             raise invalid(p.name, f"not valid JSON ({e})",
                           hint=f"give a JSON object, e.g. {p.flag} '{{\"q\": \"lamp\"}}'") from None
     if p.path:
+        if not raw.strip():  # made absolute it would be the working directory itself
+            raise invalid(p.name, "is empty: give a file's path")
         return absolute(raw, cwd)
     return raw
 
