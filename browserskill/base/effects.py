@@ -116,7 +116,8 @@ def summarize(tool: str, frames: list[dict[str, Any]], *, typed: str | None = No
               brief: bool = False) -> dict[str, Any]:
     """The effects of one action from the frames' reports (tools/effects.js `report`) and
     the daemon's own facts (navigation, new tabs, dialog, downloads, requests). `brief`:
-    a page that did not react was watched only for the reaction window."""
+    the watch was of the default length (no `--settle`), so a page that did not react
+    was watched only for the reaction window."""
     counts = {"added": 0, "removed": 0, "moved": 0, "text": 0, "attributes": 0}
     appeared: list[dict[str, Any]] = []
     gone: list[dict[str, Any]] = []
@@ -312,7 +313,7 @@ def effects_line(effects: dict[str, Any]) -> str:
                             for k, (a, b) in st["changed"].items())
         # A ref held is named by it; an element none was held for, in full.
         parts.append(f"{_element(st) if st.get('held') is False else st['ref']} {changes}")
-    if not parts and any(dom.get(k) for k in ("added", "removed", "text", "attributes")):
+    if not parts and any(dom.get(k) for k in _COUNTED):
         parts.append("the DOM changed (" + ", ".join(
             f"{dom[k]} {_COUNTED[k][dom[k] != 1]}" for k in _COUNTED if dom.get(k)) + ")")
     for r in (effects.get("requests") or [])[:3]:
