@@ -826,7 +826,7 @@
       } else if (kept.length) {
         // A container named only by what it holds says nothing more (a calendar's
         // cell "15" around its link "15").
-        const echo = kept.length === 1 && kept[0][1] === n[1] && !n[3].length &&
+        const echo = kept.length === 1 && !!n[1] && kept[0][1] === n[1] && !n[3].length &&
           !LANDMARKS.has(n[0]);
         if (echo) out.push(...kept);
         else if (n[1] || n[3].length || LANDMARKS.has(n[0]) || CONTEXT.has(n) && n[0] !== "text")
